@@ -1,0 +1,40 @@
+"""cassino-rl: exact rules, a batched core and RL environments for the Cassino family of card games.
+
+The rules oracle of INTERCHANGE.md lives at the top level::
+
+    import cassino_env
+    moves = cassino_env.legal_moves(position)       # list[dict], canonical order, exact
+    after = cassino_env.apply_move(position, move)  # new position dict; input unchanged
+    tally = cassino_env.score_deal(position)        # per-side items and totals of a finished deal
+"""
+
+from .cards import card_id, card_text
+from .errors import (
+    CardError,
+    CassinoError,
+    IllegalMoveError,
+    MoveFormatError,
+    PositionError,
+    RulesError,
+)
+from .interchange import apply_move, legal_moves, score_deal
+from .rules import PRESETS, RuleSet, make_rules
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PRESETS",
+    "CardError",
+    "CassinoError",
+    "IllegalMoveError",
+    "MoveFormatError",
+    "PositionError",
+    "RuleSet",
+    "RulesError",
+    "apply_move",
+    "card_id",
+    "card_text",
+    "legal_moves",
+    "make_rules",
+    "score_deal",
+]

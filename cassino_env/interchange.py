@@ -1,0 +1,288 @@
+"""The JSON rules oracle of INTERCHANGE.md: positions and moves as plain dicts, answered by the reference engine.
+
+>>> pos = {"rules": "classic", "to_move": 0, "hands": [["8S"], ["2C"]], "loose": ["5H", "3C", "6D", "2H"]}
+>>> [m for m in legal_moves(pos) if m["action"] == "capture"]
+[{'action': 'capture', 'card': '8S', 'take': ['3C', '6D', '2H', '5H']}]
+>>> apply_move(pos, {"action": "capture", "card": "8S", "take": ["5H", "3C", "6D", "2H"]})["sweeps"]
+[1, 0]
+
+Positions are validated field by field; a malformed one raises :class:`~cassino_env.errors.PositionError` (a
+``ValueError``) naming the field, a malformed move :class:`~cassino_env.errors.MoveFormatError`, and a forbidden
+move :class:`~cassino_env.errors.IllegalMoveError` naming the rule. Inputs are never modified. The oracle is exact:
+it never prunes or caps the move list.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from .cards import card_id, card_text, cards_text, is_court, rank
+from .errors import CardError, IllegalMoveError, MoveFormatError, PositionError, RulesError
+from .reference import BUILD, CAPTURE, KIND_NAMES, TRAIL, Build, Game, Move
+from .rules import RuleSet, make_rules
+
+__all__ = ["legal_moves", "apply_move", "score_deal", "position_to_game", "game_to_position", "move_from_dict",
+           "move_to_dict"]
+
+_FIELDS = ("rules", "num_players", "to_move", "dealer", "hands", "loose", "builds", "captured", "sweeps",
+           "bonus_points", "stock", "last_capturer", "last_trail", "match_scores")
+_MOVE_FIELDS = {"trail": {"action", "card"}, "capture": {"action", "card", "take", "ace"},
+                "build": {"action", "card", "value", "use", "ace"}}
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _seat(x: Any, n: int, name: str, nullable: bool = False) -> int | None:
+    if x is None and nullable:
+        return None
+    if not _is_int(x) or not 0 <= x < n:
+        raise PositionError(f"{name}: expected a seat 0..{n - 1}{' or null' if nullable else ''}, got {x!r}")
+    return x
+
+
+def _card_list(x: Any, name: str, seen: dict[int, str]) -> list[int]:
+    if not isinstance(x, list):
+        raise PositionError(f"{name}: expected a list of cards, got {x!r}")
+    out = []
+    for i, text in enumerate(x):
+        try:
+            c = card_id(text)
+        except CardError as e:
+            raise PositionError(f"{name}[{i}]: {e}") from None
+        if c in seen:
+            raise PositionError(f"{name}[{i}]: card {card_text(c)} appears twice (also in {seen[c]})")
+        seen[c] = name
+        out.append(c)
+    return out
+
+
+def _int_list(x: Any, n: int, name: str, default: int = 0, low: int = 0) -> list[int]:
+    if x is None:
+        return [default] * n
+    if not isinstance(x, list) or len(x) != n or not all(_is_int(v) and v >= low for v in x):
+        raise PositionError(f"{name}: expected a list of {n} integers >= {low}, got {x!r}")
+    return list(x)
+
+
+def position_to_game(position: Mapping[str, Any]) -> Game:
+    """Validate an INTERCHANGE.md position and build the reference :class:`~cassino_env.reference.Game`.
+
+    Raises:
+        PositionError: naming the field for any malformed or contradictory field, or an unknown field.
+        NotImplementedError: for a rule switch value this version does not implement.
+    """
+    if not isinstance(position, Mapping):
+        raise PositionError(f"position: expected a JSON object, got {type(position).__name__}")
+    unknown = [k for k in position if k not in _FIELDS]
+    if unknown:
+        raise PositionError(f"{unknown[0]}: unknown field; fields are {', '.join(_FIELDS)}")
+    for req in ("rules", "hands", "to_move"):
+        if req not in position:
+            raise PositionError(f"{req}: required field is missing")
+    hands_in = position["hands"]
+    if not isinstance(hands_in, list) or not hands_in:
+        raise PositionError(f"hands: expected a list with one hand per seat, got {hands_in!r}")
+    n = len(hands_in)
+    if "num_players" in position and position["num_players"] != n:
+        raise PositionError(f"num_players: {position['num_players']!r} disagrees with the {n} hands given")
+    try:
+        rules = make_rules(position["rules"], num_players=n)
+    except RulesError as e:
+        raise PositionError(f"rules: {e}") from None
+    seen: dict[int, str] = {}
+    hands = [set(_card_list(h, f"hands[{i}]", seen)) for i, h in enumerate(hands_in)]
+    loose = set(_card_list(position.get("loose", []), "loose", seen))
+    builds = _builds(position.get("builds", []), rules, n, seen)
+    captured_in = position.get("captured", [[] for _ in range(n)])
+    if not isinstance(captured_in, list) or len(captured_in) != n:
+        raise PositionError(f"captured: expected a list of {n} card lists (one per seat), got {captured_in!r}")
+    captured = [set(_card_list(c, f"captured[{i}]", seen)) for i, c in enumerate(captured_in)]
+    stock = _card_list(position.get("stock", []), "stock", seen)
+    to_move = _seat(position["to_move"], n, "to_move", nullable=True)
+    over = not stock and not any(hands)
+    if to_move is None and not over:
+        raise PositionError("to_move: null only when the deal is over (every hand and the stock empty)")
+    if to_move is not None and not hands[to_move] and not over:
+        raise PositionError(f"to_move: seat {to_move} holds no cards")
+    if not any(hands) and stock:
+        raise PositionError("stock: every hand is empty but the stock is not; deal the next round first")
+    default_dealer = (to_move - 1) % n if to_move is not None else n - 1
+    dealer = _seat(position.get("dealer", default_dealer), n, "dealer")
+    last_trail = position.get("last_trail")
+    if last_trail is not None:
+        try:
+            last_trail = card_id(last_trail)
+        except CardError as e:
+            raise PositionError(f"last_trail: {e}") from None
+        if last_trail not in loose:
+            raise PositionError(f"last_trail: {card_text(last_trail)} is not a loose table card")
+    game = Game(rules=rules, hands=hands, loose=loose, builds=builds, captured=captured,
+                sweeps=_int_list(position.get("sweeps"), n, "sweeps"),
+                bonus_points=_int_list(position.get("bonus_points"), n, "bonus_points"),
+                stock=stock, to_move=None if over else to_move, dealer=dealer,
+                last_capturer=_seat(position.get("last_capturer"), n, "last_capturer", nullable=True),
+                last_trail=last_trail,
+                match_scores=_int_list(position.get("match_scores"), rules.num_sides, "match_scores"))
+    return game
+
+
+def _builds(builds_in: Any, rules: RuleSet, n: int, seen: dict[int, str]) -> list[Build]:
+    if not isinstance(builds_in, list):
+        raise PositionError(f"builds: expected a list of build objects, got {builds_in!r}")
+    out = []
+    for i, b in enumerate(builds_in):
+        name = f"builds[{i}]"
+        if not isinstance(b, Mapping) or set(b) != {"cards", "value", "owner"}:
+            raise PositionError(f"{name}: expected an object with exactly 'cards', 'value' and 'owner', got {b!r}")
+        cards = _card_list(b["cards"], f"{name}.cards", seen)
+        value, owner = b["value"], _seat(b["owner"], n, f"{name}.owner")
+        if not _is_int(value) or not 1 <= value <= rules.max_value:
+            raise PositionError(f"{name}.value: expected 1..{rules.max_value} (RULES.md 4.1 rule 3), got {value!r}")
+        if len(cards) < 2:
+            raise PositionError(f"{name}.cards: a build holds at least two cards (RULES.md 1 build)")
+        if rules.court_values == "none" and any(is_court(c) for c in cards):
+            raise PositionError(f"{name}.cards: courts have no value and never join builds (RULES.md 3)")
+        if not _splits([rank(c) for c in cards], value):
+            raise PositionError(f"{name}: cards {' '.join(cards_text(cards))} do not split into groups of value "
+                                f"{value} (RULES.md 1 build)")
+        out.append(Build(frozenset(cards), value, owner))
+    values = [b.value for b in out]
+    if rules.builds == "standard" and len(set(values)) != len(values):
+        raise PositionError("builds: two builds share a value; equal builds merge (RULES.md 4.1 rule 6)")
+    return out
+
+
+def _splits(values: list[int], v: int) -> bool:
+    """True when ``values`` partition into groups each summing to ``v``."""
+    if not values:
+        return True
+    if sum(values) % v:
+        return False
+    first, rest = values[0], values[1:]
+
+    def fill(remaining: int, pool: list[int], start: int) -> bool:
+        if remaining == 0:
+            return _splits(pool, v)
+        for i in range(start, len(pool)):
+            if pool[i] <= remaining and fill(remaining - pool[i], pool[:i] + pool[i + 1:], i):
+                return True
+        return False
+
+    return fill(v - first, rest, 0) if first <= v else False
+
+
+def game_to_position(game: Game, rules_field: Any = None) -> dict[str, Any]:
+    """The INTERCHANGE.md position of ``game``; ``rules_field`` is echoed as ``rules`` (default: the preset name)."""
+    return {
+        "rules": copy.deepcopy(rules_field) if rules_field is not None else game.rules.preset,
+        "num_players": game.rules.num_players,
+        "to_move": game.to_move,
+        "dealer": game.dealer,
+        "hands": [cards_text(h) for h in game.hands],
+        "loose": cards_text(game.loose),
+        "builds": [{"cards": cards_text(b.cards), "value": b.value, "owner": b.owner} for b in game.builds],
+        "captured": [cards_text(c) for c in game.captured],
+        "sweeps": list(game.sweeps),
+        "bonus_points": list(game.bonus_points),
+        "stock": [card_text(c) for c in game.stock],
+        "last_capturer": game.last_capturer,
+        "last_trail": None if game.last_trail is None else card_text(game.last_trail),
+        "match_scores": list(game.match_scores),
+    }
+
+
+def move_to_dict(m: Move) -> dict[str, Any]:
+    """The INTERCHANGE.md dict of move ``m`` (lists sorted by card id)."""
+    d: dict[str, Any] = {"action": KIND_NAMES[m.kind], "card": card_text(m.card)}
+    if m.kind == CAPTURE:
+        d["take"] = [card_text(c) for c in m.cards]
+        if m.value == 14:
+            d["ace"] = 14
+    elif m.kind == BUILD:
+        d["value"] = m.value
+        d["use"] = [card_text(c) for c in m.cards]
+    return d
+
+
+def move_from_dict(game: Game, move: Mapping[str, Any]) -> Move:
+    """Parse an INTERCHANGE.md move dict for ``game`` (lists in any order).
+
+    Raises:
+        MoveFormatError: naming the field for a malformed move.
+        IllegalMoveError: for ``"ace": 14`` where RULES.md 3 ``ace_high`` is off or the card is no ace.
+    """
+    if not isinstance(move, Mapping):
+        raise MoveFormatError(f"move: expected a JSON object, got {type(move).__name__}")
+    action = move.get("action")
+    if action not in _MOVE_FIELDS:
+        raise MoveFormatError(f"action: expected 'trail', 'capture' or 'build', got {action!r}")
+    extra = sorted(set(move) - _MOVE_FIELDS[action])
+    if extra:
+        raise MoveFormatError(f"{extra[0]}: not a field of a {action} move")
+    try:
+        card = card_id(move.get("card"))
+    except CardError as e:
+        raise MoveFormatError(f"card: {e}") from None
+    if action == "trail":
+        return Move(TRAIL, card)
+    key = "take" if action == "capture" else "use"
+    if key not in move:
+        raise MoveFormatError(f"{key}: a {action} move needs the list of table cards it {key}s")
+    try:
+        cards = _card_list(move[key], key, {})
+    except PositionError as e:
+        raise MoveFormatError(str(e)) from None
+    ace = move.get("ace", 1)
+    if ace not in (1, 14) or isinstance(ace, bool):
+        raise MoveFormatError(f"ace: expected 1 or 14, got {ace!r}")
+    if action == "capture":
+        if ace == 14:
+            if rank(card) != 1 or not game.rules.ace_high:
+                raise IllegalMoveError("only a played ace under ace_high may count 14 (RULES.md 3 ace_high)")
+            value = 14
+        else:
+            value = game.value(card) if game.value(card) is not None else rank(card)
+        return Move(CAPTURE, card, value, tuple(sorted(cards)))
+    if ace == 14:
+        raise IllegalMoveError("in a build an ace always counts 1 (RULES.md 3 ace_high)")
+    value = move.get("value")
+    if not _is_int(value):
+        raise MoveFormatError(f"value: a build move declares an integer value, got {value!r}")
+    return Move(BUILD, card, value, tuple(sorted(cards)))
+
+
+def legal_moves(position: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every distinct legal move in ``position``, canonical order (INTERCHANGE.md), exact; [] when the deal is over.
+
+    Raises:
+        PositionError: for a malformed position (the message names the field).
+    """
+    return [move_to_dict(m) for m in position_to_game(position).legal_moves()]
+
+
+def apply_move(position: Mapping[str, Any], move: Mapping[str, Any]) -> dict[str, Any]:
+    """The position after ``move``; deals the next round or ends the deal as RULES.md 2 says. Input unchanged.
+
+    Raises:
+        PositionError: malformed position. MoveFormatError: malformed move.
+        IllegalMoveError: the move is forbidden; the message names the rule.
+    """
+    game = position_to_game(position)
+    game.apply(move_from_dict(game, move))
+    return game_to_position(game, position["rules"])
+
+
+def score_deal(position: Mapping[str, Any]) -> dict[str, Any]:
+    """Score a finished deal (RULES.md 5): ``{"sides": [[seats]...], "items": [{item: points}...], "totals": [...]}``.
+
+    Raises:
+        PositionError: malformed position, or a deal that is not over (cards in a hand or the stock).
+    """
+    game = position_to_game(position)
+    if not game.is_deal_over():
+        raise PositionError("hands: score_deal needs a finished deal (every hand and the stock empty)")
+    return game.score_deal()
