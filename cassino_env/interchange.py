@@ -151,7 +151,7 @@ def _builds(builds_in: Any, rules: RuleSet, n: int, seen: dict[int, str]) -> lis
                                 f"{value} (RULES.md 1 build)")
         out.append(Build(frozenset(cards), value, owner))
     values = [b.value for b in out]
-    if rules.builds == "standard" and len(set(values)) != len(values):
+    if rules.builds in ("standard", "reservation") and len(set(values)) != len(values):
         raise PositionError("builds: two builds share a value; equal builds merge (RULES.md 4.1 rule 6)")
     return out
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .cards import BIG_CASINO, LITTLE_CASINO, SPADES, card_text, is_court, rank, suit
+from .cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, SPADES, card_text, is_court, rank, suit
 from .errors import IllegalMoveError, PositionError
 from .rules import RuleSet
 
@@ -144,7 +144,6 @@ class Game:
     match_scores: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.rules.require_implemented()
         n = self.rules.num_players
         self.captured = self.captured or [set() for _ in range(n)]
         self.sweeps = self.sweeps or [0] * n
@@ -187,96 +186,107 @@ class Game:
             return None
         return rank(card)
 
-    def _loose_numerals(self) -> list[int]:
-        return sorted(c for c in self.loose if self.value(c) is not None)
-
     def is_deal_over(self) -> bool:
         """True once the stock and every hand are empty (the residue has then been given away)."""
         return self.to_move is None
 
     # -- move generation ---------------------------------------------------------------------------------------------
-    def _groups(self, cards: Sequence[int], v: int) -> list[frozenset[int]]:
-        """Every set of ``cards`` (loose numerals) whose values sum to ``v``: one card of value v or several."""
-        items = sorted((self.value(c), c) for c in cards)
-        out: list[frozenset[int]] = []
+    def _atoms(self) -> tuple[list[Atom], list[Atom]]:
+        """Loose numerals and builds as capture atoms ``(value, cards)``; a build is one atom of its declared value."""
+        loose = [(self.value(c), frozenset((c,))) for c in sorted(self.loose) if self.value(c) is not None]
+        builds = [(b.value, b.cards) for b in self.builds]
+        return loose, builds
 
-        def extend(start: int, remaining: int, chosen: list[int]) -> None:
-            if remaining == 0:
-                out.append(frozenset(chosen))
-                return
-            for i in range(start, len(items)):
-                val, c = items[i]
-                if val > remaining:  # items are sorted by value, so nothing later fits either
-                    break
-                extend(i + 1, remaining - val, chosen + [c])
-
-        extend(0, v, [])
-        return out
-
-    @staticmethod
-    def _disjoint_unions(groups: Iterable[frozenset[int]]) -> set[frozenset[int]]:
-        """Every union of a set of pairwise disjoint groups (the empty union included)."""
-        unions: set[frozenset[int]] = {frozenset()}
-        for g in groups:
-            unions |= {u | g for u in unions if not (u & g)}
-        return unions
+    def can_capture(self, hand: Iterable[int], v: int) -> bool:
+        """True when some card of ``hand`` captures value ``v`` (an ace also captures 14 under ``ace_high``)."""
+        return any(self.value(c) == v or (v == 14 and self.rules.ace_high and rank(c) == 1) for c in hand)
 
     def _capture_sets(self, v: int) -> set[frozenset[int]]:
-        """Every card set a numeral of capture value ``v`` may take (RULES.md 1 "group", 3 ``capture_mode=groups``)."""
-        loose_unions = self._disjoint_unions(self._groups(self._loose_numerals(), v))
-        build_unions = {frozenset()}
-        for b in self.builds:
-            if b.value == v:  # a build is captured only whole, by exactly its value (RULES.md 1)
-                build_unions |= {u | b.cards for u in build_unions}
-        return {lu | bu for lu in loose_unions for bu in build_unions} - {frozenset()}
+        """Every card set a numeral of capture value ``v`` may take (RULES.md 1 group; 3 ``capture_mode``)."""
+        loose, _ = self._atoms()
+        # A build is a group only by itself: captured whole, by exactly its value, never inside a sum (RULES.md 1).
+        builds = [(v, b.cards) for b in self.builds if b.value == v]
+        if self.rules.capture_mode == "one_group":
+            return set(_groups(loose, v)) | {cards for _, cards in builds}
+        return partitions([], loose + builds, v) - {frozenset()}
 
     def _build_sets(self, card: int, v: int) -> set[frozenset[int]]:
-        """Every table card set ``card`` may build into value ``v`` (RULES.md 4.1 rules 1 and 4-7)."""
-        p = self.to_move
-        cv = self.value(card)
-        if cv is None or cv > v:
-            return set()
-        loose = self._loose_numerals()
-        groups = self._groups(loose, v)
-        # 4.1 rule 6: every build of value v joins (each is a group by itself).
-        mandatory = frozenset().union(*(b.cards for b in self.builds if b.value == v))
+        """Every table card set ``card`` may build into value ``v`` (RULES.md 4.1-4.3; rules 1 and 4-7)."""
+        p, cv, rules = self.to_move, self.value(card), self.rules
+        loose, _ = self._atoms()
         out: set[frozenset[int]] = set()
-        # No raise: the played card's group is the card alone or the card plus loose cards summing to v - value.
-        firsts = [frozenset()] if cv == v else self._groups(loose, v - cv)
-        for first in firsts:
-            for rest in self._disjoint_unions(g for g in groups if not (g & first)):
-                out.add(first | rest | mandatory)
-        # Raise: one single build B of another value joins the played card as the group {B, card} (rules 5 and 7).
-        for b in self.builds:
-            if b.value == v or b.is_multiple:  # rule 4: a multiple build never changes value
-                continue
-            if b.value + cv != v:  # rule 5: with raise_with_table_cards false the raise group is exactly {B, c}
-                continue
-            if b.owner == p and not self.rules.raise_own_build:
-                continue
-            for rest in self._disjoint_unions(groups):
-                out.add(b.cards | rest | mandatory)
+        if rules.builds == "attach":
+            # RULES.md 4.3: the card goes on exactly one item x, as value(x) + value(c) or, when equal, as value(c).
+            items = loose + [(b.value, b.cards) for b in self.builds
+                             if b.owner != p or rules.raise_own_build]
+            multiple = {b.cards for b in self.builds if b.is_multiple}
+            for xv, xcards in items:
+                if xv + cv == v and xcards not in multiple:
+                    out.add(xcards)
+                if xv == cv == v:
+                    out.add(xcards)
+            return out
+        same = [b for b in self.builds if b.value == v]  # 4.1 rule 6: every build of value v joins
+        others = [b for b in self.builds if b.value != v]
+        mandatory: list[Atom] = [(cv, frozenset((card,)))]
+        if rules.builds == "reservation":
+            # RULES.md 4.2: reservations have no fixed grouping; all their cards regroup with the new ones.
+            if any(b.owner == p for b in same) and not rules.raise_own_build:
+                return out  # overwriting your own reservation needs raise_own_build (RULES.md 4.2, 4.4)
+            cards_of = [(rank(c), frozenset((c,))) for b in same for c in b.cards]
+            out |= {u | frozenset(c for _, cs in cards_of for c in cs)
+                    for u in partitions(mandatory + cards_of, loose, v)}
+            for b in others:  # rule 7 still holds: at most one reservation of another value is taken in
+                if b.owner == p and not rules.raise_own_build:
+                    continue
+                extra = [(rank(c), frozenset((c,))) for c in b.cards]
+                base = frozenset(c for _, cs in cards_of + extra for c in cs)
+                out |= {u | base for u in partitions(mandatory + cards_of + extra, loose, v)}
+        else:
+            if any(b.owner == p for b in same) and not rules.raise_own_build:
+                return out  # building on your own build (adding) needs raise_own_build (RULES.md 4.4)
+            same_atoms = [(b.value, b.cards) for b in same]
+            base = frozenset().union(*(b.cards for b in same))
+            out |= {u | base for u in partitions(mandatory + same_atoms, loose, v)}
+            for b in others:
+                # 4.1 rule 4: a multiple build never changes value; rule 5: a raise group is exactly {B, c}
+                # (plus loose cards when raise_with_table_cards); rule 7: one raise per move.
+                if b.is_multiple or (b.owner == p and not rules.raise_own_build):
+                    continue
+                if rules.raise_with_table_cards:
+                    raise_atoms: list[Atom] = [(b.value + cv, b.cards | {card})]
+                elif b.value + cv == v:
+                    raise_atoms = [(v, b.cards | {card})]
+                else:
+                    continue
+                out |= {u | b.cards | base for u in partitions(raise_atoms + same_atoms, loose, v)}
         out.discard(frozenset())
         return out
 
     def _candidates(self) -> list[Move]:
         """All moves by the card rules, before the owner obligations of RULES.md 4.4."""
-        p = self.to_move
+        p, rules = self.to_move, self.rules
         hand = sorted(self.hands[p])
         moves: list[Move] = [Move(TRAIL, c) for c in hand]
         for c in hand:
             v = self.value(c)
-            if v is None:  # RULES.md 3 court_values=none, court_pair_take=one: a court pairs one court of its rank
-                moves += [Move(CAPTURE, c, rank(c), (k,)) for k in sorted(self.loose) if rank(k) == rank(c)]
-            else:
-                moves += [Move(CAPTURE, c, v, tuple(sorted(s))) for s in self._capture_sets(v)]
-        if self.rules.builds == "standard":
+            if v is None:  # RULES.md 3 court_values=none: a court pairs courts of its rank, by court_pair_take
+                matches = [k for k in sorted(self.loose) if rank(k) == rank(c)]
+                if rules.court_pair_take == "one":
+                    moves += [Move(CAPTURE, c, rank(c), (k,)) for k in matches]
+                elif matches:
+                    moves.append(Move(CAPTURE, c, rank(c), tuple(matches)))
+                continue
+            moves += [Move(CAPTURE, c, v, tuple(sorted(s))) for s in self._capture_sets(v)]
+            if v == 1 and rules.ace_high:  # RULES.md 3 ace_high: a played ace may capture as 14
+                moves += [Move(CAPTURE, c, 14, tuple(sorted(s))) for s in self._capture_sets(14)]
+        if rules.builds != "none":
             for c in hand:
-                if self.value(c) is None:
+                if self.value(c) is None:  # courts are never built (RULES.md 3 court_values=none)
                     continue
-                rest = [self.value(k) for k in hand if k != c]
-                for v in range(1, self.rules.max_value + 1):
-                    if v not in rest:  # RULES.md 4.1 rule 2: keep a card that captures v
+                rest = [k for k in hand if k != c]
+                for v in range(self.value(c), rules.max_value + 1):
+                    if not self.can_capture(rest, v):  # RULES.md 4.1 rule 2: keep a card that captures v
                         continue
                     moves += [Move(BUILD, c, v, tuple(sorted(s))) for s in self._build_sets(c, v)]
         return moves
@@ -290,15 +300,21 @@ class Game:
     def _obligation_error(self, m: Move) -> str | None:
         """The RULES.md 4.4 rule that ``m`` breaks, or None."""
         p = self.to_move
-        if m.kind == TRAIL and self.rules.owner_rule == "no_trail" and any(b.owner == p for b in self.builds):
-            return "RULES.md 4.4 no_trail: a player who owns a build may not trail"
-        left = [self.value(c) for c in self.hands[p] if c != m.card]
         used = set(m.cards)
+        mine = [b for b in self.builds if b.owner == p]
+        if mine and self.rules.owner_rule == "no_trail" and m.kind == TRAIL:
+            return "RULES.md 4.4 no_trail: a player who owns a build may not trail"
+        if mine and self.rules.owner_rule == "resolve_next_turn":
+            touches = any(b.cards <= used for b in mine)
+            if not (touches and (m.kind == CAPTURE or (m.kind == BUILD and self.rules.raise_own_build))):
+                what = "capture" if not self.rules.raise_own_build else "capture or build on"
+                return f"RULES.md 4.4 resolve_next_turn: the owner of a build must {what} one of their builds"
+        left = [c for c in self.hands[p] if c != m.card]
         owned = [b.value for b in self.builds if b.owner == p and not (b.cards & used)]
         if m.kind == BUILD:
             owned.append(m.value)
         for v in owned:
-            if v not in left:
+            if not self.can_capture(left, v):
                 return (f"RULES.md 4.4: the move would leave you owning a build of {v} without a card in hand that "
                         f"captures it")
         return None
@@ -336,46 +352,73 @@ class Game:
     def _check_capture(self, m: Move) -> None:
         v = self.value(m.card)
         if v is None:
-            if len(m.cards) != 1 or rank(m.cards[0]) != rank(m.card) or m.cards[0] not in self.loose:
-                raise IllegalMoveError(f"a court captures exactly one loose court of its rank (RULES.md 3 "
-                                       f"court_values=none, court_pair_take=one); {card_text(m.card)} cannot take "
-                                       f"{' '.join(card_text(c) for c in m.cards)}")
+            matches = [k for k in self.loose if rank(k) == rank(m.card)]
+            if self.rules.court_pair_take == "one":
+                ok = len(m.cards) == 1 and m.cards[0] in matches
+                rule = "takes exactly one loose court of its rank (RULES.md 3 court_pair_take=one)"
+            else:
+                ok = bool(matches) and set(m.cards) == set(matches)
+                rule = "takes every loose court of its rank (RULES.md 3 court_pair_take=all)"
+            if not ok:
+                raise IllegalMoveError(f"a court has no value (court_values=none) and {rule}; {card_text(m.card)} "
+                                       f"cannot take {' '.join(card_text(c) for c in m.cards)}")
             return
-        if m.value != v:
+        if m.value not in (v, 14 if v == 1 and self.rules.ace_high else v):
             raise IllegalMoveError(f"{card_text(m.card)} captures as {v}, not {m.value} (RULES.md 1 value, 3 ace_high)")
         for b in self.builds:
-            if b.cards <= set(m.cards) and b.value != v:
+            if b.cards <= set(m.cards) and b.value != m.value:
                 raise IllegalMoveError(f"a build of {b.value} is captured only by a card of that value (RULES.md 1)")
-        if frozenset(m.cards) not in self._capture_sets(v):
-            raise IllegalMoveError(f"the cards taken do not split into groups of value {v}, each a loose card, loose "
+        if frozenset(m.cards) not in self._capture_sets(m.value):
+            what = "one group" if self.rules.capture_mode == "one_group" else "groups"
+            raise IllegalMoveError(f"the cards taken do not form {what} of value {m.value}, each a loose card, loose "
                                    "numerals summing to it, or a build of it (RULES.md 1 group, 3 capture_mode)")
 
     def _check_build(self, m: Move) -> None:
-        v, p = m.value, self.to_move
+        v, p, rules = m.value, self.to_move, self.rules
+        if rules.builds == "none":
+            raise IllegalMoveError(f"preset {rules.preset!r} has no builds (RULES.md 3 builds=none)")
         if self.value(m.card) is None:
             raise IllegalMoveError("a court has no value and is never built (RULES.md 3 court_values=none)")
-        if not 1 <= v <= self.rules.max_value:
-            raise IllegalMoveError(f"build value {v} is outside 1..{self.rules.max_value} (RULES.md 4.1 rule 3)")
-        if v not in [self.value(c) for c in self.hands[p] if c != m.card]:
-            raise IllegalMoveError(f"building {v} needs another card of value {v} in hand (RULES.md 4.1 rule 2)")
+        if not 1 <= v <= rules.max_value:
+            raise IllegalMoveError(f"build value {v} is outside 1..{rules.max_value} (RULES.md 4.1 rule 3)")
+        if not self.can_capture([c for c in self.hands[p] if c != m.card], v):
+            raise IllegalMoveError(f"building {v} needs another card that captures {v} in hand (RULES.md 4.1 rule 2)")
         used = set(m.cards)
         inside = [b for b in self.builds if b.cards <= used]
-        for b in self.builds:
-            if b.value == v and b not in inside:
-                raise IllegalMoveError(f"every build of value {v} must join a new build of {v} (RULES.md 4.1 rule 6)")
+        if rules.builds != "attach":
+            for b in self.builds:
+                if b.value == v and b not in inside:
+                    raise IllegalMoveError(f"every build of value {v} must join a new build of {v} "
+                                           "(RULES.md 4.1 rule 6)")
         raised = [b for b in inside if b.value != v]
-        if any(b.is_multiple for b in raised):
+        if rules.builds == "standard" and any(b.is_multiple for b in raised):
             raise IllegalMoveError("a multiple build cannot be raised (RULES.md 4.1 rule 4)")
         if len(raised) > 1:
             raise IllegalMoveError("at most one build is raised per move (RULES.md 4.1 rule 7)")
-        if raised and raised[0].owner == p and not self.rules.raise_own_build:
-            raise IllegalMoveError("you may not raise your own build (RULES.md 3 raise_own_build)")
-        if raised and raised[0].value + self.value(m.card) != v:
+        if any(b.owner == p for b in inside) and not rules.raise_own_build:
+            raise IllegalMoveError("you may not build on your own build (RULES.md 3 raise_own_build)")
+        if (rules.builds == "standard" and raised and not rules.raise_with_table_cards
+                and raised[0].value + self.value(m.card) != v):
             raise IllegalMoveError("a raised build takes only the hand card: its new value is its value plus the "
                                    "card's (RULES.md 4.1 rule 5, raise_with_table_cards=false)")
         if frozenset(m.cards) not in self._build_sets(m.card, v):
-            raise IllegalMoveError(f"the played card and the cards used do not split into groups of value {v} "
-                                   "(RULES.md 4.1 rule 1)")
+            rule = "4.3: one item, value(x)+value(c) or a pair of equal values" if rules.builds == "attach" else \
+                "4.1 rule 1"
+            raise IllegalMoveError(f"the played card and the cards used do not make a build of {v} (RULES.md {rule})")
+
+    def in_play_points(self, m: Move) -> int:
+        """Cicera's in-play points of capture ``m`` other than the sweep (RULES.md 5.3), 0 without the switch."""
+        if not self.rules.in_play_bonuses or m.kind != CAPTURE:
+            return 0
+        points = 0
+        if (self.last_trail is not None and m.cards == (self.last_trail,)
+                and rank(self.last_trail) == rank(m.card)):  # pairing the card the previous player just trailed
+            points += 1
+        if all(suit(c) == suit(m.card) for c in m.cards):  # played and captured cards share one suit
+            points += 1
+        if len(m.cards) >= 3:  # three or more table cards (cards of captured builds count)
+            points += 1
+        return points
 
     def apply(self, m: Move) -> None:
         """Play ``m`` for the player to move, in place; deal the next round or end the deal as RULES.md 2 says.
@@ -385,24 +428,25 @@ class Game:
         """
         self.check(m)
         p = self.to_move
+        bonus = self.in_play_points(m)
         self.hands[p].discard(m.card)
         used = set(m.cards)
         kept = [b for b in self.builds if not (b.cards & used)]
         self.loose -= used
+        self.builds = kept
+        self.last_trail = None
         if m.kind == TRAIL:
             self.loose.add(m.card)
-            self.builds = kept
             self.last_trail = m.card
         elif m.kind == CAPTURE:
             self.captured[p] |= used | {m.card}
-            self.builds = kept
             self.last_capturer = p
-            self.last_trail = None
-            if not self.loose and not self.builds:  # RULES.md 1 sweep; 3 sweep_on_last_play (true in every preset)
-                self.sweeps[p] += 1
+            self.bonus_points[p] += bonus
+            last_play = not self.stock and not any(self.hands)
+            if not self.loose and not self.builds and (self.rules.sweep_on_last_play or not last_play):
+                self.sweeps[p] += 1  # RULES.md 1 sweep; 3 sweep_on_last_play
         else:
-            self.builds = kept + [Build(frozenset(used | {m.card}), m.value, p)]
-            self.last_trail = None
+            self.builds.append(Build(frozenset(used | {m.card}), m.value, p))
         self._advance(p)
 
     def _advance(self, p: int) -> None:
@@ -415,7 +459,7 @@ class Game:
         if self.stock:
             self._deal_round()
         else:
-            self._end_deal()
+            self._end_deal(p)
 
     def _deal_round(self) -> None:
         """RULES.md 2.3: hand_size cards to each seat in turn from the stock's front, starting after the dealer."""
@@ -428,41 +472,130 @@ class Game:
         if not self.hands[self.to_move]:
             self._advance(self.to_move)
 
-    def _end_deal(self) -> None:
-        """RULES.md 2.4: the residue goes to the last capturer (never a sweep); with no capture it stays."""
-        if self.last_capturer is not None:
-            table = self.loose.union(*(b.cards for b in self.builds))
-            self.captured[self.last_capturer] |= table
+    def _end_deal(self, last_player: int) -> None:
+        """RULES.md 2.4: the residue goes to the side of ``residue_to`` (never a sweep).
+
+        With ``last_capturer`` and no capture in the deal, it stays on the table, scored by nobody.
+        """
+        taker = last_player if self.rules.residue_to == "last_player" else self.last_capturer
+        if taker is not None:
+            self.captured[taker] |= self.loose.union(*(b.cards for b in self.builds))
             self.loose, self.builds = set(), []
         self.to_move = None
 
     # -- scoring -----------------------------------------------------------------------------------------------------
     def score_deal(self) -> dict:
-        """Score the deal from the captured piles and sweeps (RULES.md 5.1 ``standard``).
+        """Score the deal from the captured piles, sweeps and in-play points (RULES.md 5, by ``scoring``).
 
         Returns:
-            ``{"sides": [[seats], ...], "items": [{item: points}, ...], "totals": [points, ...]}``, per side.
+            ``{"sides": [[seats], ...], "items": [{item: points}, ...], "totals": [points, ...]}``, per side, in
+            points; items as INTERCHANGE.md "Deal tally" lists them.
         """
-        sides = self.rules.sides
+        rules = self.rules
+        sides = rules.sides
         piles = [set().union(*(self.captured[s] for s in side)) for side in sides]
         ncards = [len(pile) for pile in piles]
         nspades = [sum(1 for c in pile if suit(c) == SPADES) for pile in piles]
+        tie_shares = rules.scoring == "bga"  # RULES.md 5.2: tied sides each score
 
-        def most(counts: list[int], points: int) -> list[int]:
+        def most(counts: list[int], points: int, tie_points: int) -> list[int]:
             top = max(counts)
-            if top == 0 or counts.count(top) > 1:  # a tie for most scores nothing (RULES.md 5.1)
+            if top == 0:  # nobody has most of what every side has none of (RULES.md 2)
                 return [0] * len(counts)
+            if counts.count(top) > 1:
+                return [tie_points if c == top and tie_shares else 0 for c in counts]
             return [points if c == top else 0 for c in counts]
 
-        cards_pts, spade_pts = most(ncards, 3), most(nspades, 1)
         items = []
-        for i, side in enumerate(sides):
-            items.append({
-                "cards": cards_pts[i],
-                "spades": spade_pts[i],
-                "big_casino": 2 if BIG_CASINO in piles[i] else 0,
-                "little_casino": 1 if LITTLE_CASINO in piles[i] else 0,
-                "aces": sum(1 for c in piles[i] if rank(c) == 1),
-                "sweeps": self.rules.sweep_points * sum(self.sweeps[s] for s in side),
-            })
+        if rules.scoring == "cicera":
+            cards_pts, spade_pts = most(ncards, 2, 0), most(nspades, 1, 0)
+            for i, side in enumerate(sides):
+                items.append({
+                    "cards": cards_pts[i],
+                    "spades": spade_pts[i],
+                    "napula": napula(piles[i]),
+                    "little_casino": int(LITTLE_CASINO in piles[i]),
+                    "big_casino": int(BIG_CASINO in piles[i]),
+                    "jack_of_hearts": int(JACK_OF_HEARTS in piles[i]),
+                    "sweeps": rules.sweep_points * sum(self.sweeps[s] for s in side),
+                    "in_play": sum(self.bonus_points[s] for s in side),
+                })
+        else:
+            cards_pts, spade_pts = most(ncards, 3, 2), most(nspades, 1, 1)
+            for i, side in enumerate(sides):
+                items.append({
+                    "cards": cards_pts[i],
+                    "spades": spade_pts[i],
+                    "big_casino": 2 if BIG_CASINO in piles[i] else 0,
+                    "little_casino": 1 if LITTLE_CASINO in piles[i] else 0,
+                    "aces": sum(1 for c in piles[i] if rank(c) == 1),
+                    "sweeps": rules.sweep_points * sum(self.sweeps[s] for s in side),
+                })
         return {"sides": [list(s) for s in sides], "items": items, "totals": [sum(it.values()) for it in items]}
+
+
+def napula(pile: set[int]) -> int:
+    """Cicera's napula (RULES.md 5.3): holding A, 2 and 3 of spades scores the length of the spade run from the ace."""
+    run = 0
+    while run < 13 and SPADES * 13 + run in pile:
+        run += 1
+    return run if run >= 3 else 0
+
+
+Atom = tuple[int, frozenset[int]]  # (value, cards): a loose card, a whole build, or a build already formed
+
+
+def _groups(atoms: Sequence[Atom], v: int) -> list[frozenset[int]]:
+    """Every set of ``atoms`` whose values sum to ``v`` (as the union of their cards)."""
+    items = sorted(atoms, key=lambda a: (a[0], sorted(a[1])))
+    out: list[frozenset[int]] = []
+
+    def extend(start: int, remaining: int, chosen: frozenset[int]) -> None:
+        if remaining == 0:
+            out.append(chosen)
+            return
+        for i in range(start, len(items)):
+            val, cards = items[i]
+            if val > remaining:  # items are sorted by value, so nothing later fits either
+                break
+            extend(i + 1, remaining - val, chosen | cards)
+
+    extend(0, v, frozenset())
+    return out
+
+
+def partitions(mandatory: Sequence[Atom], optional: Sequence[Atom], v: int) -> set[frozenset[int]]:
+    """Every union ``U`` of ``optional`` atoms such that ``mandatory`` + ``U`` split into groups each summing to ``v``.
+
+    The result holds the cards of the chosen optional atoms only (the empty set when the mandatory atoms alone
+    split). Every atom is in exactly one group; atoms are never broken up.
+    """
+    results: set[frozenset[int]] = set()
+
+    def cover(mand: tuple[Atom, ...], opt: tuple[Atom, ...], chosen: frozenset[int]) -> None:
+        if not mand:
+            unions: set[frozenset[int]] = {frozenset()}
+            for g in _groups(opt, v):
+                unions |= {u | g for u in unions if not (u & g)}
+            results.update(chosen | u for u in unions)
+            return
+        (fv, _cards), rest = mand[0], mand[1:]
+        if fv > v:
+            return
+        pool = [(a, True) for a in rest] + [(a, False) for a in opt]
+
+        def grow(start: int, remaining: int, used: list[int]) -> None:
+            if remaining == 0:
+                new_mand = tuple(a for i, (a, _) in enumerate(pool) if pool[i][1] and i not in used)
+                new_opt = tuple(a for i, (a, _) in enumerate(pool) if not pool[i][1] and i not in used)
+                picked = frozenset().union(*(pool[i][0][1] for i in used if not pool[i][1]))
+                cover(new_mand, new_opt, chosen | picked)
+                return
+            for i in range(start, len(pool)):
+                if pool[i][0][0] <= remaining:
+                    grow(i + 1, remaining - pool[i][0][0], used + [i])
+
+        grow(0, v - fv, [])
+
+    cover(tuple(mandatory), tuple(optional), frozenset())
+    return results

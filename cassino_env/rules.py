@@ -29,7 +29,8 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "scoring": ("standard", "bga", "cicera"),
 }
 
-#: The switch values that every engine of this version implements; RuleSet.require_implemented checks them.
+#: The switch values the batched core (cassino_env.core) implements; RuleSet.require_implemented checks them.
+#: The reference engine and the JSON oracle implement every value of RULES.md section 3.
 IMPLEMENTED: dict[str, tuple[Any, ...]] = {
     "court_values": ("none",),
     "court_pair_take": ("one",),
