@@ -1,8 +1,12 @@
 """The JSON rules oracle of INTERCHANGE.md: positions and moves as plain dicts, answered by the reference engine.
 
 >>> pos = {"rules": "classic", "to_move": 0, "hands": [["8S"], ["2C"]], "loose": ["5H", "3C", "6D", "2H"]}
->>> [m for m in legal_moves(pos) if m["action"] == "capture"]
-[{'action': 'capture', 'card': '8S', 'take': ['3C', '6D', '2H', '5H']}]
+>>> for m in legal_moves(pos):
+...     print(m)
+{'action': 'trail', 'card': '8S'}
+{'action': 'capture', 'card': '8S', 'take': ['3C', '6D', '2H', '5H']}
+{'action': 'capture', 'card': '8S', 'take': ['3C', '5H']}
+{'action': 'capture', 'card': '8S', 'take': ['6D', '2H']}
 >>> apply_move(pos, {"action": "capture", "card": "8S", "take": ["5H", "3C", "6D", "2H"]})["sweeps"]
 [1, 0]
 
