@@ -1,0 +1,154 @@
+"""The ``cassino`` command line.
+
+Usage::
+
+    cassino --help                      # the commands, one line each
+    cassino moves position.json         # legal moves of an INTERCHANGE.md position, one JSON object a line
+    cassino bench --engine core --json  # games and moves per second of an engine
+
+Each command is a function whose typed parameters (documented in its Google-style docstring) become the command's
+options through :func:`tyro.cli`. :data:`COMMANDS` maps a command name to ``"module:function"`` and a one-line
+summary; a new command is one line there, e.g.
+``"train": ("train.ppo:main", "train a self-play PPO agent")``. Only the chosen command's module is imported, so
+``cassino moves`` never pays for importing torch or compiling the batched core.
+
+Exit codes: 0 on success, 2 on bad input (a usage error, an unreadable file or a malformed position), with
+``error: <message>`` on stderr.
+"""
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import tyro
+
+#: Command name -> ("module:function", one-line summary). The function is run through tyro.cli; an int it returns
+#: is the exit code (None means 0).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "moves": ("cassino_env.cli:moves", "print the legal moves of a JSON position, one JSON object a line"),
+    "bench": ("cassino_env.cli:bench", "measure an engine's speed in games and moves per second"),
+}
+
+EXIT_BAD_INPUT = 2
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE")]) -> int:
+    """Print the legal moves of a position, one JSON object a line, in canonical order.
+
+    The position is one JSON object in the format of the README's "Rules oracle" section, e.g.
+    {"rules": "classic", "to_move": 0, "hands": [["8S"], ["2C"]], "loose": ["AH", "5D", "3C"]}.
+    Moves come trails first, then captures, then builds, e.g. {"action": "capture", "card": "8S", "take": ["3C", "5D"]}.
+
+    Args:
+        file: path of the JSON position file; - reads it from standard input.
+    """
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    except OSError as exc:
+        return _error(f"{file}: {exc.strerror or exc}")
+    try:
+        position = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _error(f"{file}: not valid JSON: {exc}")
+    if not isinstance(position, dict):
+        return _error(f"{file}: a position must be a JSON object, not {type(position).__name__}")
+
+    import cassino_env  # lazily: keeps `cassino --help` and the other commands light
+
+    try:
+        legal = cassino_env.legal_moves(position)
+    except ValueError as exc:  # malformed position: the message names the field (INTERCHANGE.md)
+        return _error(f"{file}: {exc}")
+    try:
+        for move in legal:
+            print(json.dumps(move))
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `cassino moves big.json | head`: stop quietly, like other Unix tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush cannot fail
+    return 0
+
+
+def bench(
+    engine: Literal["core", "reference"] = "core",
+    preset: str = "classic",
+    batch: tuple[int, ...] = (1, 64, 1024, 4096),
+    seconds: float = 2.0,
+    threads: int = 1,
+    num_players: int = 2,
+    json: bool = False,
+) -> int:
+    """Measure an engine's speed: random legal games played for a fixed time at each batch size.
+
+    Args:
+        engine: core is the batched numba engine; reference is the slow, one-game-at-a-time engine.
+        preset: rule preset of RULES.md section 6 (classic, matsuda, cicera, bga, stadium, royal).
+        batch: batch sizes (games stepped together) to measure, one after another.
+        seconds: wall-clock seconds spent at each batch size.
+        threads: numba threads the core may use.
+        num_players: seats at each table.
+        json: print one JSON object of results instead of a table.
+    """
+    from cassino_env import bench as bench_module  # lazily: imports and compiles the batched core
+    from cassino_env.errors import CassinoError
+
+    try:
+        bench_module.run(engine=engine, preset=preset, batch=tuple(batch), seconds=seconds, threads=threads,
+                         num_players=num_players, json=json)
+    except CassinoError as exc:  # unknown preset, a player count the preset does not allow, ...
+        return _error(str(exc))
+    return 0
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        "usage: cassino [-h] COMMAND [ARGS ...]",
+        "",
+        "Cassino card game: rules oracle, benchmarks and self-play reinforcement learning.",
+        "",
+        "commands:",
+        *(f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()),
+        "",
+        "Run 'cassino COMMAND --help' for a command's options.",
+    ]
+    return "\n".join(lines)
+
+
+def _load(target: str) -> Callable[..., Any]:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``cassino`` command line; returns the exit code.
+
+    Args:
+        argv: the arguments after the program name; defaults to ``sys.argv[1:]``.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print(_usage(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(_usage(), file=sys.stderr)
+        return _error(f"unknown command {name!r}; choose from {', '.join(COMMANDS)}")
+    command = _load(COMMANDS[name][0])
+    result = tyro.cli(command, prog=f"cassino {name}", args=rest, config=(tyro.conf.FlagCreatePairsOff,))
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""The ``cassino`` command line: ``cassino moves`` against INTERCHANGE.md, its error path, and the command list."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cassino_env import cli
+
+# RULES.md 7 case 1, classic, seat 0 to move holding 8S; seat 1 holds 2C.
+#   table:  AH  2D  3C  5D  6H  8C
+#   hand:   8S
+# The 8 may take {8, 6+2, 5+3} or {8, 5+2+A}, never all six cards.
+POSITION = {
+    "rules": "classic",
+    "num_players": 2,
+    "to_move": 0,
+    "hands": [["8S"], ["2C"]],
+    "loose": ["AH", "2D", "3C", "5D", "6H", "8C"],
+}
+
+
+def run_cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m cassino_env.cli ARGS`` as a user would run ``cassino ARGS``."""
+    return subprocess.run([sys.executable, "-m", "cassino_env.cli", *args], cwd=cwd, input=stdin,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def move_key(move: dict) -> tuple:
+    """A move with its card lists as sets: two groupings of the same cards are the same move."""
+    return tuple(sorted((k, frozenset(v) if isinstance(v, list) else v) for k, v in move.items()))
+
+
+@pytest.fixture
+def position_file(tmp_path: Path) -> Path:
+    path = tmp_path / "position.json"
+    path.write_text(json.dumps(POSITION), encoding="utf-8")
+    return path
+
+
+def test_moves_prints_one_json_move_a_line(position_file: Path, repo_root: Path) -> None:
+    result = run_cli("moves", str(position_file), cwd=repo_root)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    moves = [json.loads(line) for line in lines]
+    assert all(isinstance(m, dict) for m in moves)
+    assert lines == [json.dumps(m) for m in moves]  # compact: one object a line, nothing else
+    # Trails come first (INTERCHANGE.md "Move").
+    assert moves[0] == {"action": "trail", "card": "8S"}
+    keys = {move_key(m) for m in moves}
+    assert len(keys) == len(moves)  # each move once
+    assert move_key({"action": "capture", "card": "8S", "take": ["2D", "3C", "5D", "6H", "8C"]}) in keys
+    assert move_key({"action": "capture", "card": "8S", "take": ["AH", "2D", "5D", "8C"]}) in keys
+    assert move_key({"action": "capture", "card": "8S", "take": ["AH", "2D", "3C", "5D", "6H", "8C"]}) not in keys
+    # The groups of value 8 are 8C, 6H+2D, 5D+3C and 5D+2D+AH; classic takes any non-empty set of disjoint groups
+    # (RULES.md 3, capture_mode groups). With no second card in hand there is no build.
+    groups = [["8C"], ["2D", "6H"], ["3C", "5D"], ["AH", "2D", "5D"]]
+    takes = [[]]
+    for group in groups:
+        takes += [take + group for take in takes if not set(take) & set(group)]
+    expected = {move_key({"action": "trail", "card": "8S"})}
+    expected |= {move_key({"action": "capture", "card": "8S", "take": take}) for take in takes if take}
+    assert len(expected) == 10
+    assert keys == expected
+
+
+def test_moves_in_process_matches_library(position_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import cassino_env
+
+    assert cli.main(["moves", str(position_file)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert printed == cassino_env.legal_moves(POSITION)
+
+
+def test_moves_reads_standard_input(repo_root: Path) -> None:
+    result = run_cli("moves", "-", cwd=repo_root, stdin=json.dumps(POSITION))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[0]) == {"action": "trail", "card": "8S"}
+
+
+def test_moves_malformed_json_exits_2(tmp_path: Path, repo_root: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"rules": "classic", "hands": [["8S"]', encoding="utf-8")
+    result = run_cli("moves", str(path), cwd=repo_root)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ")
+    assert "broken.json" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(None, "No such file", id="missing-file"),
+        pytest.param("[1, 2, 3]", "JSON object", id="not-an-object"),
+        pytest.param("", "not valid JSON", id="empty-file"),
+        # INTERCHANGE.md: "An unknown field is an error naming it."
+        pytest.param(json.dumps({**POSITION, "colour": "red"}), "colour", id="unknown-field"),
+    ],
+)
+def test_moves_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None,
+                                 expected: str) -> None:
+    path = tmp_path / "position.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert cli.main(["moves", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: ")
+    assert expected in captured.err
+
+
+def test_help_lists_every_command(repo_root: Path) -> None:
+    result = run_cli("--help", cwd=repo_root)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for name, (_, summary) in cli.COMMANDS.items():
+        assert any(line.split()[:1] == [name] and line.rstrip().endswith(summary) for line in lines), name
+
+
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+def test_every_command_has_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([name, "--help"])
+    assert exit_info.value.code == 0
+    assert f"cassino {name}" in capsys.readouterr().out
+
+
+def test_bench_help_shows_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--engine", "--preset", "--batch", "--seconds", "--threads", "--num-players", "--json"):
+        assert option in out
+
+
+@pytest.mark.parametrize("args", [[], ["no-such-command"]], ids=["no-command", "unknown-command"])
+def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(args) == 2
+    assert "usage: cassino" in capsys.readouterr().err
