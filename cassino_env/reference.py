@@ -78,20 +78,21 @@ class Build:
 
 
 def prune_dominated(moves: Sequence[Move]) -> list[Move]:
-    """Drop every capture whose cards are a strict subset of another listed capture by the same card and value.
+    """Drop every capture whose cards are a strict subset of another listed capture by the same played card.
 
     This is the learning-time pruning of the batched core (on by default there; the JSON oracle never prunes).
-    Trails and builds are kept; order is kept.
+    Captures by one card with different values (an ace as 1 or as 14) compare too. Trails and builds are kept;
+    order is kept.
     """
-    by_key: dict[tuple[int, int], list[frozenset[int]]] = {}
+    by_card: dict[int, list[frozenset[int]]] = {}
     for m in moves:
         if m.kind == CAPTURE:
-            by_key.setdefault((m.card, m.value), []).append(frozenset(m.cards))
+            by_card.setdefault(m.card, []).append(frozenset(m.cards))
     out = []
     for m in moves:
         if m.kind == CAPTURE:
             s = frozenset(m.cards)
-            if any(s < other for other in by_key[(m.card, m.value)]):
+            if any(s < other for other in by_card[m.card]):
                 continue
         out.append(m)
     return out

@@ -1,0 +1,247 @@
+"""Observation encoding: what one seat may know, as a flat float32 vector, for every game of a core state at once.
+
+The encoding is a view of the batched core's state (:mod:`cassino_env.core`) through one seat's eyes: its own hand,
+the table, every build with its value and owner, every side's captured cards (they were face up when taken), the
+cards it has not seen, the stock size, round and deal progress, scores, sweeps, its seat relative to the dealer and
+the last trailed card. Other hands and the stock order never enter it. Seats and sides are *relative to the
+viewer*: relative seat ``r`` is seat ``(viewer + r) % P``; relative side ``s`` is side ``(side(viewer) + s) % S``.
+
+Layout of ``observation`` (float32[D]; P seats, S sides, 52 cards in card-id order, RULES.md 1):
+
+=====================  ==========  ===========================================================================
+block                  length      meaning (1.0 = yes unless stated)
+=====================  ==========  ===========================================================================
+``hand``               52          the viewer holds card c
+``loose``              52          card c lies loose on the table
+``build_owned_by``     52 * P      card c is in a build owned by relative seat r (block r)
+``build_value``        52          value of the build holding card c / 14 (0 when not in a build)
+``captured_by``        52 * S      card c is in the captured pile of relative side s (block s)
+``unseen``             52          card c is in another hand or the stock (not visible to the viewer)
+``last_trail``         52          card c was trailed on the immediately preceding turn
+``builds``             14 * (P+1)  per build value v = 1..14: a build of v exists; then its owner (relative seat
+                                   one-hot, P entries)
+``hand_sizes``         P           cards in the hand of relative seat r / hand_size
+``captured_count``     S           cards captured by relative side s / 52
+``spades_count``       S           spades captured by relative side s / 13
+``sweeps``             P           sweeps this deal by relative seat r / 4
+``match_scores``       S           match total of relative side s / target
+``seat_from_dealer``   P           one-hot: the viewer sits r seats after the dealer (r = 1 moves first)
+``progress``           3           stock size / 52; rounds dealt / rounds per deal; cards played / 52
+=====================  ==========  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .rules import RuleSet
+
+NUM_VALUES = 14  # build values 1..14 (14: ace high, RULES.md 3)
+
+
+def obs_layout(num_players: int, num_sides: int) -> dict[str, tuple[int, int]]:
+    """``{block: (start, length)}`` of the observation vector for P seats and S sides (see the module table)."""
+    P, S = num_players, num_sides
+    sizes = [("hand", 52), ("loose", 52), ("build_owned_by", 52 * P), ("build_value", 52),
+             ("captured_by", 52 * S), ("unseen", 52), ("last_trail", 52), ("builds", NUM_VALUES * (P + 1)),
+             ("hand_sizes", P), ("captured_count", S), ("spades_count", S), ("sweeps", P), ("match_scores", S),
+             ("seat_from_dealer", P), ("progress", 3)]
+    out, start = {}, 0
+    for name, n in sizes:
+        out[name] = (start, n)
+        start += n
+    return out
+
+
+def obs_size(num_players: int, num_sides: int) -> int:
+    """D, the length of the observation vector."""
+    layout = obs_layout(num_players, num_sides)
+    start, n = layout["progress"]
+    return start + n
+
+
+@njit(cache=True)
+def _popcount(x):
+    n = 0
+    while x:
+        x &= x - np.uint64(1)
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured, sweeps, match_scores, stock_pos,
+            dealer, last_trail, params, out):
+    # params: P, S, hand_size, target, table_cards, rounds_per_deal
+    P, S, H, target, T, R = params[0], params[1], params[2], params[3], params[4], params[5]
+    B = out.shape[0]
+    K = build_cards.shape[1]
+    o_hand = 0
+    o_loose = 52
+    o_bown = 104
+    o_bval = o_bown + 52 * P
+    o_cap = o_bval + 52
+    o_unseen = o_cap + 52 * S
+    o_trail = o_unseen + 52
+    o_builds = o_trail + 52
+    o_hs = o_builds + 14 * (P + 1)
+    o_cc = o_hs + P
+    o_sc = o_cc + S
+    o_sw = o_sc + S
+    o_ms = o_sw + P
+    o_sd = o_ms + S
+    o_pr = o_sd + P
+    one = np.uint64(1)
+    spade_mask = np.uint64(((1 << 13) - 1) << 39)
+    for b in range(B):
+        row = out[b]
+        row[:] = 0.0
+        me = viewer[b]
+        if me < 0:
+            continue
+        my_side = me % S
+        visible = hand[b, me] | loose[b]
+        for c in range(52):
+            bit = one << np.uint64(c)
+            if hand[b, me] & bit:
+                row[o_hand + c] = 1.0
+            if loose[b] & bit:
+                row[o_loose + c] = 1.0
+        for k in range(K):
+            cards = build_cards[b, k]
+            if cards == 0:
+                continue
+            visible |= cards
+            v = build_value[b, k]
+            rel = (build_owner[b, k] - me) % P
+            row[o_builds + (v - 1) * (P + 1)] = 1.0
+            row[o_builds + (v - 1) * (P + 1) + 1 + rel] = 1.0
+            for c in range(52):
+                if cards & (one << np.uint64(c)):
+                    row[o_bown + 52 * rel + c] = 1.0
+                    row[o_bval + c] = v / 14.0
+        for q in range(P):
+            visible |= captured[b, q]
+            rs = (q % S - my_side) % S
+            pile = captured[b, q]
+            row[o_cc + rs] += _popcount(pile) / 52.0
+            row[o_sc + rs] += _popcount(pile & spade_mask) / 13.0
+            for c in range(52):
+                if pile & (one << np.uint64(c)):
+                    row[o_cap + 52 * rs + c] = 1.0
+            rq = (q - me) % P
+            row[o_hs + rq] = _popcount(hand[b, q]) / H
+            row[o_sw + rq] = sweeps[b, q] / 4.0
+        for c in range(52):
+            if not visible & (one << np.uint64(c)):
+                row[o_unseen + c] = 1.0
+        if last_trail[b] >= 0:
+            row[o_trail + last_trail[b]] = 1.0
+        for s in range(S):
+            row[o_ms + (s - my_side) % S] = match_scores[b, s] / target
+        row[o_sd + (me - dealer[b]) % P] = 1.0
+        sp = stock_pos[b]
+        row[o_pr] = (52 - sp) / 52.0
+        row[o_pr + 1] = ((sp - T) // (H * P)) / R
+        played = 0
+        for q in range(P):
+            played += _popcount(hand[b, q])
+        row[o_pr + 2] = (sp - T - played) / 52.0
+
+
+def build_values(state) -> np.ndarray:
+    """int8[B, K]: the declared value of each build slot of a core state (column v-1 holds value v unless the
+    core keeps explicit values)."""
+    explicit = getattr(state, "build_value", None)
+    if explicit is not None:
+        return explicit
+    K = state.build_cards.shape[1]
+    return np.broadcast_to(np.arange(1, K + 1, dtype=np.int8), state.build_cards.shape)
+
+
+def encode(state, viewer: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Encode the observation of seat ``viewer[b]`` in every game ``b`` of a core state.
+
+    Args:
+        state: a :class:`cassino_env.core.State` with B games.
+        viewer: int[B] — the seat whose view to encode (a row of zeros where it is negative).
+        out: optional float32[B, D] buffer to fill.
+
+    Returns:
+        float32[B, D], D = :func:`obs_size` (layout in the module docstring).
+    """
+    rules: RuleSet = state.rules
+    P, S = rules.num_players, rules.num_sides
+    B = state.batch_size
+    if out is None:
+        out = np.empty((B, obs_size(P, S)), dtype=np.float32)
+    params = np.array([P, S, rules.hand_size, rules.target, rules.table_cards, rules.rounds_per_deal], dtype=np.int64)
+    _encode(np.asarray(viewer, dtype=np.int64), state.hand, state.loose, state.build_cards,
+            np.ascontiguousarray(build_values(state)), state.build_owner, state.captured, state.sweeps,
+            state.match_scores, state.stock_pos, state.dealer, state.last_trail, params, out)
+    return out
+
+
+#: Columns of the per-move feature rows (``moves`` observation): kind, played card, value, number of table cards,
+#: then 52 bits of the table cards taken or used.
+MOVE_FEATURES = 4 + 52
+
+
+def move_features(kind: np.ndarray, card: np.ndarray, value: np.ndarray, cards: np.ndarray) -> np.ndarray:
+    """Per-move feature rows from a move table: int8[..., M, 56] (``MOVE_FEATURES``).
+
+    Columns: 0 kind (0 trail, 1 capture, 2 build, -1 padding), 1 played card id (-1 padding), 2 capture or build
+    value (0 trail), 3 number of table cards taken or used, 4..55 one bit per table card id taken or used.
+    Inputs are the core's ``move_kind``, ``move_card``, ``move_value`` (int8[..., M]) and ``move_cards``
+    (uint64[..., M]).
+    """
+    bits = ((cards[..., None] >> np.arange(52, dtype=np.uint64)) & np.uint64(1)).astype(np.int8)
+    out = np.empty(kind.shape + (MOVE_FEATURES,), dtype=np.int8)
+    out[..., 0] = kind
+    out[..., 1] = card
+    out[..., 2] = value
+    out[..., 3] = bits.sum(axis=-1, dtype=np.int8)
+    out[..., 4:] = bits
+    return out
+
+
+def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """What seat ``viewer[b]`` (default: the seat to move) may know in each game, as card-set bitmasks.
+
+    Bots and search agents read this instead of decoding the flat observation. Seats here are absolute (not relative
+    to the viewer). Nothing hidden from the viewer is included: other hands appear only as their sizes and the
+    stock only as its size. Arrays are fresh copies.
+
+    Returns:
+        ``viewer`` int8[B]; ``hand`` uint64[B] (the viewer's cards); ``loose`` uint64[B]; ``build_cards``
+        uint64[B, K]; ``build_value`` int8[B, K]; ``build_owner`` int8[B, K] (-1: empty slot); ``captured``
+        uint64[B, P]; ``sweeps`` int16[B, P]; ``hand_sizes`` int8[B, P]; ``stock_size`` int8[B]; ``dealer``
+        int8[B]; ``last_capturer`` int8[B] (-1 none); ``last_trail`` int8[B] (-1 none); ``match_scores`` int16[B, S];
+        ``unseen`` uint64[B] (cards in other hands or the stock).
+    """
+    B = state.batch_size
+    v = (state.current_player if viewer is None else np.asarray(viewer)).astype(np.int64)
+    idx = np.arange(B)
+    safe = np.maximum(v, 0)
+    hand = np.where(v >= 0, state.hand[idx, safe], np.uint64(0))
+    builds = np.bitwise_or.reduce(state.build_cards, axis=1)
+    seen = hand | state.loose | builds | np.bitwise_or.reduce(state.captured, axis=1)
+    bits = (state.hand[..., None] >> np.arange(52, dtype=np.uint64)) & np.uint64(1)
+    return {
+        "viewer": v.astype(np.int8),
+        "hand": hand,
+        "loose": state.loose.copy(),
+        "build_cards": state.build_cards.copy(),
+        "build_value": np.array(build_values(state), dtype=np.int8),
+        "build_owner": state.build_owner.copy(),
+        "captured": state.captured.copy(),
+        "sweeps": state.sweeps.copy(),
+        "hand_sizes": bits.sum(axis=2, dtype=np.int8),
+        "stock_size": (52 - state.stock_pos).astype(np.int8),
+        "dealer": state.dealer.copy(),
+        "last_capturer": state.last_capturer.copy(),
+        "last_trail": state.last_trail.copy(),
+        "match_scores": state.match_scores.copy(),
+        "unseen": np.uint64((1 << 52) - 1) & ~seen,
+    }
