@@ -22,6 +22,15 @@ from .rules import PRESETS, RuleSet, make_rules
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """Import the PettingZoo environment lazily: the rules oracle should not pay for pettingzoo and numba."""
+    if name in ("env", "raw_env"):
+        from . import aec
+
+        return getattr(aec, name)
+    raise AttributeError(f"module 'cassino_env' has no attribute {name!r}")
+
 __all__ = [
     "PRESETS",
     "CardError",
@@ -34,7 +43,9 @@ __all__ = [
     "apply_move",
     "card_id",
     "card_text",
+    "env",
     "legal_moves",
     "make_rules",
+    "raw_env",
     "score_deal",
 ]

@@ -206,6 +206,51 @@ def move_features(kind: np.ndarray, card: np.ndarray, value: np.ndarray, cards: 
     return out
 
 
+@njit(cache=True)
+def fill_move_rows(kind, card, value, cards, to_move, out):
+    """Write :func:`move_features` rows for one game into ``out`` (int8[A, 56]): row ``a`` describes move
+    ``to_move[a]`` of the move table (``kind``, ``card``, ``value``: int8[M]; ``cards``: uint64[M]), or is a padding
+    row (kind -1, card -1, zeros) where ``to_move[a] < 0``. The one-game fast path of the environments; equal to
+    ``move_features`` row for row."""
+    A = out.shape[0]
+    one = np.uint64(1)
+    out[:, :] = 0
+    for a in range(A):
+        i = to_move[a]
+        if i < 0:
+            out[a, 0] = -1
+            out[a, 1] = -1
+            continue
+        out[a, 0] = kind[i]
+        out[a, 1] = card[i]
+        out[a, 2] = value[i]
+        m = cards[i]
+        n = 0
+        while m:
+            c = _lowbit_index(m)
+            out[a, 4 + c] = 1
+            m &= m - one
+            n += 1
+        out[a, 3] = n
+
+
+@njit(cache=True)
+def _lowbit_index(m):
+    c = 0
+    one = np.uint64(1)
+    while not (m >> np.uint64(c)) & one:
+        c += 1
+    return c
+
+
+@njit(cache=True)
+def _popcounts(x, out):
+    flat = x.reshape(-1)
+    o = out.reshape(-1)
+    for i in range(flat.shape[0]):
+        o[i] = _popcount(flat[i])
+
+
 def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """What seat ``viewer[b]`` (default: the seat to move) may know in each game, as card-set bitmasks.
 
@@ -227,7 +272,8 @@ def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray
     hand = np.where(v >= 0, state.hand[idx, safe], np.uint64(0))
     builds = np.bitwise_or.reduce(state.build_cards, axis=1)
     seen = hand | state.loose | builds | np.bitwise_or.reduce(state.captured, axis=1)
-    bits = (state.hand[..., None] >> np.arange(52, dtype=np.uint64)) & np.uint64(1)
+    hand_sizes = np.empty(state.hand.shape, dtype=np.int8)
+    _popcounts(np.ascontiguousarray(state.hand), hand_sizes)
     return {
         "viewer": v.astype(np.int8),
         "hand": hand,
@@ -237,7 +283,7 @@ def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray
         "build_owner": state.build_owner.copy(),
         "captured": state.captured.copy(),
         "sweeps": state.sweeps.copy(),
-        "hand_sizes": bits.sum(axis=2, dtype=np.int8),
+        "hand_sizes": hand_sizes,
         "stock_size": (52 - state.stock_pos).astype(np.int8),
         "dealer": state.dealer.copy(),
         "last_capturer": state.last_capturer.copy(),

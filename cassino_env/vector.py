@@ -7,7 +7,7 @@ deals the next deal, or a new match, in the same step), as Gymnasium's vector en
 >>> env = CassinoVectorEnv(num_envs=4, rules="classic", seed=0)
 >>> obs, info = env.reset()
 >>> obs["observation"].shape, obs["action_mask"].shape, obs["current_player"].tolist()
-((4, 525), (4, 256), [0, 0, 0, 0])
+((4, 525), (4, 512), [0, 0, 0, 0])
 >>> rng = np.random.default_rng(0)
 >>> actions = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
 >>> obs, rewards, terminated, truncated, info = env.step(actions)
@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from . import core
+from .actions import MAX_MOVES
 from .errors import CassinoError
 from .obs import encode, obs_size, public_view
 from .rules import RuleSet, make_rules
@@ -106,7 +107,9 @@ class CassinoVectorEnv:
         rules: preset name (RULES.md 6) or a RuleSet.
         num_players: seats; defaults to the preset's first allowed count.
         seed: game b is seeded ``seed + b`` (its deals are a pure function of that seed and its counters).
-        max_moves: M, width of the move table; longer lists keep their first M moves (core overflow policy).
+        max_moves: M, width of the move table (default :data:`cassino_env.actions.MAX_MOVES`, chosen by
+            measurement); longer lists keep their first M moves in canonical order and set the core's
+            ``state.overflow`` (core overflow policy).
         prune: drop captures dominated by a larger capture with the same card (the core's option).
         reward: ``"points"`` or ``"win"``.
         episode: ``"deal"`` or ``"match"``.
@@ -119,7 +122,7 @@ class CassinoVectorEnv:
     """
 
     def __init__(self, num_envs: int, rules: str | RuleSet = "classic", num_players: int | None = None,
-                 seed: int = 0, max_moves: int = 256, prune: bool = True, reward: str = "points",
+                 seed: int = 0, max_moves: int = MAX_MOVES, prune: bool = True, reward: str = "points",
                  episode: str = "deal", parallel: bool = False, with_view: bool = True) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise EnvConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -135,6 +138,7 @@ class CassinoVectorEnv:
         self._seed = seed
         self.state: core.State | None = None
         self._obs_buf = np.empty((num_envs, self.obs_size), dtype=np.float32)
+        self._slots = np.arange(max_moves, dtype=np.int16)[None, :]
 
     def reset(self, seed: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Start every game afresh (game b seeded ``seed + b``); return the first observations and an empty info."""
@@ -150,7 +154,7 @@ class CassinoVectorEnv:
         st = self._require_state()
         return {
             "observation": encode(st, st.current_player, out=self._obs_buf),
-            "action_mask": core.legal_mask(st).astype(np.int8),
+            "action_mask": (self._slots < st.num_moves[:, None]).view(np.int8),  # == core.legal_mask, as int8
             "current_player": st.current_player.copy(),
             "move_kind": st.move_kind.copy(),
             "move_card": st.move_card.copy(),

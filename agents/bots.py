@@ -1,0 +1,669 @@
+"""Scripted bots: ``random``, ``greedy`` and a ladder of hand-written strategies, ``beginner`` < ``intermediate`` <
+``advanced``, modelled on the computer levels of the online site of seed 004 (RULES.md 6).
+
+Every bot acts for a batch of games at once (:class:`agents.base.Agent`): it reads the acting seat's knowledge
+(``obs["view"]``, :func:`cassino_env.obs.public_view`) and the move table (``move_kind``, ``move_card``,
+``move_value``, ``move_cards``), scores every listed move in one numba pass over the batch and plays the best one.
+Ties are broken by a fixed rule: the first tied move in the table's canonical order (trails, captures, builds; then
+by card). Bots read the rules only through :class:`RuleTables` (card values, point cards, sweeps), so any bot plays
+any preset and any seat.
+
+Strategies
+----------
+A move's score is a weighted sum of the features below, in *points* (RULES.md 5): a card set ``X`` is worth
+``V(X) = w_cards * |X| + w_spades * spades(X) + points(X)``, where ``points`` are the cards' own points (aces, big and
+little casino; 10D, 2S and JH in cicera) and ``w_cards = most-cards points / 27``, ``w_spades = most-spades points /
+7`` (two sides; a card is worth its share of the "most" items). "The threat" is the next seat to move, an opponent;
+"P(v)" is the chance that the threat holds a card capturing value ``v``, from the cards the bot has not seen.
+
+======================  ==================================================================================
+feature                 meaning
+======================  ==================================================================================
+``gain``                ``V`` of the cards a capture takes, the played card included
+``sweep``               sweep points a capture earns now (it empties the table)
+``sweep_risk``          ``P(threat can sweep the table left) * sweep points``
+``exposure``            the threat's expected take from the table left: ``sum_v P(v) * V(what v captures)``,
+                        ``what v captures`` = loose cards and builds of value ``v`` and pairs of loose numerals
+                        summing to ``v``, plus the capturing card
+``own_builds``          builds of the bot's side left on the table, each ``(1 - P(v)) * V(build + a card)``:
+                        what the bot expects to collect next turn (protect and complete own builds)
+``trail_value``         ``V`` of a trailed card
+``keep``                points among unseen cards that only the played card (trail or build) could capture: the
+                        option the bot gives up (keep cards that capture valuable cards)
+``steal``               ``V`` of opponents' builds a capture takes (steal builds)
+======================  ==================================================================================
+
+================  ======================================================================================
+bot               strategy (weights in :data:`STYLES`)
+================  ======================================================================================
+``random``        a uniformly random legal move (the caller's generator)
+``greedy``        ``gain + sweep``: the move that scores most now; it never builds (a build scores 0 now and
+                  trails come first in the table, so a tie between a trail and a build goes to the trail)
+``beginner``      greedy, but trails its least valuable card and avoids a trail or build after which a sweep
+                  is *possible* (some unseen card could sweep the table)
+``intermediate``  also builds what it expects to collect, protects and completes its builds (``own_builds``),
+                  steals builds, and weighs the sweep risk by a rough chance
+                  ``P(v) ~ min(1, unseen(v) * hand / unseen)``
+``advanced``      intermediate plus card tracking: exact hypergeometric chances ``P(v)`` from the unseen cards
+                  (in the last round of a two-player deal it knows the opponent's hand), the threat's expected
+                  take of the table it leaves (``exposure``), and it keeps cards that capture valuable unseen
+                  cards (``keep``)
+================  ======================================================================================
+
+Measured ladder (classic, two players, duplicate matches; see the README's evaluation table): each level beats the
+one below it. ``Style.race_aware`` (stop valuing cards or spades once "most" is decided) is available but measured
+no better, so no level uses it.
+
+>>> import numpy as np
+>>> from cassino_env.vector import CassinoVectorEnv
+>>> env = CassinoVectorEnv(num_envs=3, seed=0)
+>>> obs, _ = env.reset()
+>>> bot = make_bot("advanced", env.rules)
+>>> actions = bot.act(obs, np.random.default_rng(0))
+>>> bool(all(obs["action_mask"][np.arange(3), actions]))
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, NUM_CARDS, RANK
+from cassino_env.obs import build_values
+from cassino_env.rules import RuleSet
+
+#: Feature names, in the order of the feature axis of :func:`move_features` and of a bot's weights.
+FEATURES = ("gain", "sweep", "sweep_risk", "exposure", "own_builds", "trail_value", "keep", "steal")
+F_GAIN, F_SWEEP, F_SWEEP_RISK, F_EXPOSE, F_OWN_BUILDS, F_TRAIL, F_KEEP, F_STEAL = range(len(FEATURES))
+NF = len(FEATURES)
+
+#: How a bot estimates P(v), the chance that the threat holds a card capturing ``v``, from ``s`` such cards among
+#: ``U`` unseen cards and a threat hand of ``h`` cards: 1 if ``s > 0`` (``any``); ``min(1, s * h / U)``
+#: (``linear``); ``1 - C(U - s, h) / C(U, h)`` (``hypergeometric``, exact for a uniformly random hand).
+PROB_ANY, PROB_LINEAR, PROB_HYPER = 0, 1, 2
+
+#: Bit of a capture value in a value set (uint32): numeric values 1..14 are bits 1..14; a court that pairs only
+#: (``court_values = none``) of rank r is bit ``COURT_BIT + r`` (27..29).
+COURT_BIT = 16
+
+# cfg entries of the kernel (int64 array)
+_C_P, _C_S, _C_SWEEP, _C_PAIR_ALL, _C_ONE_GROUP, _C_HAND, _C_MAXV, _C_SWEEP_LAST, _C_NPTS = range(9)
+_NCFG = 9
+_SPADES = np.uint64(((1 << 13) - 1) << 39)
+
+
+@dataclass(frozen=True)
+class RuleTables:
+    """What a bot needs to know of a rule set, as arrays for the numba kernel.
+
+    Attributes:
+        rules: the rule set.
+        cfg: int64[9] — seats, sides, sweep points, court pair take all, one-group capture, hand size, largest
+            capture value, sweeps on the last play count, number of point cards.
+        cap_bits: uint32[52] — the capture values of each card played from hand (bit v; see :data:`COURT_BIT`).
+        same_cap: uint64[52] — the cards that share a capture value with each card (itself included).
+        item_val: int8[52] — the value of each card lying loose on the table (an ace is 1; a pairing-only court of
+            rank r is ``COURT_BIT + r``).
+        point_cards: int64[k] — card ids that carry points of their own; ``point_values`` float64[k] their points.
+        w_cards: points per captured card (share of the most-cards item).
+        w_spades: points per captured spade (share of the most-spades item).
+    """
+
+    rules: RuleSet
+    cfg: np.ndarray
+    cap_bits: np.ndarray
+    same_cap: np.ndarray
+    item_val: np.ndarray
+    point_cards: np.ndarray
+    point_values: np.ndarray
+    w_cards: float
+    w_spades: float
+
+    @classmethod
+    def of(cls, rules: RuleSet) -> RuleTables:
+        """The tables of ``rules`` (RULES.md 1 values, 3 switches, 5 scoring)."""
+        numeric = rules.court_values == "numeric"
+        cap = np.zeros(NUM_CARDS, dtype=np.uint32)
+        item = np.zeros(NUM_CARDS, dtype=np.int8)
+        for c in range(NUM_CARDS):
+            r = int(RANK[c])
+            if r <= 10 or numeric:
+                cap[c] = 1 << r
+                item[c] = r
+                if r == 1 and rules.ace_high:  # RULES.md 3 ace_high: a played ace may count 14
+                    cap[c] |= 1 << 14
+            else:  # RULES.md 3 court_values=none: a court only pairs with a court of its rank
+                cap[c] = 1 << (COURT_BIT + r)
+                item[c] = COURT_BIT + r
+        pts: dict[int, float] = {}
+        if rules.scoring == "cicera":  # RULES.md 5.3: 2S, 10D, JH one point each; napula needs AS 2S 3S
+            pts = {LITTLE_CASINO: 2.0, BIG_CASINO: 1.0, JACK_OF_HEARTS: 1.0, 39: 1.0, 41: 1.0}
+            most_cards = 2.0
+        else:  # RULES.md 5.1 / 5.2: aces 1, big casino 2, little casino 1
+            pts = {BIG_CASINO: 2.0, LITTLE_CASINO: 1.0, 0: 1.0, 13: 1.0, 26: 1.0, 39: 1.0}
+            most_cards = 3.0
+        S = rules.num_sides
+        cfg = np.zeros(_NCFG, dtype=np.int64)
+        cfg[_C_P], cfg[_C_S], cfg[_C_SWEEP] = rules.num_players, S, rules.sweep_points
+        cfg[_C_PAIR_ALL] = int(rules.court_values == "none" and rules.court_pair_take == "all")
+        cfg[_C_ONE_GROUP] = int(rules.capture_mode == "one_group")
+        cfg[_C_HAND], cfg[_C_MAXV] = rules.hand_size, rules.max_value
+        cfg[_C_SWEEP_LAST], cfg[_C_NPTS] = int(rules.sweep_on_last_play), len(pts)
+        same = np.array([sum(1 << d for d in range(NUM_CARDS) if cap[c] & cap[d]) for c in range(NUM_CARDS)],
+                        dtype=np.uint64)
+        return cls(rules=rules, cfg=cfg, cap_bits=cap, same_cap=same, item_val=item,
+                   point_cards=np.array(sorted(pts), dtype=np.int64),
+                   point_values=np.array([pts[c] for c in sorted(pts)], dtype=np.float64),
+                   w_cards=most_cards / (52.0 / S + 1.0), w_spades=1.0 / (13.0 / S + 0.5))
+
+
+# --- numba kernel --------------------------------------------------------------------------------------------------
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@njit(cache=True)
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@njit(cache=True)
+def _value(mask, cw, sw, pcards, pvals):
+    """V(mask) in points: cards, spades and the cards' own points."""
+    v = cw * _popcount(mask) + sw * _popcount(mask & _SPADES)
+    for j in range(pcards.shape[0]):
+        if (mask >> np.uint64(pcards[j])) & np.uint64(1):
+            v += pvals[j]
+    return v
+
+
+@njit(cache=True)
+def _p_hit(s, unseen, h, mode):
+    """P(a hand of h cards drawn from ``unseen`` cards holds at least one of ``s`` given cards)."""
+    if s <= 0 or h <= 0 or unseen <= 0:
+        return 0.0
+    if mode == PROB_ANY:
+        return 1.0
+    if mode == PROB_LINEAR:
+        return min(1.0, s * h / unseen)
+    if h >= unseen or s >= unseen:
+        return 1.0
+    miss = 1.0
+    for i in range(h):
+        if unseen - s - i <= 0:
+            return 1.0
+        miss *= (unseen - s - i) / (unseen - i)
+    return 1.0 - miss
+
+
+@njit(cache=True)
+def _partition(vals, n, target, order, bins, choice):
+    """True if the ``n`` item values split into groups each summing to ``target`` (bin packing, exact)."""
+    total = 0
+    for i in range(n):
+        total += vals[i]
+    k = total // target
+    if k * target != total:
+        return False
+    if k == 1:
+        return True
+    # sort item values descending into order[]
+    for i in range(n):
+        order[i] = vals[i]
+    for i in range(1, n):
+        x = order[i]
+        j = i - 1
+        while j >= 0 and order[j] < x:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = x
+    for j in range(k):
+        bins[j] = 0
+    for i in range(n):
+        choice[i] = -1
+    i = 0
+    while i >= 0:
+        if i == n:
+            return True
+        j = choice[i]
+        if j >= 0:
+            bins[j] -= order[i]
+        j += 1
+        while j < k:
+            # an item goes into a bin with room; only the first empty bin is tried (bins are interchangeable)
+            if bins[j] + order[i] <= target and (bins[j] > 0 or j == 0 or bins[j - 1] > 0):
+                break
+            j += 1
+        if j < k:
+            choice[i] = j
+            bins[j] += order[i]
+            i += 1
+        else:
+            choice[i] = -1
+            i -= 1
+    return False
+
+
+@njit(cache=True)
+def _sweep_values(vals, n, cfg, order, bins, choice):
+    """uint32 set of capture values that take every table item at once (RULES.md 1 sweep, 3 capture_mode)."""
+    if n == 0:
+        return np.uint32(0)
+    court = 0
+    total = 0
+    mx = 0
+    for i in range(n):
+        if vals[i] > COURT_BIT:
+            court += 1
+        total += vals[i]
+        mx = max(mx, vals[i])
+    if court > 0:
+        # pairing-only courts: one court alone, or (court_pair_take = all) loose courts of one rank only
+        if court == n and (n == 1 or cfg[_C_PAIR_ALL] != 0):
+            for i in range(n):
+                if vals[i] != vals[0]:
+                    return np.uint32(0)
+            return np.uint32(1) << np.uint32(vals[0])
+        return np.uint32(0)
+    maxv = cfg[_C_MAXV]
+    out = np.uint32(0)
+    if cfg[_C_ONE_GROUP] != 0:  # one group only: the table must sum to the value
+        if total <= maxv:
+            out |= np.uint32(1) << np.uint32(total)
+        return out
+    for v in range(mx, maxv + 1):
+        if total % v == 0 and _partition(vals, n, v, order, bins, choice):
+            out |= np.uint32(1) << np.uint32(v)
+    return out
+
+
+@njit(cache=True)
+def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bowner, captured, stock_size,
+                  mk, mc, mv, mcards, nmoves, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w, flags,
+                  scores, feats):
+    """Score every listed move of every game (see the module docstring); fill ``scores`` (-inf past the list)
+    and, when ``feats`` has B rows, the raw features. ``flags``: probability mode, race-aware weights, whether
+    the features of the table left are needed, whether ``keep`` is needed. Returns int64[B]: the best move per game
+    (the first of ties)."""
+    B = viewer.shape[0]
+    M = mk.shape[1]
+    K = bcards.shape[1]
+    P = cfg[_C_P]
+    S = cfg[_C_S]
+    sweep_pts = float(cfg[_C_SWEEP])
+    prob_mode = flags[0]
+    race = flags[1] != 0
+    table_feats = flags[2] != 0
+    need_keep = flags[3] != 0
+    need_info = table_feats or need_keep
+    want = feats.shape[0] == B
+    fill = scores.shape[0] == B
+    best = np.zeros(B, dtype=np.int64)
+    cnt = np.zeros(32, dtype=np.int64)
+    umask = np.zeros(32, dtype=np.uint64)  # unseen cards that capture value v
+    pv = np.zeros(32, dtype=np.float64)
+    vals = np.zeros(80, dtype=np.int64)
+    order = np.zeros(80, dtype=np.int64)
+    bins = np.zeros(80, dtype=np.int64)
+    choice = np.zeros(80, dtype=np.int64)
+    ids = np.zeros(64, dtype=np.int64)
+    uids = np.zeros(64, dtype=np.int64)
+    tb_cards = np.zeros(K + 1, dtype=np.uint64)
+    tb_val = np.zeros(K + 1, dtype=np.int64)
+    one = np.uint64(1)
+    f = np.zeros(NF, dtype=np.float64)
+    for b in range(B):
+        if fill:
+            for i in range(M):
+                scores[b, i] = -np.inf
+        p = viewer[b]
+        n_mv = nmoves[b]
+        if p < 0 or n_mv <= 0:
+            continue
+        my_side = p % S
+        # unseen cards, and how many capture each value
+        U = 0
+        if need_info:
+            for v in range(32):
+                cnt[v] = 0
+                umask[v] = 0
+            x = unseen[b]
+            while x:
+                low = x & (~x + one)
+                c = _popcount(low - one)
+                x ^= low
+                uids[U] = c
+                U += 1
+                bb = np.uint64(cap_bits[c])
+                while bb:
+                    lb = bb & (~bb + one)
+                    v = _popcount(lb - one)
+                    cnt[v] += 1
+                    umask[v] |= low
+                    bb ^= lb
+        # the threat: the next seat holding cards, when it is an opponent
+        h = 0
+        found = False
+        for k in range(1, P):
+            q = (p + k) % P
+            if hand_sizes[b, q] > 0:
+                if q % S != my_side:
+                    h = hand_sizes[b, q]
+                found = True
+                break
+        if not found and hand_sizes[b, p] <= 1 and stock_size[b] > 0:
+            h = cfg[_C_HAND]  # a new round is dealt from the unseen cards
+        last_play = stock_size[b] == 0 and hand_sizes[b, p] <= 1
+        for q in range(P):
+            if q != p and hand_sizes[b, q] > 0:
+                last_play = False
+        if need_info:
+            for v in range(32):
+                pv[v] = _p_hit(cnt[v], U, h, prob_mode)
+        # race-aware weights: most cards / most spades already decided -> worth nothing more
+        cw = wbase[0]
+        sw = wbase[1]
+        if race:
+            mine_c = 0
+            mine_s = 0
+            other_c = 0
+            other_s = 0
+            tot_c = 0
+            tot_s = 0
+            for s in range(S):
+                pile = np.uint64(0)
+                for q in range(s, P, S):
+                    pile |= captured[b, q]
+                nc = _popcount(pile)
+                ns = _popcount(pile & _SPADES)
+                tot_c += nc
+                tot_s += ns
+                if s == my_side:
+                    mine_c = nc
+                    mine_s = ns
+                else:
+                    other_c = max(other_c, nc)
+                    other_s = max(other_s, ns)
+            if mine_c > other_c + NUM_CARDS - tot_c or other_c > mine_c + NUM_CARDS - tot_c:
+                cw = 0.0
+            if mine_s > other_s + 13 - tot_s or other_s > mine_s + 13 - tot_s:
+                sw = 0.0
+        hand = my_hand[b]
+        table_now = loose[b]
+        for k in range(K):
+            table_now |= bcards[b, k]
+        best_score = -np.inf
+        for i in range(n_mv):
+            kind = mk[b, i]
+            c = mc[b, i]
+            val = mv[b, i]
+            cards = mcards[b, i]
+            cbit = one << np.uint64(c)
+            rest = hand & ~cbit
+            for j in range(NF):
+                f[j] = 0.0
+            if kind == 1:
+                f[F_GAIN] = _value(cards | cbit, cw, sw, pcards, pvals)
+                for k in range(K):
+                    if bcards[b, k] != 0 and (bcards[b, k] & cards) != 0 and bowner[b, k] % S != my_side:
+                        f[F_STEAL] += _value(bcards[b, k], cw, sw, pcards, pvals)
+                if (table_now & ~cards) == 0 and (cfg[_C_SWEEP_LAST] != 0 or not last_play):
+                    f[F_SWEEP] = sweep_pts
+            elif kind == 0:
+                f[F_TRAIL] = _value(cbit, cw, sw, pcards, pvals)
+            if kind != 1 and need_keep and (rest & same_cap[c]) == 0:
+                # keep: points among unseen cards that only this card (of the hand) could capture
+                for j in range(pcards.shape[0]):
+                    u = pcards[j]
+                    if u != c and (unseen[b] >> np.uint64(u)) & one and (same_cap[c] >> np.uint64(u)) & one:
+                        f[F_KEEP] += pvals[j]
+            if table_feats:
+                # the table after the move: loose cards ids[:nl] and builds tb_*[:nbld]; vals[:n] their values
+                loose2 = loose[b] | cbit if kind == 0 else loose[b] & ~cards
+                n = 0
+                nl = 0
+                x = loose2
+                while x:
+                    low = x & (~x + one)
+                    cid = _popcount(low - one)
+                    ids[nl] = cid
+                    nl += 1
+                    vals[n] = item_val[cid]
+                    n += 1
+                    x ^= low
+                nbld = 0
+                for k in range(K):
+                    if bcards[b, k] != 0 and (kind == 0 or (bcards[b, k] & cards) == 0):
+                        tb_cards[nbld] = bcards[b, k]
+                        tb_val[nbld] = bvalue[b, k]
+                        nbld += 1
+                        vals[n] = bvalue[b, k]
+                        n += 1
+                        if bowner[b, k] % S == my_side:
+                            bval = _value(bcards[b, k], cw, sw, pcards, pvals) + cw
+                            f[F_OWN_BUILDS] += (1.0 - pv[bvalue[b, k]]) * bval
+                if kind == 2:
+                    tb_cards[nbld] = cards | cbit
+                    tb_val[nbld] = val
+                    nbld += 1
+                    vals[n] = val
+                    n += 1
+                    f[F_OWN_BUILDS] += (1.0 - pv[val]) * (_value(cards | cbit, cw, sw, pcards, pvals) + cw)
+                sv = np.uint32(0)
+                if h > 0 and n > 0:
+                    sv = _sweep_values(vals, n, cfg, order, bins, choice)
+                if sv != 0:
+                    hit = np.uint64(0)
+                    for v in range(32):
+                        if (sv >> np.uint32(v)) & np.uint32(1):
+                            hit |= umask[v]
+                    f[F_SWEEP_RISK] = _p_hit(_popcount(hit), U, h, prob_mode) * sweep_pts
+                if h > 0:
+                    # what the threat could take: builds, loose cards, pairs of loose numerals, by value
+                    for k in range(nbld):
+                        f[F_EXPOSE] += pv[tb_val[k]] * (_value(tb_cards[k], cw, sw, pcards, pvals) + cw)
+                    for a in range(nl):
+                        ca = ids[a]
+                        va = item_val[ca]
+                        got = one << np.uint64(ca)
+                        f[F_EXPOSE] += pv[va] * (_value(got, cw, sw, pcards, pvals) + cw)
+                        if va > COURT_BIT:
+                            continue
+                        for a2 in range(a + 1, nl):
+                            vb = item_val[ids[a2]]
+                            if vb < COURT_BIT and va + vb <= cfg[_C_MAXV]:
+                                pair = got | (one << np.uint64(ids[a2]))
+                                f[F_EXPOSE] += pv[va + vb] * _value(pair, cw, sw, pcards, pvals)
+            sc = 0.0
+            for j in range(NF):
+                sc += w[j] * f[j]
+            if fill:
+                scores[b, i] = sc
+            if want:
+                for j in range(NF):
+                    feats[b, i, j] = f[j]
+            if sc > best_score:
+                best_score = sc
+                best[b] = i
+    return best
+
+
+# --- inputs -------------------------------------------------------------------------------------------------------
+
+
+def _view_inputs(obs: dict[str, Any]) -> tuple:
+    view = obs.get("view")
+    if view is None:
+        raise ValueError("scripted bots read obs['view']: create the environment with with_view=True")
+    mask = np.asarray(obs["action_mask"])
+    nmoves = mask.sum(axis=1).astype(np.int64)
+    return (np.asarray(view["viewer"]).astype(np.int64), np.asarray(view["hand"], dtype=np.uint64),
+            np.asarray(view["hand_sizes"]).astype(np.int64), np.asarray(view["unseen"], dtype=np.uint64),
+            np.asarray(view["loose"], dtype=np.uint64), np.ascontiguousarray(view["build_cards"], dtype=np.uint64),
+            np.ascontiguousarray(view["build_value"]).astype(np.int64),
+            np.ascontiguousarray(view["build_owner"]).astype(np.int64),
+            np.ascontiguousarray(view["captured"], dtype=np.uint64),
+            np.asarray(view["stock_size"]).astype(np.int64),
+            np.ascontiguousarray(obs["move_kind"]), np.ascontiguousarray(obs["move_card"]),
+            np.ascontiguousarray(obs["move_value"]), np.ascontiguousarray(obs["move_cards"]),
+            nmoves)
+
+
+_ALL = np.uint64((1 << NUM_CARDS) - 1)
+
+
+def state_inputs(state) -> tuple:
+    """The kernel inputs for the seat to move in every game of a core State (the seat's knowledge only).
+
+    Used by search rollouts, which play bots inside determinised core states without building observations.
+    """
+    B = state.batch_size
+    cur = state.current_player.astype(np.int64)
+    safe = np.maximum(cur, 0)
+    hand = state.hand[np.arange(B), safe]
+    builds = np.bitwise_or.reduce(state.build_cards, axis=1)
+    seen = hand | state.loose | builds | np.bitwise_or.reduce(state.captured, axis=1)
+    return (cur, hand, np.bitwise_count(state.hand).astype(np.int64), _ALL & ~seen, state.loose,
+            np.ascontiguousarray(state.build_cards), np.ascontiguousarray(build_values(state)).astype(np.int64),
+            state.build_owner.astype(np.int64), np.ascontiguousarray(state.captured),
+            (52 - state.stock_pos).astype(np.int64), state.move_kind, state.move_card,
+            state.move_value, state.move_cards, state.num_moves.astype(np.int64))
+
+
+# --- bots ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Style:
+    """A scripted strategy: feature weights (in the order of :data:`FEATURES`) and how it estimates chances.
+
+    Attributes:
+        weights: the score of a move is ``sum(weights * features)``.
+        prob_mode: :data:`PROB_ANY`, :data:`PROB_LINEAR` or :data:`PROB_HYPER`.
+        race_aware: stop valuing cards / spades once "most cards" / "most spades" is decided.
+    """
+
+    weights: tuple[float, ...]
+    prob_mode: int = PROB_HYPER
+    race_aware: bool = False
+
+    @property
+    def needs_table(self) -> bool:
+        """True when a feature of the table left after the move has a non-zero weight."""
+        return any(self.weights[j] != 0 for j in (F_SWEEP_RISK, F_EXPOSE, F_OWN_BUILDS))
+
+
+def _w(**kw: float) -> tuple[float, ...]:
+    return tuple(float(kw.get(name, 0.0)) for name in FEATURES)
+
+
+#: The ladder. Weights are in points per point of feature (see the module docstring); they were chosen by
+#: duplicate matches between variants (``cassino eval``), keeping each change that raised the mean margin.
+STYLES: dict[str, Style] = {
+    "greedy": Style(_w(gain=1, sweep=1), PROB_ANY),
+    "beginner": Style(_w(gain=1, sweep=1, trail_value=-1, sweep_risk=-1), PROB_ANY),
+    "intermediate": Style(_w(gain=1, sweep=1, sweep_risk=-1, own_builds=1, steal=0.5, trail_value=-0.25),
+                          PROB_LINEAR),
+    "advanced": Style(_w(gain=1, sweep=1, sweep_risk=-1, exposure=-1, own_builds=1, steal=1, keep=-0.2),
+                      PROB_HYPER),
+}
+
+
+def score_moves(tables: RuleTables, style: Style, inputs: tuple, with_scores: bool = True,
+                with_features: bool = False) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Score the listed moves of B games.
+
+    Args:
+        tables: the rule tables.
+        style: weights and chance model.
+        inputs: from :func:`state_inputs` or the observation (see :class:`ScriptedBot`).
+        with_scores: also return every move's score (rollouts skip it: only the best move is needed).
+        with_features: also return the raw features.
+
+    Returns:
+        ``(best int64[B], scores float64[B, M] or None, features float64[B, M, F] or None)``; scores are ``-inf``
+        past each game's listed moves; ``best`` is the first highest-scoring move (0 for a game with nobody to
+        move).
+    """
+    B, M = inputs[10].shape
+    scores = np.empty((B, M) if with_scores or with_features else (0, 0), dtype=np.float64)
+    feats = np.zeros((B, M, len(FEATURES)) if with_features else (0, 0, 0), dtype=np.float64)
+    flags = np.array([style.prob_mode, int(style.race_aware), int(style.needs_table or with_features),
+                      int(style.weights[F_KEEP] != 0 or with_features)], dtype=np.int64)
+    wbase = np.array([tables.w_cards, tables.w_spades], dtype=np.float64)
+    best = _score_kernel(*inputs, tables.cfg, tables.cap_bits, tables.same_cap, tables.item_val, tables.point_cards,
+                         tables.point_values, wbase, np.asarray(style.weights, dtype=np.float64), flags, scores,
+                         feats)
+    return best, (scores if scores.shape[0] == B else None), (feats if with_features else None)
+
+
+class ScriptedBot:
+    """A hand-written strategy of :data:`STYLES` as an :class:`agents.base.Agent`.
+
+    Args:
+        name: a key of :data:`STYLES`.
+        rules: the rules it plays.
+        style: a custom :class:`Style` instead of ``STYLES[name]``.
+    """
+
+    def __init__(self, name: str, rules: RuleSet, style: Style | None = None) -> None:
+        self.name = name
+        self.rules = rules
+        self.tables = RuleTables.of(rules)
+        self.style = style if style is not None else STYLES[name]
+
+    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:  # noqa: ARG002 - deterministic
+        """int64[B]: the best-scoring legal move per game (first of ties); see the module docstring."""
+        if len(obs["action_mask"]) == 0:
+            return np.zeros(0, dtype=np.int64)
+        best, _, _ = score_moves(self.tables, self.style, _view_inputs(obs), with_scores=False)
+        return best
+
+    def features(self, obs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores float64[B, M], features float64[B, M, F])`` of every listed move, for inspection."""
+        _, scores, feats = score_moves(self.tables, self.style, _view_inputs(obs), with_features=True)
+        return scores, feats
+
+    def act_state(self, state) -> np.ndarray:
+        """int64[B]: the move this bot plays for the seat to move in every game of a core State, from that seat's
+        knowledge only (search rollouts use this; 0 where nobody is to move)."""
+        best, _, _ = score_moves(self.tables, self.style, state_inputs(state), with_scores=False)
+        return best
+
+
+class RandomBot:
+    """Uniformly random legal moves, drawn from the caller's generator."""
+
+    name = "random"
+
+    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+        """int64[B]: a uniformly random index among each game's legal moves."""
+        mask = np.asarray(obs["action_mask"]) != 0
+        if len(mask) == 0:
+            return np.zeros(0, dtype=np.int64)
+        n = mask.sum(axis=1)
+        pick = np.floor(rng.random(len(mask)) * n).astype(np.int64)  # the pick-th legal move, 0-based
+        return np.argmax(np.cumsum(mask, axis=1) > pick[:, None], axis=1).astype(np.int64)
+
+
+def make_bot(name: str, rules: RuleSet) -> RandomBot | ScriptedBot:
+    """A scripted bot by name: ``random``, ``greedy``, ``beginner``, ``intermediate`` or ``advanced``.
+
+    Raises:
+        ValueError: for another name.
+    """
+    if name == "random":
+        return RandomBot()
+    if name in STYLES:
+        return ScriptedBot(name, rules)
+    raise ValueError(f"unknown bot {name!r}; bots are random, {', '.join(STYLES)}")

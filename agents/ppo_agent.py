@@ -1,0 +1,200 @@
+"""A trained policy as an :class:`agents.base.Agent`, and the checkpoint file format of ``train/ppo_selfplay.py``.
+
+>>> from cassino_env.rules import make_rules
+>>> from cassino_env.obs import obs_size
+>>> agent = PPOAgent(CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8))
+>>> agent.name
+'ppo'
+
+Checkpoint format
+-----------------
+A checkpoint is one ``torch.save`` file of a dict holding only tensors, numbers, strings, bools, ``None`` and
+lists/dicts of those, so it loads with ``torch.load(path, weights_only=True)``: loading never runs code from the
+file (no pickled classes or functions).
+
+====================  ============================================================================================
+key                   meaning
+====================  ============================================================================================
+``format``            ``"cassino-ppo-checkpoint"``
+``format_version``    int, :data:`FORMAT_VERSION`
+``env_version``       the environment version the policy was trained on, e.g. ``"cassino_v0"``
+``preset``            rule preset name (RULES.md 6)
+``num_players``       seats
+``rules``             every rule switch (``RuleSet.to_dict()``)
+``network``           :class:`agents.policy.NetworkShape` as a dict (``obs_dim``, ``hidden``, ``embed``)
+``model``             the network's ``state_dict``
+``optimizer``         the optimiser's ``state_dict`` (training checkpoints)
+``train``             training state (``train/ppo_selfplay.py``): iteration, global step, wall time, RNG states,
+                      opponent pool, environment state, config
+====================  ============================================================================================
+
+:func:`read_checkpoint` raises :class:`CheckpointError` (a ``ValueError``) naming the file and the problem for a
+missing, truncated or corrupt file, a file of another kind, a checkpoint for another preset or player count, another
+network shape, or another environment version.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from cassino_env.obs import obs_size
+from cassino_env.rules import RuleSet, make_rules
+
+from .policy import CassinoPolicy, MoveBatch, NetworkShape, sample_actions
+
+#: Version of the observation/reward/move-table behaviour a policy depends on (PettingZoo-style ``_vN``).
+ENV_VERSION = "cassino_v0"
+#: The ``format`` tag and version of checkpoint files written by :func:`save_checkpoint`.
+FORMAT = "cassino-ppo-checkpoint"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used: the message names the file and the problem."""
+
+
+class PPOAgent:
+    """A :class:`CassinoPolicy` as an Agent: acts for B games at once, with no gradient.
+
+    Args:
+        policy: the network.
+        deterministic: play the most probable legal move (True) or sample from the policy with the caller's rng.
+        name: the agent's name in tables.
+    """
+
+    def __init__(self, policy: CassinoPolicy, deterministic: bool = True, name: str = "ppo") -> None:
+        self.policy = policy.eval()
+        self.deterministic = deterministic
+        self.name = name
+
+    @torch.no_grad()
+    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+        """int64[B]: a legal move index per game (see :class:`agents.base.Agent`)."""
+        if len(obs["action_mask"]) == 0:
+            return np.zeros(0, dtype=np.int64)
+        logits, _ = self.policy(MoveBatch.from_obs(obs))
+        return sample_actions(logits, rng, self.deterministic).astype(np.int64)
+
+
+def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
+                    optimizer: torch.optim.Optimizer | None = None, train: dict[str, Any] | None = None) -> Path:
+    """Write a checkpoint (format in the module docstring) atomically: a temporary file renamed into place.
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload: dict[str, Any] = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "env_version": ENV_VERSION,
+        "preset": rules.preset,
+        "num_players": rules.num_players,
+        "rules": rules.to_dict(),
+        "network": policy.shape.to_dict(),
+        "model": policy.state_dict(),
+        "optimizer": None if optimizer is None else optimizer.state_dict(),
+        "train": train,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+    return path
+
+
+def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str, Any]:
+    """Load and validate a checkpoint dict without executing code from the file (``weights_only=True``).
+
+    Args:
+        path: the checkpoint file.
+        rules: when given, the checkpoint must be for the same preset, player count and rule switches.
+
+    Raises:
+        CheckpointError: naming the file and the problem (missing, corrupt, not a checkpoint, another env
+            version, preset, player count or rule switch).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; anything else is corrupt or truncated
+        raise CheckpointError(f"{path}: not a readable checkpoint (not a torch.save archive: corrupt or truncated?)")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:  # weights_only met something other than tensors and plain containers
+        detail = str(exc).partition("WeightsUnpickler error:")[2].strip().split("\n")[0] or str(exc).split("\n")[0]
+        raise CheckpointError(f"{path}: refused to load: it holds more than plain data (tensors, numbers, strings, "
+                              f"lists, dicts), and loading it could run code ({detail})") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as exc:
+        raise CheckpointError(f"{path}: not a readable checkpoint (corrupt or truncated?): "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a cassino PPO checkpoint (no format={FORMAT!r} field)")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path}: checkpoint format version {data.get('format_version')!r}, this code reads "
+                              f"version {FORMAT_VERSION}")
+    if data.get("env_version") != ENV_VERSION:
+        raise CheckpointError(f"{path}: made for environment {data.get('env_version')!r}, this code runs "
+                              f"{ENV_VERSION!r}; observations or rewards differ, retrain the policy")
+    for key in ("preset", "num_players", "rules", "network", "model"):
+        if key not in data:
+            raise CheckpointError(f"{path}: checkpoint has no {key!r} field")
+    if rules is not None:
+        if data["preset"] != rules.preset or data["num_players"] != rules.num_players:
+            raise CheckpointError(f"{path}: made for preset {data['preset']!r} with {data['num_players']} players, "
+                                  f"not {rules.preset!r} with {rules.num_players}")
+        theirs, ours = data["rules"], rules.to_dict()
+        diff = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        if diff:
+            k = diff[0]
+            raise CheckpointError(f"{path}: made for rule switch {k}={theirs.get(k)!r}, not {ours.get(k)!r}")
+    return data
+
+
+def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint>",
+                           expected_shape: NetworkShape | None = None) -> CassinoPolicy:
+    """Build the network a validated checkpoint dict describes and load its weights.
+
+    Raises:
+        CheckpointError: the network shape differs from ``expected_shape`` or from the environment's observation
+            length, or the weights do not fit the stored shape.
+    """
+    try:
+        shape = NetworkShape(**data["network"])
+    except TypeError as exc:
+        raise CheckpointError(f"{path}: bad network shape {data['network']!r}: {exc}") from None
+    if expected_shape is not None and shape != expected_shape:
+        raise CheckpointError(f"{path}: network shape {shape.to_dict()} differs from the expected "
+                              f"{expected_shape.to_dict()}")
+    rules = make_rules(data["rules"])
+    need = obs_size(rules.num_players, rules.num_sides)
+    if shape.obs_dim != need:
+        raise CheckpointError(f"{path}: network reads observations of length {shape.obs_dim}, the environment "
+                              f"gives {need}")
+    policy = CassinoPolicy.from_shape(shape)
+    try:
+        policy.load_state_dict(data["model"])
+    except (RuntimeError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()}: {exc}") from None
+    return policy
+
+
+def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True) -> PPOAgent:
+    """The Agent of a checkpoint, for evaluation (``checkpoint:PATH`` specs) and play.
+
+    Args:
+        path: a checkpoint written by ``cassino train``.
+        rules: the rules it will play; the checkpoint must have been trained for them.
+        deterministic: play the most probable move (default) or sample.
+
+    Raises:
+        CheckpointError: naming the file and the problem (see :func:`read_checkpoint`).
+    """
+    data = read_checkpoint(path, rules)
+    return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=f"ppo:{Path(path).name}")

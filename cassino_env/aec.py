@@ -1,0 +1,639 @@
+# noqa: D212, D415
+"""
+# Cassino
+
+This environment follows the conventions of PettingZoo's classic environments (``pettingzoo/classic``). It is a thin
+layer over the batched rules core (:mod:`cassino_env.core`, one game) and holds no rules of its own.
+
+| Import             | `import cassino_env; env = cassino_env.env(num_players=2)`                     |
+|--------------------|--------------------------------------------------------------------------------|
+| Actions            | Discrete                                                                       |
+| Parallel API       | No                                                                             |
+| Manual Control     | No                                                                             |
+| Agents             | `agents = ['player_0', 'player_1', ...]` (seat order; seat p moves after p-1)  |
+| Agents             | 2, 3 or 4 (as the preset allows; 4 play as partnerships 0+2 vs 1+3)            |
+| Action Shape       | (1)                                                                            |
+| Action Values      | [0, 511] (`moves`, default) or [0, 523] (`card_value`)                         |
+| Observation Shape  | dict: `observation` (D,), `action_mask` (A,), `moves` (A, 56); D = 525/649/663 |
+| Observation Values | `observation` [0, 1] (scores and sweeps may exceed 1), `action_mask` {0, 1}    |
+
+Cassino is a fishing card game: each player in turn plays one card from hand to *capture* table cards of equal
+value or sums (``RULES.md`` 1, 3), to *build* a pile that only a card of its value can later take (4), or to *trail*
+it face up. After every card is played the deal is scored: most cards 3, most spades 1, big casino (10♦) 2, little
+casino (2♠) 1, each ace 1, each sweep 1 (5.1); a match is played to 21 (2.6). ``RULES.md`` is the rules contract.
+
+>>> import numpy as np, cassino_env
+>>> env = cassino_env.env(num_players=2)
+>>> env.reset(seed=42)
+>>> rng = np.random.default_rng(0)
+>>> episode_return = dict.fromkeys(env.possible_agents, 0.0)
+>>> for agent in env.agent_iter():
+...     obs, reward, terminated, truncated, info = env.last()
+...     episode_return[agent] += reward
+...     env.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+>>> episode_return["player_0"] == -episode_return["player_1"]  # zero-sum deal points
+True
+>>> env.unwrapped.action_to_string(0), env.unwrapped.string_to_action("#0")
+('#0', 0)
+
+### Arguments
+
+``` python
+cassino_env.env(rules="classic", num_players=None, render_mode=None, action_encoding="moves", reward="points",
+                episode="deal", illegal_action="raise", illegal_reward=-1.0, max_moves=512, prune=True)
+```
+
+`rules`: a preset name of ``RULES.md`` 6 (`"classic"`, ...), a `RuleSet` (`cassino_env.make_rules`) or a mapping
+`{"preset": NAME, SWITCH: VALUE}`. Only rule sets the core implements run (classic today); others raise
+`NotImplementedError`.
+
+`num_players`: seats (2, 3 or 4 for classic); default the preset's first allowed count (2).
+
+`render_mode`: `None`, `"ansi"` (`render()` returns the text) or `"human"` (prints it, also after every step).
+
+`action_encoding`: `"moves"` (action i = the i-th listed legal move) or `"card_value"` (a fixed table of 524 ids),
+see Action Space.
+
+`reward`: `"points"` (zero-sum deal points) or `"win"` (+1/-1 at the end of a match), see Rewards.
+
+`episode`: `"deal"` (an episode is one deal) or `"match"` (deals until a side wins). `reward="win"` needs `"match"`.
+
+`illegal_action`: `"raise"` (an illegal action raises `IllegalActionError`, a `ValueError`, naming the action and
+why; nothing changes) or `"terminate"` (the game ends: every agent is terminated, not truncated; the offender's
+side gets `illegal_reward`, the other sides 0; `infos[offender]["illegal_action"]` says why).
+
+`illegal_reward`: the penalty of `illegal_action="terminate"`, default -1.0.
+
+`max_moves`: the width M of the legal-move list (default `cassino_env.actions.MAX_MOVES` = 512, chosen by
+measurement: ``scripts/measure_moves.py``). A longer list keeps its first M moves in canonical order (trails first,
+so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of random play overflow 512.
+
+`prune`: drop captures strictly contained in another capture with the same card (the core's default).
+
+### Observation Space
+
+The observation is a dictionary with an `"observation"` element, the seat's view as a float32 vector described
+below, an `"action_mask"` (Legal Actions Mask) and `"moves"`, per-action move features: int8[A, 56], row a =
+(kind 0 trail / 1 capture / 2 build / -1 none, played card id or -1, capture or build value (0 trail), number of
+table cards taken or used, then 52 bits: table card c taken or used), i.e. `cassino_env.obs.move_features` of the
+move action a plays. Rows of illegal actions, and every row of an agent that is not to move, are padding
+(-1, -1, 0, ...). So a network can score candidate moves rather than ids.
+
+The vector is `cassino_env.obs.encode` (the project's one encoding): what that seat may know and nothing else -- never
+another hand or the stock order. Seats and sides are relative to the viewer (relative seat r is seat
+`(viewer + r) % P`; relative side s likewise). Index table for P seats and S sides (2 players: D = 525; 3: 649;
+4 in partnerships: 663):
+
+| block               | start                     | length     | meaning (1.0 = yes unless stated)                     |
+|---------------------|---------------------------|------------|-------------------------------------------------------|
+| `hand`              | 0                         | 52         | the viewer holds card c                               |
+| `loose`             | 52                        | 52         | card c lies loose on the table                        |
+| `build_owned_by`    | 104                       | 52 P       | card c is in a build owned by relative seat r         |
+| `build_value`       | 104 + 52 P                | 52         | value of the build holding card c / 14                |
+| `captured_by`       | 156 + 52 P                | 52 S       | card c is in the captured pile of relative side s     |
+| `unseen`            | 156 + 52 (P + S)          | 52         | card c is in another hand or the stock                |
+| `last_trail`        | 208 + 52 (P + S)          | 52         | card c was trailed on the preceding turn              |
+| `builds`            | 260 + 52 (P + S)          | 14 (P + 1) | per value v = 1..14: a build of v; its owner one-hot  |
+| `hand_sizes`        | 274 + 66 P + 52 S         | P          | cards held by relative seat r / hand_size             |
+| `captured_count`    | 274 + 67 P + 52 S         | S          | cards captured by relative side s / 52                |
+| `spades_count`      | 274 + 67 P + 53 S         | S          | spades captured by relative side s / 13               |
+| `sweeps`            | 274 + 67 P + 54 S         | P          | sweeps this deal by relative seat r / 4 (may be > 1)  |
+| `match_scores`      | 274 + 68 P + 54 S         | S          | match total of relative side s / target (may be > 1)  |
+| `seat_from_dealer`  | 274 + 68 P + 55 S         | P          | one-hot: the viewer sits r seats after the dealer     |
+| `progress`          | 274 + 69 P + 55 S         | 3          | stock / 52; rounds dealt / rounds per deal; played/52 |
+
+`state()` returns the full privileged state for centralised critics: float32[D + 52 P + 52 + P] = the encoding seen
+by seat 0 (so relative = absolute seats), then every hand (block p: seat p holds card c), then the stock order (card
+c is the k-th card to be dealt: (k + 1) / 52; 0 when not in the stock), then the seat to move one-hot (all 0 when
+nobody is). `position()` gives the same as a dict of card-id lists (`cassino_env.core.position`).
+
+#### Legal Actions Mask
+
+The legal actions of the agent to move are `observation["action_mask"]`, int8[A] with 1 for a legal action; the same
+mask is in `info["action_mask"]`. As in PettingZoo, the mask is all zeros for every agent that is not to move, and
+for every agent once the episode is over. (The batched layers differ: the core's `legal_mask` and the vector env's
+`action_mask` always have a player to move, since finished games reset in the same step.)
+
+### Action Space
+
+`action_encoding="moves"`: Discrete(M). Action i plays the i-th move of the core's canonical legal-move list
+(trails, captures, builds; then played card id; then the sorted table cards; then value); `observation["moves"][i]`
+describes it. Ids mean different moves in different states.
+
+`action_encoding="card_value"`: Discrete(524), ids that mean the same in every state and preset (version 1 of the
+table in `cassino_env.actions`): 0-51 trail card c; 52-103 capture with card c (face value; a court by pairing);
+104-107 capture with the ace of suit s as 14; 108-523 build with card c declaring v (v = rank(c)..14, by card then
+value). When several legal moves share an id, it plays the one with the most table cards, then the first in
+canonical order. `observation["moves"][a]` describes the move id a plays now.
+
+Every id has readable text and back: `env.unwrapped.action_to_string(a)` ("capture 3C 5H with 8S", "build 9 with 2C",
+"#17" for an unlisted `moves` id) and `env.unwrapped.string_to_action(text)`.
+
+### Rewards
+
+Rewards arrive when a deal ends (every seat gets its reward then, whoever played the last card; PettingZoo's
+`_cumulative_rewards` holds it until the seat next acts or sees its termination). Partners share their side's reward.
+
+| `reward`   | when                 | seat of side s gets                                                          |
+|------------|----------------------|------------------------------------------------------------------------------|
+| `"points"` | end of every deal    | side s's deal points minus the mean deal points of the other sides (zero-sum) |
+| `"win"`    | end of the match     | +1 for the winning side, -1 for every other side                             |
+
+Illegal actions with `illegal_action="terminate"`: `illegal_reward` (-1.0) to the offender's side, 0 to the others.
+Rewards are the same as `cassino_env.vector` (`vector.step_rewards`). Episodes end by termination only (truncation is
+always False).
+
+Seeding: `reset(seed=s)` starts a new match whose deals are a pure function of `s` (the vector env's game seeded
+`s`). `reset()` without a seed continues the same stream after an episode that ended normally (the next deal, or the
+next match), exactly as the vector env auto-resets; otherwise (first reset, or an episode cut short) it starts a new
+match seeded from the env's own `numpy.random.Generator` (seeded by the last `reset(seed=...)`, else from the OS).
+The global RNGs are never used. `reset(options={"position": core.position(...)-style dict})` starts from an
+explicit position.
+
+### Version History
+
+* v0: Initial release: classic preset, `moves` and `card_value` (table version 1) encodings, `MAX_MOVES` 512.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+from numba import njit
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from . import core
+from .actions import (
+    CV_BUILD_ID,
+    CV_CARD,
+    CV_KIND,
+    ENCODINGS,
+    MAX_MOVES,
+    NUM_CARD_VALUE_ACTIONS,
+    ActionTextError,
+    IllegalActionError,
+    card_value_to_string,
+    find_move,
+    move_text,
+    parse_move_text,
+    resolve_actions,
+    string_to_card_value,
+)
+from .cards import card_text
+from .core import _kernels as _K
+from .core._layout import NITEMS, R_ACTOR, R_DEAL_DONE, R_MATCH_DONE, R_POINTS, R_WINNER, res_layout
+from .errors import PositionError
+from .obs import MOVE_FEATURES, _encode, build_values, fill_move_rows, obs_layout, obs_size
+from .render import render_text
+from .rules import RuleSet
+from .vector import EnvConfigError, check_reward_episode, resolve_rules, step_rewards
+
+ILLEGAL_ACTIONS = ("raise", "terminate")
+RENDER_MODES = ("ansi", "human")
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` with the per-step attribute traffic short-circuited after reset.
+
+    The stock wrapper reaches ``agents``, ``agent_selection``, ``terminations``, ``_cumulative_rewards`` ... through
+    two ``__getattr__`` layers, eight times a step in the usual ``agent_iter``/``last``/``step`` loop (about a third
+    of a step's time here). After ``reset()`` this subclass forwards ``last()`` and those reads directly; before it,
+    everything behaves (and fails) exactly as the stock wrapper does. It is an ``OrderEnforcingWrapper``.
+    """
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """``env.last()``, checked for reset."""
+        if not self._has_reset:
+            return super().last(observe)
+        return self.env.last(observe)
+
+    @property
+    def agents(self) -> list[str]:
+        """The live agents (AttributeError before reset, as the stock wrapper)."""
+        if not self._has_reset:
+            raise AttributeError("agents cannot be accessed before reset")
+        return self.env.agents
+
+    @property
+    def agent_selection(self) -> str:
+        """The agent to act (AttributeError before reset, as the stock wrapper)."""
+        if not self._has_reset:
+            raise AttributeError("agent_selection cannot be accessed before reset")
+        return self.env.agent_selection
+
+    def __str__(self) -> str:
+        return str(self.env)
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The Cassino AEC environment with PettingZoo's standard wrapper for classic games.
+
+    ``raw_env(**kwargs)`` wrapped in an ``OrderEnforcingWrapper`` (reset before step, no step after the end; the
+    subclass above only makes it cheaper). The other two wrappers of PettingZoo's classic ``env()`` are replaced by
+    ``raw_env`` itself: its ``illegal_action`` argument does what ``TerminateIllegalWrapper`` does (or raises, by
+    default), and it checks the action range with an error naming the action rather than
+    ``AssertOutOfBoundsWrapper``'s bare assertion.
+
+    Args:
+        **kwargs: the arguments of :class:`raw_env` (module docstring, Arguments).
+    """
+    return OrderEnforcingWrapper(raw_env(**kwargs))
+
+
+@njit(cache=True)
+def _step_one(act, u64, i8, i16, i64, m8, mvc, res, cfg, rl, encoding, num_moves, kind, card, value, cards,
+              build_id, to_move, mask):
+    """Play move ``act[0]`` of the one game and map the next player's action ids (one numba call per step)."""
+    _K.step_serial(act, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+    resolve_actions(encoding, kind[0], card[0], value[0], cards[0], num_moves[0], build_id, to_move, mask)
+
+
+@njit(cache=True)
+def _observe_one(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, match_scores, stock_pos,
+                 dealer, last_trail, params, out, kind, card, value, cards, to_move, moves):
+    """The observation vector of seat ``viewer[0]`` and the move feature rows of ``to_move``, one numba call."""
+    _encode(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, match_scores, stock_pos, dealer,
+            last_trail, params, out)
+    fill_move_rows(kind[0], card[0], value[0], cards[0], to_move, moves)
+
+
+def _step_result(res: np.ndarray, P: int, S: int) -> core.StepResult:
+    """A core StepResult from the packed result rows (as :func:`cassino_env.core.step` builds it)."""
+    B = res.shape[0]
+    t_col, it_col, nc_col, ns_col, _ = res_layout(P, S)
+    items = res[:, it_col:nc_col].reshape(B, S, NITEMS)
+    return core.StepResult(
+        actor=res[:, R_ACTOR].astype(np.int8), deal_done=res[:, R_DEAL_DONE] != 0, match_done=res[:, R_MATCH_DONE] != 0,
+        match_winner=res[:, R_WINNER].astype(np.int8), deal_points=res[:, R_POINTS:R_POINTS + P].copy(),
+        deal_totals=items.sum(axis=2, dtype=np.int16), deal_items=items.copy(), deal_cards=res[:, nc_col:ns_col].copy(),
+        deal_spades=res[:, ns_col:ns_col + S].copy(), match_totals=res[:, t_col:t_col + S].copy())
+
+
+def _obs_high(P: int, S: int) -> np.ndarray:
+    """float32[D]: upper bounds of the observation vector (1, except sweeps and match scores)."""
+    layout = obs_layout(P, S)
+    high = np.ones(obs_size(P, S), dtype=np.float32)
+    a, n = layout["sweeps"]
+    high[a:a + n] = 13.0  # sweeps / 4, and a seat plays fewer than 52 cards a deal
+    a, n = layout["match_scores"]
+    high[a:a + n] = _F32_MAX  # a tie for the lead at the target plays on: no finite bound
+    return high
+
+
+class raw_env(AECEnv, EzPickle):
+    """Cassino as a PettingZoo AEC environment (see the module docstring for spaces, rewards and arguments).
+
+    Attributes:
+        rules: the RuleSet played.
+        core_state: the one-game :class:`cassino_env.core.State` (B = 1, no auto-reset), None before reset.
+        last_result: the core StepResult of the last deal that ended (tallies, match totals), or None.
+        action_encoding, reward, episode, illegal_action, illegal_reward, max_moves, prune, render_mode: the
+            arguments.
+        num_actions: A, the size of the action space (max_moves or 524).
+    """
+
+    metadata = {"render_modes": list(RENDER_MODES), "name": "cassino_v0", "is_parallelizable": False,
+                "render_fps": 1}
+
+    def __init__(self, rules: str | RuleSet | Mapping[str, Any] = "classic", num_players: int | None = None,
+                 render_mode: str | None = None, action_encoding: str = "moves", reward: str = "points",
+                 episode: str = "deal", illegal_action: str = "raise", illegal_reward: float = -1.0,
+                 max_moves: int = MAX_MOVES, prune: bool = True) -> None:
+        EzPickle.__init__(self, rules=rules, num_players=num_players, render_mode=render_mode,
+                          action_encoding=action_encoding, reward=reward, episode=episode,
+                          illegal_action=illegal_action, illegal_reward=illegal_reward, max_moves=max_moves,
+                          prune=prune)
+        super().__init__()
+        check_reward_episode(reward, episode)
+        if action_encoding not in ENCODINGS:
+            raise EnvConfigError(f"action_encoding={action_encoding!r} is not one of {list(ENCODINGS)}")
+        if illegal_action not in ILLEGAL_ACTIONS:
+            raise EnvConfigError(f"illegal_action={illegal_action!r} is not one of {list(ILLEGAL_ACTIONS)}")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise EnvConfigError(f"render_mode={render_mode!r} is not None or one of {list(RENDER_MODES)}")
+        if not isinstance(max_moves, (int, np.integer)) or not 1 <= int(max_moves) <= 32767:
+            raise EnvConfigError(f"max_moves must be an integer 1..32767, got {max_moves!r}")
+        self.rules = resolve_rules(rules, num_players)
+        self.rules.require_implemented()
+        self.action_encoding, self.reward, self.episode = action_encoding, reward, episode
+        self.illegal_action, self.illegal_reward = illegal_action, float(illegal_reward)
+        self.max_moves, self.prune, self.render_mode = int(max_moves), bool(prune), render_mode
+        P, S = self.rules.num_players, self.rules.num_sides
+        self._P, self._S = P, S
+        self.possible_agents = [f"player_{p}" for p in range(P)]
+        self.agent_name_mapping = {a: p for p, a in enumerate(self.possible_agents)}
+        self._encoding = 0 if action_encoding == "moves" else 1
+        A = self.max_moves if self._encoding == 0 else NUM_CARD_VALUE_ACTIONS
+        self.num_actions = A
+        D = obs_size(P, S)
+        self._obs_dim = D
+        high = _obs_high(P, S)
+        self.observation_spaces = {a: spaces.Dict({
+            "observation": spaces.Box(low=0.0, high=high, shape=(D,), dtype=np.float32),
+            "action_mask": spaces.Box(low=0, high=1, shape=(A,), dtype=np.int8),
+            "moves": spaces.Box(low=-1, high=52, shape=(A, MOVE_FEATURES), dtype=np.int8),
+        }) for a in self.possible_agents}
+        self.action_spaces = {a: spaces.Discrete(A) for a in self.possible_agents}
+        self.state_space = spaces.Box(low=0.0, high=np.concatenate([high, np.ones(53 * P + 52, np.float32)]),
+                                      shape=(D + 53 * P + 52,), dtype=np.float32)
+        self._params = np.array([P, S, self.rules.hand_size, self.rules.target, self.rules.table_cards,
+                                 self.rules.rounds_per_deal], dtype=np.int64)
+        self._act = np.zeros(1, dtype=np.int64)
+        self._viewer = np.zeros(1, dtype=np.int64)
+        self._res = np.zeros((1, res_layout(P, S)[4]), dtype=np.int16)
+        self._to_move = np.full(A, -1, dtype=np.int32)
+        self._no_moves = np.full(A, -1, dtype=np.int32)
+        self._zeros = np.zeros(A, dtype=np.int8)
+        self._zeros.flags.writeable = False
+        self._mask = self._zeros
+        self._np_random = np.random.default_rng()  # instance-owned; re-seeded by reset(seed=...)
+        self.core_state: core.State | None = None
+        self.last_result: core.StepResult | None = None
+        self._bvals: np.ndarray | None = None
+        self._seat = -1  # seat to move, -1 when nobody (episode over)
+        self._rewarded = False
+        self._last_move: str | None = None
+        self.agents: list[str] = []
+
+    # -- spaces ------------------------------------------------------------------------------------------------------
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (the same object on every call)."""
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent``: Discrete(A) (the same object on every call)."""
+        return self.action_spaces[agent]
+
+    # -- reset -------------------------------------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start an episode (see "Seeding" in the module docstring).
+
+        Args:
+            seed: a non-negative integer: start a new match whose deals are a pure function of it.
+            options: ``{"position": {...}}`` starts from an explicit position: the keyword arguments of
+                :func:`cassino_env.core.from_position` (e.g. :func:`cassino_env.core.position` output; ``to_move``
+                required). Other keys are ignored.
+        """
+        if seed is not None:
+            self._np_random = np.random.default_rng(seed)
+        st = self.core_state
+        position = (options or {}).get("position")
+        if position is not None:
+            kw = dict(position)
+            game_seed = int(seed) if seed is not None else int(self._np_random.integers(0, 2**62))
+            self.core_state = core.from_position(self.rules, max_moves=self.max_moves, prune=self.prune,
+                                                 auto_reset=False, seed=game_seed, **kw)
+        elif seed is not None:
+            self.core_state = self._new_game(int(seed))
+        elif st is not None and st.current_player[0] < 0:
+            core.advance(st)  # the episode ended with its deal: next deal, or a new match after a finished one
+        else:
+            self.core_state = self._new_game(int(self._np_random.integers(0, 2**62)))
+        st = self.core_state
+        bv = build_values(st)
+        self._bvals = np.ascontiguousarray(bv) if not bv.flags.writeable else bv
+        # the kernels' array arguments, bound once per state (views stay valid: the core steps in place)
+        tables = (st.move_kind, st.move_card, st.move_value, st.move_cards)
+        self._obs_args = (st.hand, st.loose, st.build_cards, self._bvals, st.build_owner, st.captured, st.sweeps,
+                          st.match_scores, st.stock_pos, st.dealer, st.last_trail, self._params)
+        self._tables = tables
+        self._step_args = (self._act, st._u64, st._i8, st._i16, st._i64, st._m8, st._mvc, self._res, st._cfg, st._rl,
+                           self._encoding, st.num_moves, *tables, CV_BUILD_ID, self._to_move)
+        self._cur = st.current_player
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self._skip_agent_selection = None
+        self._rewarded = False
+        self._last_move = None
+        self.last_result = None
+        self._resolve()
+        if int(st.current_player[0]) < 0 or int(st.num_moves[0]) == 0:
+            self.agents = []
+            raise PositionError("position: the player to move has no legal move (an empty hand?)")
+        self._turn_to(int(st.current_player[0]), None)
+
+    def _new_game(self, game_seed: int) -> core.State:
+        return core.init(self.rules, np.array([game_seed], dtype=np.int64), max_moves=self.max_moves,
+                         prune=self.prune, auto_reset=False)
+
+    def _resolve(self) -> None:
+        st = self.core_state
+        self._mask = np.empty(self.num_actions, dtype=np.int8)
+        resolve_actions(self._encoding, st.move_kind[0], st.move_card[0], st.move_value[0], st.move_cards[0],
+                        st.num_moves[0], CV_BUILD_ID, self._to_move, self._mask)
+
+    def _turn_to(self, seat: int, prev: str | None) -> None:
+        """Hand the turn to ``seat``: agent_selection and the infos' masks (the previous mover's becomes zeros)."""
+        self._seat = seat
+        name = self.possible_agents[seat]
+        self.agent_selection = name
+        if prev is None:
+            self.infos = {a: {"action_mask": self._zeros, "overflow": False} for a in self.agents}
+        elif prev != name:
+            self.infos[prev] = {"action_mask": self._zeros, "overflow": False}
+        self.infos[name] = {"action_mask": self._mask, "overflow": bool(self.core_state.overflow[0])}
+
+    # -- step --------------------------------------------------------------------------------------------------------
+    def step(self, action: int | None) -> None:
+        """Play ``action`` for ``agent_selection`` (None for an agent that is terminated).
+
+        Raises:
+            IllegalActionError: an illegal action with ``illegal_action="raise"`` (nothing changes).
+        """
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            return self._was_dead_step(action)
+        try:
+            a = operator.index(action)
+        except TypeError:
+            return self._illegal(agent, action, f"expected an integer action id 0..{self.num_actions - 1}")
+        if 0 <= a < self.num_actions:
+            mi = int(self._to_move[a])
+            if mi < 0:
+                return self._illegal(agent, a, self._why_illegal(a))
+        else:
+            return self._illegal(agent, a, f"outside the action space 0..{self.num_actions - 1}")
+        self._cumulative_rewards[agent] = 0.0
+        if self._rewarded:
+            self._clear_rewards()
+            self._rewarded = False
+        if self.render_mode is not None:
+            self._last_move = f"{agent}: {self._move_text(mi)}"
+        self._act[0] = mi
+        self._mask = mask = np.empty(self.num_actions, dtype=np.int8)
+        _step_one(*self._step_args, mask)
+        cur = int(self._cur[0])
+        if cur >= 0:
+            self._turn_to(cur, agent)
+        else:
+            self._end_of_deal(agent)
+        if self.render_mode == "human":
+            self.render()
+
+    def _end_of_deal(self, agent: str) -> None:
+        P = self._P
+        st = self.core_state
+        result = _step_result(self._res, P, self._S)
+        self.last_result = result
+        r = step_rewards(result, self.rules, self.reward)[0]
+        for p in range(P):
+            self.rewards[self.possible_agents[p]] = float(r[p])
+        self._rewarded = True
+        if self.episode == "deal" or bool(result.match_done[0]):
+            self._terminate((self.agent_name_mapping[agent] + 1) % P)
+        else:
+            core.advance(st)  # the match goes on: the next deal is dealt within this episode
+            self._resolve()
+            self._turn_to(int(st.current_player[0]), agent)
+        self._accumulate_rewards()
+
+    def _terminate(self, next_seat: int) -> None:
+        self._seat = -1
+        self._mask = self._zeros
+        self.terminations = dict.fromkeys(self.agents, True)
+        self.agent_selection = self.possible_agents[next_seat]
+        self.infos = {a: {"action_mask": self._zeros, "overflow": False} for a in self.agents}
+
+    def _illegal(self, agent: str, action: Any, reason: str) -> None:
+        text = ""
+        if isinstance(action, (int, np.integer)) and 0 <= int(action) < self.num_actions:
+            text = f" ({self.action_to_string(int(action))})"
+        msg = f"{agent}: action {action!r}{text} is illegal: {reason}"
+        if self.illegal_action == "raise":
+            raise IllegalActionError(msg)
+        seat = self.agent_name_mapping[agent]
+        self._cumulative_rewards[agent] = 0.0
+        for p, name in enumerate(self.possible_agents):
+            self.rewards[name] = self.illegal_reward if p % self._S == seat % self._S else 0.0
+        self._rewarded = True
+        self._terminate((seat + 1) % self._P)
+        self.infos[agent]["illegal_action"] = msg
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _why_illegal(self, a: int) -> str:
+        st = self.core_state
+        n = int(st.num_moves[0])
+        if self._encoding == 0:
+            return f"only the listed moves 0..{n - 1} are legal" + (" (the list overflowed)" if st.overflow[0] else "")
+        c = int(CV_CARD[a])
+        if not int(st.hand[0, self._seat]) >> c & 1:
+            return f"{self.possible_agents[self._seat]} does not hold {card_text(c)}"
+        same = [card_value_to_string(i) for i in np.flatnonzero(self._to_move >= 0) if int(CV_CARD[i]) == c]
+        kind = ("trail", "capture", "build")[int(CV_KIND[a])]
+        return f"no legal {kind} matches it here; legal with {card_text(c)}: {', '.join(same) or 'nothing'}"
+
+    # -- observe -----------------------------------------------------------------------------------------------------
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """The observation of ``agent`` (fresh arrays): ``observation`` float32[D], ``action_mask`` int8[A] (zeros
+        unless ``agent`` is to move), ``moves`` int8[A, 56] (padding unless ``agent`` is to move)."""
+        p = self.agent_name_mapping[agent]
+        acting = p == self._seat
+        out = np.empty((1, self._obs_dim), dtype=np.float32)
+        moves = np.empty((self.num_actions, MOVE_FEATURES), dtype=np.int8)
+        self._viewer[0] = p
+        _observe_one(self._viewer, *self._obs_args, out, *self._tables, self._to_move if acting else self._no_moves,
+                     moves)
+        return {"observation": out[0], "action_mask": self._mask.copy() if acting else np.zeros_like(self._zeros),
+                "moves": moves}
+
+    def state(self) -> np.ndarray:
+        """float32[D + 53 P + 52]: the full privileged state (module docstring, "Observation Space")."""
+        st = self.core_state
+        P, D = self._P, self._obs_dim
+        out = np.zeros((1, D + 53 * P + 52), dtype=np.float32)
+        self._viewer[0] = 0
+        _encode(self._viewer, st.hand, st.loose, st.build_cards, self._bvals, st.build_owner, st.captured, st.sweeps,
+                st.match_scores, st.stock_pos, st.dealer, st.last_trail, self._params, out[:, :D])
+        bits = np.arange(52, dtype=np.uint64)
+        out[0, D:D + 52 * P] = ((st.hand[0][:, None] >> bits) & np.uint64(1)).reshape(-1)
+        stock = st.stock(0)
+        out[0, D + 52 * P + np.array(stock, dtype=np.int64)] = (np.arange(len(stock)) + 1) / 52.0
+        if self._seat >= 0:
+            out[0, D + 52 * P + 52 + self._seat] = 1.0
+        return out[0]
+
+    def position(self) -> dict[str, Any]:
+        """The full position as card-id lists (:func:`cassino_env.core.position`): privileged, for tests and tools."""
+        return core.position(self.core_state, 0)
+
+    # -- action strings ----------------------------------------------------------------------------------------------
+    def _move_text(self, i: int) -> str:
+        st = self.core_state
+        return move_text(st.move_kind[0, i], st.move_card[0, i], st.move_value[0, i], st.move_cards[0, i])
+
+    def action_to_string(self, action: int) -> str:
+        """Readable text of an action id in the current state (a ``card_value`` id's text never depends on it).
+
+        ``moves``: the listed move's text ("capture 3C 5H with 8S"), or ``#i`` for an id beyond the listed moves.
+        ``card_value``: the id's fixed text ("capture with 8S", "build 9 with 2C").
+
+        Raises:
+            IllegalActionError: for an id outside the action space.
+        """
+        a = operator.index(action)
+        if not 0 <= a < self.num_actions:
+            raise IllegalActionError(f"action {a} is outside the action space 0..{self.num_actions - 1}")
+        if self._encoding == 1:
+            return card_value_to_string(a)
+        if self._seat >= 0 and a < int(self.core_state.num_moves[0]):
+            return self._move_text(a)
+        return f"#{a}"
+
+    def string_to_action(self, text: str) -> int:
+        """The action id named by ``text`` (the inverse of :meth:`action_to_string`).
+
+        ``moves`` also accepts card_value-style text ("capture with 8S": the listed move chosen by the card_value
+        rule) and ``card_value`` also accepts concrete moves (their id).
+
+        Raises:
+            ActionTextError: text that does not parse or names no listed move.
+        """
+        if self._encoding == 1:
+            return string_to_card_value(text)
+        p = parse_move_text(text)
+        if p.index is not None:
+            if not 0 <= p.index < self.num_actions:
+                raise ActionTextError(f"{text!r}: action {p.index} is outside 0..{self.num_actions - 1}")
+            return p.index
+        st = self.core_state
+        n = int(st.num_moves[0]) if self._seat >= 0 else 0
+        i = find_move(p, st.move_kind[0], st.move_card[0], st.move_value[0], st.move_cards[0], n)
+        if i < 0:
+            who = self.possible_agents[self._seat] if self._seat >= 0 else "nobody"
+            raise ActionTextError(f"{text!r} is not a listed legal move of {who} here")
+        return i
+
+    # -- render ------------------------------------------------------------------------------------------------------
+    def render(self) -> str | None:
+        """``ansi``: the text of the table, builds with owners, the viewer's (agent to move) hand and scores;
+        ``human``: print it. Returns None (with a warning) when no render_mode was given."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        if self.core_state is None:
+            return None if self.render_mode == "human" else ""
+        text = render_text(self.core_state, 0, viewer=self._seat if self._seat >= 0 else None,
+                           names=self.possible_agents, last_move=self._last_move, title=self.metadata["name"])
+        if self.render_mode == "ansi":
+            return text
+        print(text + "\n")
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+__all__ = ["ILLEGAL_ACTIONS", "ActionTextError", "IllegalActionError", "env", "raw_env"]

@@ -1,0 +1,467 @@
+"""Python layer of the batched core: State, StepResult, init, step and helpers (documented in the package)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cards import NUM_CARDS, is_court, rank
+from ..errors import CassinoError, PositionError
+from ..rules import RuleSet
+from . import _kernels as K
+from ._layout import (
+    CFG_H,
+    CFG_M,
+    CFG_P,
+    CFG_PRUNE,
+    CFG_RESET,
+    CFG_S,
+    CFG_SLOW,
+    CFG_SWEEP,
+    CFG_T,
+    CFG_TARGET,
+    CUR,
+    DEAL_INDEX,
+    DEALER,
+    DECK,
+    ITEMS,
+    LAST_CAP,
+    LAST_TRAIL,
+    MATCH_INDEX,
+    MATCH_OVER,
+    MAX_BUILDS,
+    NCFG,
+    NITEMS,
+    OVERFLOW,
+    OWNER,
+    R_ACTOR,
+    R_DEAL_DONE,
+    R_MATCH_DONE,
+    R_POINTS,
+    R_WINNER,
+    SEED,
+    STOCK_POS,
+    W8,
+    W64I,
+    i16_width,
+    res_layout,
+    u64_width,
+)
+
+TRAIL, CAPTURE, BUILD = 0, 1, 2
+
+
+class ActionIndexError(CassinoError):
+    """An action index outside ``0 .. num_moves[b] - 1`` for some game ``b`` (the message names ``b``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class State:
+    """The state of ``B`` Cassino matches as arrays with a leading batch axis (see the package docstring).
+
+    Public array fields are numpy views into the packed ``_u64``, ``_i8``, ``_i16``, ``_i64``, ``_m8`` and ``_mvc``
+    arrays; :func:`step` mutates them in place. Use :meth:`copy` for an independent state.
+    """
+
+    hand: np.ndarray
+    loose: np.ndarray
+    build_cards: np.ndarray
+    build_owner: np.ndarray
+    captured: np.ndarray
+    sweeps: np.ndarray
+    match_scores: np.ndarray
+    deck: np.ndarray
+    stock_pos: np.ndarray
+    current_player: np.ndarray
+    dealer: np.ndarray
+    last_capturer: np.ndarray
+    last_trail: np.ndarray
+    seed: np.ndarray
+    match_index: np.ndarray
+    deal_index: np.ndarray
+    move_kind: np.ndarray
+    move_card: np.ndarray
+    move_value: np.ndarray
+    move_cards: np.ndarray
+    num_moves: np.ndarray
+    overflow: np.ndarray
+    match_over: np.ndarray
+    rules: RuleSet
+    max_moves: int
+    prune: bool
+    auto_reset: bool
+    _u64: np.ndarray
+    _i8: np.ndarray
+    _i16: np.ndarray
+    _i64: np.ndarray
+    _m8: np.ndarray
+    _mvc: np.ndarray
+    _cfg: np.ndarray
+    _rl: np.ndarray
+
+    @property
+    def batch_size(self) -> int:
+        """B, the number of games."""
+        return self._u64.shape[0]
+
+    @property
+    def num_players(self) -> int:
+        """P, seats per game."""
+        return self.rules.num_players
+
+    @property
+    def num_sides(self) -> int:
+        """S, scoring sides per game (P, or 2 partnerships of 4 players)."""
+        return self.rules.num_sides
+
+    @property
+    def deal_over(self) -> np.ndarray:
+        """bool[B]: the deal is over and nobody is to move (only with ``auto_reset=False``)."""
+        return self.current_player < 0
+
+    def copy(self) -> State:
+        """An independent deep copy."""
+        return _wrap(self.rules, self._u64.copy(), self._i8.copy(), self._i16.copy(), self._i64.copy(),
+                     self._m8.copy(), self._mvc.copy(), self._cfg.copy())
+
+    def stock(self, b: int) -> list[int]:
+        """Undealt card ids of game ``b``, front (dealt first) first."""
+        return [int(c) for c in self.deck[b, int(self.stock_pos[b]):]]
+
+
+@dataclass(frozen=True, eq=False)
+class StepResult:
+    """What :func:`step` reports per game (B games; P seats; S sides).
+
+    Attributes:
+        actor: int8[B] — seat that moved (-1: a game with nothing to play, auto-reset off).
+        deal_done: bool[B] — this move ended a deal (it was scored; with auto-reset the next deal is already dealt).
+        match_done: bool[B] — this move ended a match (RULES.md 2.6).
+        match_winner: int8[B] — winning side of a match that ended, else -1.
+        deal_points: int16[B, P] — each seat's SIDE points for a deal that ended (partners both get their side's
+            points), else 0.
+        deal_totals: int16[B, S] — points per side of a deal that ended, else 0.
+        deal_items: int16[B, S, 6] — per side, points of each item of :data:`ITEMS` (cards, spades, big_casino,
+            little_casino, aces, sweeps) of a deal that ended, else 0.
+        deal_cards: int16[B, S] — cards captured per side (residue included) in a deal that ended, else 0.
+        deal_spades: int16[B, S] — spades captured per side in a deal that ended, else 0.
+        match_totals: int16[B, S] — match totals per side after a deal that ended (before any reset), else 0.
+    """
+
+    actor: np.ndarray
+    deal_done: np.ndarray
+    match_done: np.ndarray
+    match_winner: np.ndarray
+    deal_points: np.ndarray
+    deal_totals: np.ndarray
+    deal_items: np.ndarray
+    deal_cards: np.ndarray
+    deal_spades: np.ndarray
+    match_totals: np.ndarray
+
+
+def _wrap(rules: RuleSet, u64, i8, i16, i64, m8, mvc, cfg) -> State:
+    P, S = rules.num_players, rules.num_sides
+    t_col, it_col, nc_col, ns_col, width = res_layout(P, S)
+    rl = np.array([t_col, it_col, nc_col, ns_col], dtype=np.int64)
+    return State(
+        hand=u64[:, 0:P], loose=u64[:, P], build_cards=u64[:, P + 1:P + 11], build_owner=i8[:, OWNER:OWNER + 10],
+        captured=u64[:, P + 11:2 * P + 11], sweeps=i16[:, 0:P], match_scores=i16[:, P:P + S],
+        deck=i8[:, DECK:DECK + 52], stock_pos=i8[:, STOCK_POS], current_player=i8[:, CUR], dealer=i8[:, DEALER],
+        last_capturer=i8[:, LAST_CAP], last_trail=i8[:, LAST_TRAIL], seed=i64[:, SEED],
+        match_index=i64[:, MATCH_INDEX], deal_index=i64[:, DEAL_INDEX],
+        move_kind=m8[:, 0, :], move_card=m8[:, 1, :], move_value=m8[:, 2, :], move_cards=mvc,
+        num_moves=i16[:, P + S], overflow=i8[:, OVERFLOW].view(np.bool_), match_over=i8[:, MATCH_OVER].view(np.bool_),
+        rules=rules, max_moves=int(cfg[CFG_M]), prune=bool(cfg[CFG_PRUNE]), auto_reset=bool(cfg[CFG_RESET]),
+        _u64=u64, _i8=i8, _i16=i16, _i64=i64, _m8=m8, _mvc=mvc, _cfg=cfg, _rl=rl)
+
+
+def _check_rules(rules: RuleSet) -> None:
+    if not isinstance(rules, RuleSet):
+        raise TypeError(f"rules must be a RuleSet (cassino_env.rules.make_rules), got {type(rules).__name__}")
+    rules.require_implemented()
+
+
+def _alloc(rules: RuleSet, B: int, max_moves: int, prune: bool, auto_reset: bool, slow: bool = False) -> State:
+    if not isinstance(max_moves, (int, np.integer)) or not 1 <= max_moves <= 32767:
+        raise ValueError(f"max_moves must be an integer 1..32767, got {max_moves!r}")
+    P, S = rules.num_players, rules.num_sides
+    cfg = np.zeros(NCFG, dtype=np.int64)
+    cfg[CFG_P], cfg[CFG_S], cfg[CFG_T], cfg[CFG_H] = P, S, rules.table_cards, rules.hand_size
+    cfg[CFG_TARGET], cfg[CFG_SWEEP], cfg[CFG_M] = rules.target, rules.sweep_points, max_moves
+    cfg[CFG_PRUNE], cfg[CFG_RESET], cfg[CFG_SLOW] = int(bool(prune)), int(bool(auto_reset)), int(bool(slow))
+    u64 = np.zeros((B, u64_width(P)), dtype=np.uint64)
+    i8 = np.zeros((B, W8), dtype=np.int8)
+    i8[:, OWNER:OWNER + MAX_BUILDS] = -1
+    i8[:, DECK:DECK + 52] = -1
+    i8[:, LAST_CAP] = -1
+    i8[:, LAST_TRAIL] = -1
+    i8[:, STOCK_POS] = 52
+    i16 = np.zeros((B, i16_width(P, S)), dtype=np.int16)
+    i64 = np.zeros((B, W64I), dtype=np.int64)
+    m8 = np.zeros((B, 3, max_moves), dtype=np.int8)
+    m8[:, 0:2, :] = -1
+    mvc = np.zeros((B, max_moves), dtype=np.uint64)
+    return _wrap(rules, u64, i8, i16, i64, m8, mvc, cfg)
+
+
+def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 256, prune: bool = True,
+         auto_reset: bool = True, _slow_path: bool = False) -> State:
+    """Start ``B = len(seeds)`` matches, one per seed; deal their first deals and list the moves.
+
+    Args:
+        rules: a classic rule set (2, 3 or 4 players; 4 play partnerships unless ``partnerships=False``).
+        seeds: int64[B] — per-game seeds; game b's deal k of match m uses ``deck_for(seeds[b], m, k)``.
+        max_moves: M, the width of the move table; longer lists keep their first M moves and set ``overflow``.
+        prune: drop captures dominated by a larger capture with the same card (movespec "PRUNING").
+        auto_reset: a game whose deal ends starts its next deal, or a new match, within the same step.
+        _slow_path: test hook: list every move by the output-sensitive generator (cassino_env.core._lexgen) that
+            otherwise serves only crowded tables.
+
+    Raises:
+        NotImplementedError: for a switch value this engine does not implement (non-classic presets).
+    """
+    _check_rules(rules)
+    seeds = np.asarray(seeds)
+    if seeds.ndim != 1 or not np.issubdtype(seeds.dtype, np.integer):
+        raise ValueError(f"seeds must be a 1-D integer array (int64[B]), got shape {seeds.shape} {seeds.dtype}")
+    st = _alloc(rules, len(seeds), max_moves, prune, auto_reset, _slow_path)
+    st._i64[:, SEED] = seeds.astype(np.int64)
+    K.init_games(st._u64, st._i8, st._i16, st._i64, st._m8, st._mvc, st._cfg)
+    return st
+
+
+def step(state: State, actions: np.ndarray | Sequence[int], *, parallel: bool = False) -> StepResult:
+    """Play ``actions[b]`` (an index into game b's move table) in every game, in place; see the package docstring.
+
+    Games with nobody to move (deal over, ``auto_reset=False``) ignore their action.
+
+    Raises:
+        ActionIndexError: naming the first game whose index is not in ``0 .. num_moves[b] - 1``; nothing changes.
+    """
+    B = state.batch_size
+    a = np.asarray(actions)
+    if a.shape != (B,) or not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
+        raise ActionIndexError(f"actions must be an integer array of shape ({B},), got shape {a.shape} {a.dtype}")
+    a = a.astype(np.int64)
+    live = state.current_player >= 0
+    n = state.num_moves.astype(np.int64)
+    bad = live & ((a < 0) | (a >= n))
+    if bad.any():
+        b = int(np.flatnonzero(bad)[0])
+        raise ActionIndexError(f"game {b}: action {int(a[b])} is not a listed move index 0..{int(n[b]) - 1}")
+    a = np.where(live, a, 0)
+    P, S = state.num_players, state.num_sides
+    t_col, it_col, nc_col, ns_col, width = res_layout(P, S)
+    res = np.empty((B, width), dtype=np.int16)
+    kern = K.step_parallel if parallel else K.step_serial
+    kern(a, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, res, state._cfg, state._rl)
+    return StepResult(
+        actor=res[:, R_ACTOR].astype(np.int8), deal_done=res[:, R_DEAL_DONE] != 0,
+        match_done=res[:, R_MATCH_DONE] != 0, match_winner=res[:, R_WINNER].astype(np.int8),
+        deal_points=res[:, R_POINTS:R_POINTS + P].copy(),
+        deal_totals=res[:, it_col:nc_col].reshape(B, S, NITEMS).sum(axis=2, dtype=np.int16),
+        deal_items=res[:, it_col:nc_col].reshape(B, S, NITEMS).copy(),
+        deal_cards=res[:, nc_col:ns_col].copy(), deal_spades=res[:, ns_col:ns_col + S].copy(),
+        match_totals=res[:, t_col:t_col + S].copy())
+
+
+def tally(state: State) -> dict[str, np.ndarray]:
+    """Score every game's captured piles and sweeps as they stand (RULES.md 5.1); nothing changes, no residue given.
+
+    For a deal that is over (``auto_reset=False``) this is the deal's tally. Returns ``{"items": int16[B, S, 6]
+    (points per item of ITEMS), "totals": int16[B, S] (points), "cards": int16[B, S], "spades": int16[B, S]
+    (cards and spades captured)}``.
+    """
+    B, P, S = state.batch_size, state.num_players, state.num_sides
+    t_col, it_col, nc_col, ns_col, width = res_layout(P, S)
+    res = np.empty((B, width), dtype=np.int16)
+    K.score_all(state._u64, state._i16, res, state._cfg, state._rl)
+    items = res[:, it_col:nc_col].reshape(B, S, NITEMS).copy()
+    return {"items": items, "totals": items.sum(axis=2, dtype=np.int16), "cards": res[:, nc_col:ns_col].copy(),
+            "spades": res[:, ns_col:ns_col + S].copy()}
+
+
+def advance(state: State) -> None:
+    """With ``auto_reset=False``: start the next deal (or a new match after a finished one) where a deal is over."""
+    K.advance_games(state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, state._cfg)
+
+
+def legal_mask(state: State) -> np.ndarray:
+    """bool[B, M]: True for the listed moves (the first ``num_moves[b]`` entries of each row)."""
+    return np.arange(state.max_moves)[None, :] < state.num_moves[:, None].astype(np.int64)
+
+
+def random_actions(state: State, rng: np.ndarray) -> np.ndarray:
+    """int64[B]: a uniformly random listed move index per game (0 where none); advances ``rng`` (uint64[B])."""
+    return K.random_actions(rng, state._u64, state._i16, state._cfg)
+
+
+def rollout(state: State, num_steps: int, rng: np.ndarray, *, parallel: bool = False) -> int:
+    """Play ``num_steps`` uniformly random listed moves in every game inside one numba call; return moves played.
+
+    ``rng``: uint64[B] per-game counters, advanced in place (start them from any values, e.g. seeds). No
+    StepResult is kept: this is the engine loop for benchmarks and data generation.
+    """
+    P, S = state.num_players, state.num_sides
+    width = res_layout(P, S)[4]
+    res = np.empty((state.batch_size, width), dtype=np.int16)
+    kern = K.rollout_parallel if parallel else K.rollout_serial
+    return int(kern(int(num_steps), rng, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, res,
+                    state._cfg, state._rl))
+
+
+def deck_for(seed: int, match_index: int, deal_index: int) -> np.ndarray:
+    """int8[52]: the shuffled deck of deal ``deal_index`` of match ``match_index`` of a game seeded ``seed``.
+
+    A pure function of its arguments (splitmix64 counters), so the reference engine can replay the same deals.
+    """
+    out = np.empty(NUM_CARDS, dtype=np.int8)
+    K.deck_into(out, np.int64(seed), np.int64(match_index), np.int64(deal_index))
+    return out
+
+
+def _mask(cards: Sequence[int]) -> np.uint64:
+    m = 0
+    for c in cards:
+        m |= 1 << int(c)
+    return np.uint64(m)
+
+
+def _ids(mask: int | np.integer) -> list[int]:
+    m = int(mask)
+    out = []
+    while m:
+        low = m & -m
+        out.append(low.bit_length() - 1)
+        m ^= low
+    return out
+
+
+def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequence[int] = (),
+                  builds: Sequence[tuple[Sequence[int], int, int]] = (), to_move: int = 0, dealer: int | None = None,
+                  stock: Sequence[int] = (), captured: Sequence[Sequence[int]] | None = None,
+                  sweeps: Sequence[int] | None = None, last_capturer: int | None = None,
+                  match_scores: Sequence[int] | None = None, *, last_trail: int | None = None,
+                  max_moves: int = 256, prune: bool = True, auto_reset: bool = False, seed: int = 0,
+                  _slow_path: bool = False) -> State:
+    """A one-game State (B = 1) from an explicit position, card ids throughout; moves are listed for ``to_move``.
+
+    ``builds`` are ``(cards, value, owner)``; ``stock`` is dealt front first; ``dealer`` defaults to the seat
+    before ``to_move``. The position need not hold all 52 cards, but no card may appear twice. With
+    ``auto_reset=False`` (the default here) a deal that ends leaves ``current_player == -1`` and its cards in place.
+
+    Raises:
+        PositionError: naming the field for a malformed position (a card twice, a bad seat or build, two builds
+            of one value — they would have merged, RULES.md 4.1 rule 6).
+        NotImplementedError: for a switch value this engine does not implement.
+    """
+    _check_rules(rules)
+    P, S = rules.num_players, rules.num_sides
+    seen: dict[int, str] = {}
+
+    def cards_of(xs: Sequence[int], name: str) -> np.uint64:
+        for c in xs:
+            if not isinstance(c, (int, np.integer)) or not 0 <= int(c) < NUM_CARDS:
+                raise PositionError(f"{name}: {c!r} is not a card id 0..51")
+            if int(c) in seen:
+                raise PositionError(f"{name}: card {int(c)} is also in {seen[int(c)]}")
+            seen[int(c)] = name
+        return _mask(xs)
+
+    def seat(x: Any, name: str, nullable: bool = False) -> int:
+        if x is None and nullable:
+            return -1
+        if not isinstance(x, (int, np.integer)) or not 0 <= int(x) < P:
+            raise PositionError(f"{name}: expected a seat 0..{P - 1}, got {x!r}")
+        return int(x)
+
+    if len(hands) != P:
+        raise PositionError(f"hands: expected {P} hands, got {len(hands)}")
+    st = _alloc(rules, 1, max_moves, prune, auto_reset, _slow_path)
+    u64, i8, i16, i64 = st._u64, st._i8, st._i16, st._i64
+    for q, h in enumerate(hands):
+        u64[0, q] = cards_of(h, f"hands[{q}]")
+    u64[0, P] = cards_of(loose, "loose")
+    for k, bld in enumerate(builds):
+        try:
+            bcards, value, owner = bld
+        except (TypeError, ValueError):
+            raise PositionError(f"builds[{k}]: expected (cards, value, owner)") from None
+        if not isinstance(value, (int, np.integer)) or not 1 <= int(value) <= MAX_BUILDS:
+            raise PositionError(f"builds[{k}].value: expected 1..10, got {value!r} (RULES.md 4.1 rule 3)")
+        if any(is_court(int(c)) for c in bcards) or not bcards:
+            raise PositionError(f"builds[{k}].cards: a build holds one or more numerals (RULES.md 3)")
+        if sum(rank(int(c)) for c in bcards) % int(value):
+            raise PositionError(f"builds[{k}]: cards do not split into groups of {value} (RULES.md 1 build)")
+        v = int(value)
+        if u64[0, P + v] != 0:
+            raise PositionError(f"builds[{k}]: a second build of value {v} (equal values merge, RULES.md 4.1 rule 6)")
+        u64[0, P + v] = cards_of(bcards, f"builds[{k}].cards")
+        i8[0, OWNER + v - 1] = seat(owner, f"builds[{k}].owner")
+    if captured is not None:
+        if len(captured) != P:
+            raise PositionError(f"captured: expected {P} piles, got {len(captured)}")
+        for q, pile in enumerate(captured):
+            u64[0, P + 11 + q] = cards_of(pile, f"captured[{q}]")
+    stock = list(stock)
+    cards_of(stock, "stock")
+    i8[0, DECK + NUM_CARDS - len(stock):DECK + NUM_CARDS] = np.array(stock, dtype=np.int8)
+    i8[0, STOCK_POS] = NUM_CARDS - len(stock)
+    if sweeps is not None:
+        if len(sweeps) != P:
+            raise PositionError(f"sweeps: expected {P} counts, got {len(sweeps)}")
+        i16[0, 0:P] = sweeps
+    if match_scores is not None:
+        if len(match_scores) != S:
+            raise PositionError(f"match_scores: expected {S} totals, got {len(match_scores)}")
+        i16[0, P:P + S] = match_scores
+    i8[0, CUR] = seat(to_move, "to_move")
+    i8[0, DEALER] = (i8[0, CUR] - 1) % P if dealer is None else seat(dealer, "dealer")
+    i8[0, LAST_CAP] = seat(last_capturer, "last_capturer", nullable=True)
+    if last_trail is not None:
+        if not isinstance(last_trail, (int, np.integer)) or not 0 <= int(last_trail) < NUM_CARDS:
+            raise PositionError(f"last_trail: {last_trail!r} is not a card id 0..51")
+        i8[0, LAST_TRAIL] = int(last_trail)
+    i64[0, SEED] = seed
+    K.regen_moves(u64, i8, i16, st._m8, st._mvc, st._cfg)
+    return st
+
+
+def move_list(state: State, b: int) -> list[tuple[int, int, int, tuple[int, ...]]]:
+    """Game ``b``'s listed moves as ``(kind, card, value, sorted table card ids)`` tuples, in table order."""
+    n = int(state.num_moves[b])
+    return [(int(state.move_kind[b, i]), int(state.move_card[b, i]), int(state.move_value[b, i]),
+             tuple(_ids(state.move_cards[b, i]))) for i in range(n)]
+
+
+def position(state: State, b: int) -> dict[str, Any]:
+    """Game ``b`` as a plain dict of card-id lists (the arguments of :func:`from_position`, plus the deal state)."""
+    P = state.num_players
+    cur = int(state.current_player[b])
+    lc = int(state.last_capturer[b])
+    lt = int(state.last_trail[b])
+    return {
+        "hands": [_ids(state.hand[b, q]) for q in range(P)],
+        "loose": _ids(state.loose[b]),
+        "builds": [(_ids(state.build_cards[b, v]), v + 1, int(state.build_owner[b, v]))
+                   for v in range(MAX_BUILDS) if state.build_cards[b, v]],
+        "to_move": None if cur < 0 else cur,
+        "dealer": int(state.dealer[b]),
+        "stock": state.stock(b),
+        "captured": [_ids(state.captured[b, q]) for q in range(P)],
+        "sweeps": [int(x) for x in state.sweeps[b]],
+        "last_capturer": None if lc < 0 else lc,
+        "last_trail": None if lt < 0 else lt,
+        "match_scores": [int(x) for x in state.match_scores[b]],
+    }
+
+
+__all__ = [
+    "BUILD", "CAPTURE", "ITEMS", "TRAIL", "ActionIndexError", "State", "StepResult", "advance", "deck_for",
+    "from_position", "init", "legal_mask", "move_list", "position", "random_actions", "rollout", "step",
+    "tally",
+]

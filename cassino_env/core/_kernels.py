@@ -1,0 +1,454 @@
+"""numba kernels of the batched core: dealing, applying a move, scoring, auto-reset, and the batch loops.
+
+Every batch loop exists twice: a serial one (``range``) and a ``parallel=True`` one that splits the batch into
+chunks over ``prange``; both call the same per-game functions. The per-game functions take the packed arrays of
+:mod:`._layout` (few array arguments keep numba's reference counting cheap).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._bits import (
+    ACE_MASK,
+    BIG_CASINO_BIT,
+    BIT,
+    GOLDEN,
+    LITTLE_CASINO_BIT,
+    SPADE_MASK,
+    U0,
+    below,
+    mix64,
+    popcount,
+    shuffle_into,
+)
+from ._layout import (
+    CFG_H,
+    CFG_P,
+    CFG_RESET,
+    CFG_S,
+    CFG_SWEEP,
+    CFG_T,
+    CFG_TARGET,
+    CUR,
+    DEAL_INDEX,
+    DEALER,
+    DECK,
+    LAST_CAP,
+    LAST_TRAIL,
+    MATCH_INDEX,
+    MATCH_OVER,
+    MAX_BUILDS,
+    NITEMS,
+    OWNER,
+    R_ACTOR,
+    R_DEAL_DONE,
+    R_MATCH_DONE,
+    R_POINTS,
+    R_WINNER,
+    SEED,
+    STOCK_POS,
+)
+from ._movegen import SC_INIT, SI_SIZE, gen_moves
+
+CHUNK = 64  # games per prange task
+
+
+@njit(cache=True)
+def _deal_round(b, u64, i8, cfg):
+    """RULES.md 2.3: ``hand_size`` cards to each seat from the stock's front, starting after the dealer, who moves.
+
+    A stock too short for full hands gives out what it has, block by block (positions built for tests only).
+    """
+    P = cfg[CFG_P]
+    H = cfg[CFG_H]
+    dealer = i8[b, DEALER]
+    pos = np.int64(i8[b, STOCK_POS])
+    for k in range(1, P + 1):
+        seat = (dealer + k) % P
+        h = u64[b, seat]
+        for _ in range(H):
+            if pos < 52:
+                h |= BIT[i8[b, DECK + pos]]
+                pos += 1
+        u64[b, seat] = h
+    i8[b, STOCK_POS] = pos
+    i8[b, CUR] = (dealer + 1) % P
+    if u64[b, (dealer + 1) % P] == 0:
+        for k in range(2, P + 1):
+            if u64[b, (dealer + k) % P] != 0:
+                i8[b, CUR] = (dealer + k) % P
+                break
+
+
+@njit(cache=True)
+def _start_deal(b, u64, i8, i16, i64, cfg):
+    """Deal a fresh deal of game ``b`` for its current dealer, match and deal counters (RULES.md 2.1).
+
+    The deck is ``deck_for(seed, match, deal)``: ``deck[:table_cards]`` face up, then ``hand_size``-card blocks to
+    each seat from the dealer's left; the rest is the stock, front first.
+    """
+    P = cfg[CFG_P]
+    T = cfg[CFG_T]
+    shuffle_into(i8[b, DECK:DECK + 52], i64[b, SEED], i64[b, MATCH_INDEX], i64[b, DEAL_INDEX])
+    loose = U0
+    for i in range(T):
+        loose |= BIT[i8[b, DECK + i]]
+    for q in range(P):
+        u64[b, q] = 0
+        u64[b, P + 11 + q] = 0
+        i16[b, q] = 0
+    u64[b, P] = loose
+    for v in range(MAX_BUILDS):
+        u64[b, P + 1 + v] = 0
+        i8[b, OWNER + v] = -1
+    i8[b, STOCK_POS] = T
+    i8[b, LAST_CAP] = -1
+    i8[b, LAST_TRAIL] = -1
+    i8[b, MATCH_OVER] = 0
+    _deal_round(b, u64, i8, cfg)
+
+
+@njit(cache=True)
+def _new_match(b, u64, i8, i16, i64, cfg):
+    """Start match ``i64[b, MATCH_INDEX]`` from its first deal: dealer P-1 so seat 0 plays first, totals 0."""
+    P = cfg[CFG_P]
+    S = cfg[CFG_S]
+    for s in range(S):
+        i16[b, P + s] = 0
+    i64[b, DEAL_INDEX] = 0
+    i8[b, DEALER] = P - 1
+    _start_deal(b, u64, i8, i16, i64, cfg)
+
+
+@njit(cache=True)
+def _score(b, u64, i16, res, cfg, rl):
+    """RULES.md 5.1 standard scoring of game b's captured piles and sweeps, per side, into ``res[b]``.
+
+    Writes the items (``rl[1]``: cards, spades, big_casino, little_casino, aces, sweeps per side), the cards and
+    spades captured (``rl[2]``, ``rl[3]``) and each seat's side points (``R_POINTS``). Side of seat p: p % S.
+    """
+    P = cfg[CFG_P]
+    S = cfg[CFG_S]
+    ccol = P + 11
+    it_col = rl[1]
+    nc_col = rl[2]
+    ns_col = rl[3]
+    best_c = -1
+    n_best_c = 0
+    best_s = -1
+    n_best_s = 0
+    for s in range(S):
+        pile = U0
+        sw = 0
+        for q in range(s, P, S):
+            pile |= u64[b, ccol + q]
+            sw += i16[b, q]
+        nc = popcount(pile)
+        ns = popcount(pile & SPADE_MASK)
+        res[b, nc_col + s] = nc
+        res[b, ns_col + s] = ns
+        base = it_col + NITEMS * s
+        res[b, base + 0] = 0
+        res[b, base + 1] = 0
+        res[b, base + 2] = 2 if pile & BIG_CASINO_BIT else 0
+        res[b, base + 3] = 1 if pile & LITTLE_CASINO_BIT else 0
+        res[b, base + 4] = popcount(pile & ACE_MASK)
+        res[b, base + 5] = sw * cfg[CFG_SWEEP]
+        if nc > best_c:
+            best_c = nc
+            n_best_c = 1
+        elif nc == best_c:
+            n_best_c += 1
+        if ns > best_s:
+            best_s = ns
+            n_best_s = 1
+        elif ns == best_s:
+            n_best_s += 1
+    for s in range(S):
+        base = it_col + NITEMS * s
+        # most cards 3, most spades 1; a tie for most, or nobody holding any, scores nothing (RULES.md 2, 5.1)
+        if n_best_c == 1 and best_c > 0 and res[b, nc_col + s] == best_c:
+            res[b, base + 0] = 3
+        if n_best_s == 1 and best_s > 0 and res[b, ns_col + s] == best_s:
+            res[b, base + 1] = 1
+    for q in range(P):
+        # each seat gets its side's points
+        base = it_col + NITEMS * (q % S)
+        pts = 0
+        for k in range(NITEMS):
+            pts += res[b, base + k]
+        res[b, R_POINTS + q] = pts
+
+
+@njit(cache=True)
+def score_all(u64, i16, res, cfg, rl):
+    """Score every game's current captured piles and sweeps into ``res`` (no residue is given, nothing changes)."""
+    for b in range(u64.shape[0]):
+        for k in range(res.shape[1]):
+            res[b, k] = 0
+        res[b, R_WINNER] = -1
+        _score(b, u64, i16, res, cfg, rl)
+
+
+@njit(cache=True)
+def _end_deal(b, u64, i8, i16, i64, res, cfg, rl):
+    """Give the residue, score the deal (RULES.md 5.1), add to the match totals and report it in ``res[b]``.
+
+    ``rl`` = (totals, items, ncards, nspades) column starts of ``res``. Then, with auto-reset, start the next deal
+    (dealer moves on) or, when the match is over, a new match; without it, leave the game with nobody to move.
+    """
+    P = cfg[CFG_P]
+    S = cfg[CFG_S]
+    bcol = P + 1
+    ccol = P + 11
+    # RULES.md 2.4: the residue goes to the last capturer, never a sweep; with no capture it stays, unscored.
+    lc = i8[b, LAST_CAP]
+    if lc >= 0:
+        rest = u64[b, P]
+        for v in range(MAX_BUILDS):
+            rest |= u64[b, bcol + v]
+            u64[b, bcol + v] = 0
+            i8[b, OWNER + v] = -1
+        u64[b, P] = 0
+        u64[b, ccol + lc] |= rest
+    _score(b, u64, i16, res, cfg, rl)
+    # add to the match totals
+    top = -1
+    n_top = 0
+    winner = -1
+    for s in range(S):
+        pts = 0
+        for k in range(NITEMS):
+            pts += res[b, rl[1] + NITEMS * s + k]
+        tot = i16[b, P + s] + pts
+        i16[b, P + s] = tot
+        res[b, rl[0] + s] = tot
+        if tot > top:
+            top = tot
+            n_top = 1
+            winner = s
+        elif tot == top:
+            n_top += 1
+    res[b, R_DEAL_DONE] = 1
+    # RULES.md 2.6: the match ends after a deal in which a side reaches the target, won by the unique highest total.
+    match_over = top >= cfg[CFG_TARGET] and n_top == 1
+    if match_over:
+        res[b, R_MATCH_DONE] = 1
+        res[b, R_WINNER] = winner
+    if cfg[CFG_RESET] != 0:
+        if match_over:
+            i64[b, MATCH_INDEX] += 1
+            _new_match(b, u64, i8, i16, i64, cfg)
+        else:
+            i64[b, DEAL_INDEX] += 1
+            i8[b, DEALER] = (i8[b, DEALER] + 1) % P  # RULES.md 2.5: the dealer moves to the next seat
+            _start_deal(b, u64, i8, i16, i64, cfg)
+    else:
+        i8[b, CUR] = -1
+        i8[b, MATCH_OVER] = 1 if match_over else 0
+
+
+@njit(cache=True)
+def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Play move ``a`` of game ``b``'s move table for its player to move, then advance (movespec "Applying").
+
+    Clears ``res[b]`` and fills it: the actor, and for a deal that ends, its tally (see :func:`_end_deal`).
+    """
+    P = cfg[CFG_P]
+    for k in range(res.shape[1]):
+        res[b, k] = 0
+    res[b, R_WINNER] = -1
+    p = i8[b, CUR]
+    res[b, R_ACTOR] = p
+    kind = m8[b, 0, a]
+    c = m8[b, 1, a]
+    val = m8[b, 2, a]
+    cards = mvc[b, a]
+    cb = BIT[c]
+    bcol = P + 1
+    u64[b, p] &= ~cb
+    if kind == 0:
+        # trail: the card goes loose
+        u64[b, P] |= cb
+        i8[b, LAST_TRAIL] = c
+    else:
+        # capture or build: the used cards leave the table; builds go whole
+        u64[b, P] &= ~cards
+        for v in range(MAX_BUILDS):
+            if u64[b, bcol + v] & cards:
+                u64[b, bcol + v] = 0
+                i8[b, OWNER + v] = -1
+        i8[b, LAST_TRAIL] = -1
+        if kind == 1:
+            u64[b, P + 11 + p] |= cards | cb
+            i8[b, LAST_CAP] = p
+            empty = u64[b, P] == 0
+            for v in range(MAX_BUILDS):
+                if u64[b, bcol + v] != 0:
+                    empty = False
+            if empty:
+                i16[b, p] += 1  # RULES.md 1 sweep; sweep_on_last_play counts the last play's sweep too
+        else:
+            # the new build: value val, owner p (RULES.md 4.1 "The result")
+            u64[b, bcol + val - 1] = cards | cb
+            i8[b, OWNER + val - 1] = p
+    # Next player: the next seat holding cards; else deal a round; else the deal is over.
+    for k in range(1, P + 1):
+        q = (p + k) % P
+        if u64[b, q] != 0:
+            i8[b, CUR] = q
+            return
+    if i8[b, STOCK_POS] < 52:
+        _deal_round(b, u64, i8, cfg)
+    else:
+        _end_deal(b, u64, i8, i16, i64, res, cfg, rl)
+
+
+# --- batch loops ------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _init_range(lo, hi, u64, i8, i16, i64, m8, mvc, cfg):
+    sc = np.empty(SC_INIT, dtype=np.uint64)
+    si = np.empty(SI_SIZE, dtype=np.int64)
+    for b in range(lo, hi):
+        _new_match(b, u64, i8, i16, i64, cfg)
+        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+
+
+@njit(cache=True)
+def init_games(u64, i8, i16, i64, m8, mvc, cfg):
+    """Start a match in every game (seeds and match counters already in ``i64``) and list the moves."""
+    _init_range(0, u64.shape[0], u64, i8, i16, i64, m8, mvc, cfg)
+
+
+@njit(cache=True)
+def regen_moves(u64, i8, i16, m8, mvc, cfg):
+    """Recompute every game's move table (after a position was written by hand)."""
+    sc = np.empty(SC_INIT, dtype=np.uint64)
+    si = np.empty(SI_SIZE, dtype=np.int64)
+    for b in range(u64.shape[0]):
+        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+
+
+@njit(cache=True)
+def _step_range(lo, hi, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    sc = np.empty(SC_INIT, dtype=np.uint64)
+    si = np.empty(SI_SIZE, dtype=np.int64)
+    for b in range(lo, hi):
+        if i8[b, CUR] < 0:  # deal over, auto-reset off: nothing to play
+            for k in range(res.shape[1]):
+                res[b, k] = 0
+            res[b, R_ACTOR] = -1
+            res[b, R_WINNER] = -1
+            continue
+        apply_move(b, actions[b], u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+
+
+@njit(cache=True)
+def step_serial(actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Apply ``actions[b]`` (a valid index into game b's move table) to every game, one thread."""
+    _step_range(0, u64.shape[0], actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+
+
+@njit(cache=True, parallel=True)
+def step_parallel(actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """As :func:`step_serial`, chunks of :data:`CHUNK` games spread over numba's threads."""
+    B = u64.shape[0]
+    nch = (B + CHUNK - 1) // CHUNK
+    for ch in prange(nch):
+        lo = ch * CHUNK
+        hi = min(B, lo + CHUNK)
+        _step_range(lo, hi, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+
+
+@njit(cache=True)
+def _rollout_range(lo, hi, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Play ``nsteps`` uniformly random listed moves in each game of [lo, hi); return the moves played."""
+    P = cfg[CFG_P]
+    nmcol = P + cfg[CFG_S]
+    sc = np.empty(SC_INIT, dtype=np.uint64)
+    si = np.empty(SI_SIZE, dtype=np.int64)
+    played = 0
+    for b in range(lo, hi):
+        x = rng[b]
+        for _ in range(nsteps):
+            n = i16[b, nmcol]
+            if n <= 0:
+                break
+            x += GOLDEN
+            a = below(mix64(x), n)
+            apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+            while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+                sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+            played += 1
+        rng[b] = x
+    return played
+
+
+@njit(cache=True)
+def rollout_serial(nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Random play: ``nsteps`` moves per game (fewer in a game that stops), one thread; returns moves played."""
+    return _rollout_range(0, u64.shape[0], nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+
+
+@njit(cache=True, parallel=True)
+def rollout_parallel(nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """As :func:`rollout_serial`, chunks of games spread over numba's threads."""
+    B = u64.shape[0]
+    nch = (B + CHUNK - 1) // CHUNK
+    counts = np.zeros(nch, dtype=np.int64)
+    for ch in prange(nch):
+        lo = ch * CHUNK
+        hi = min(B, lo + CHUNK)
+        counts[ch] = _rollout_range(lo, hi, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+    return counts.sum()
+
+
+@njit(cache=True)
+def random_actions(rng, u64, i16, cfg):
+    """Uniformly random valid action index per game (0 where a game has no moves); advances ``rng`` in place."""
+    P = cfg[CFG_P]
+    nmcol = P + cfg[CFG_S]
+    B = u64.shape[0]
+    out = np.zeros(B, dtype=np.int64)
+    for b in range(B):
+        n = i16[b, nmcol]
+        if n > 0:
+            x = rng[b] + GOLDEN
+            rng[b] = x
+            out[b] = below(mix64(x), n)
+    return out
+
+
+@njit(cache=True)
+def deck_into(out, seed, match_index, deal_index):
+    """Shuffled deck of one deal into ``out`` (int8[52]); see :func:`._bits.shuffle_into`."""
+    shuffle_into(out, seed, match_index, deal_index)
+
+
+
+@njit(cache=True)
+def advance_games(u64, i8, i16, i64, m8, mvc, cfg):
+    """Start the next deal (or, after a finished match, a new match) in every game whose deal is over."""
+    P = cfg[CFG_P]
+    sc = np.empty(SC_INIT, dtype=np.uint64)
+    si = np.empty(SI_SIZE, dtype=np.int64)
+    for b in range(u64.shape[0]):
+        if i8[b, CUR] >= 0:
+            continue
+        if i8[b, MATCH_OVER] != 0:
+            i64[b, MATCH_INDEX] += 1
+            _new_match(b, u64, i8, i16, i64, cfg)
+        else:
+            i64[b, DEAL_INDEX] += 1
+            i8[b, DEALER] = (i8[b, DEALER] + 1) % P
+            _start_deal(b, u64, i8, i16, i64, cfg)
+        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)

@@ -1,0 +1,187 @@
+"""Bots and search (agents.bots, agents.ismcts, agents.registry): only legal moves, over thousands of games, at any
+seat and player count; the documented choices in small positions; agent specs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.base import act_one, slice_obs
+from agents.bots import FEATURES, STYLES, RuleTables, make_bot
+from agents.ismcts import ISMCTSAgent
+from agents.registry import AgentSpecError, make_agent
+from cassino_env import core
+from cassino_env.cards import card_id
+from cassino_env.obs import public_view
+from cassino_env.rules import PRESETS, make_rules
+from cassino_env.vector import CassinoVectorEnv
+
+BOTS = ("random", "greedy", "beginner", "intermediate", "advanced")
+
+
+def obs_of(state: core.State) -> dict:
+    """A vector-env-style observation of game(s) of a core state, for the seat to move."""
+    return {"action_mask": core.legal_mask(state).astype(np.int8), "current_player": state.current_player.copy(),
+            "move_kind": state.move_kind.copy(), "move_card": state.move_card.copy(),
+            "move_value": state.move_value.copy(), "move_cards": state.move_cards.copy(),
+            "view": public_view(state)}
+
+
+def ids(*texts: str) -> list[int]:
+    return [card_id(t) for t in texts]
+
+
+def position(hands: list[list[int]], loose: list[int], builds: tuple = (), last_round: bool = False) -> core.State:
+    """A classic position for seat 0 whose other cards all lie in the stock, or (``last_round``) in seat 1's
+    captured pile with the stock empty, so that every card is accounted for."""
+    used = {c for h in hands for c in h} | set(loose) | {c for b in builds for c in b[0]}
+    rest = [c for c in range(52) if c not in used]
+    if last_round:
+        return core.from_position(make_rules("classic"), hands=hands, loose=loose, builds=list(builds),
+                                  captured=[[], rest], last_capturer=1)
+    return core.from_position(make_rules("classic"), hands=hands, loose=loose, builds=list(builds), stock=rest)
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_bots_play_only_legal_moves_in_thousands_of_games(num_players: int) -> None:
+    # Seat q of game b is played by bot (b + q) % 5, so every bot plays every seat against every other bot.
+    B, steps = 768, 170  # about three deals a game: over 2,000 deals per player count
+    env = CassinoVectorEnv(B, "classic", num_players=num_players, seed=num_players)
+    rules = env.rules
+    bots = [make_bot(n, rules) for n in BOTS]
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    deals = 0
+    for _ in range(steps):
+        who = (np.arange(B) + obs["current_player"].astype(np.int64)) % len(bots)
+        actions = np.zeros(B, dtype=np.int64)
+        for k, bot in enumerate(bots):
+            rows = np.flatnonzero(who == k)
+            if rows.size:
+                a = bot.act(slice_obs(obs, rows), rng)
+                assert a.dtype == np.int64
+                assert a.shape == rows.shape
+                assert (obs["action_mask"][rows, a] == 1).all(), bot.name
+                actions[rows] = a
+        obs, _, _, _, info = env.step(actions)  # the core also rejects any index that is not a listed move
+        deals += int(info["result"].deal_done.sum())
+    assert deals >= 2000
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_ismcts_plays_only_legal_moves(num_players: int) -> None:
+    env = CassinoVectorEnv(6, "classic", num_players=num_players, seed=10 + num_players)
+    agent = ISMCTSAgent(env.rules, simulations=24, min_samples=2)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    deals = 0
+    for _ in range(52):
+        a = agent.act(obs, rng)
+        assert (obs["action_mask"][np.arange(6), a] == 1).all()
+        obs, _, _, _, info = env.step(a)
+        deals += int(info["result"].deal_done.sum())
+    assert deals >= 6
+
+
+def test_greedy_takes_the_most_valuable_capture_and_breaks_ties_by_table_order() -> None:
+    # RULES.md 7 case 1. Table AH 2D 3C 5D 6H 8C, hand 8S: {8, 6+2, 5+3} (6 cards with the 8S) or {8, 5+2+A}
+    # (5 cards, an ace: 1 point). Greedy values the point of the ace above one more card.
+    rules = make_rules("classic")
+    st = core.from_position(rules, hands=[ids("8S"), ids("2C")], loose=ids("AH", "2D", "3C", "5D", "6H", "8C"))
+    greedy = make_bot("greedy", rules)
+    i = act_one(greedy, {k: (v[0] if not isinstance(v, dict) else {kk: vv[0] for kk, vv in v.items()})
+                         for k, v in obs_of(st).items()}, np.random.default_rng(0))
+    kind, card, _, cards = core.move_list(st, 0)[i]
+    assert (kind, card) == (core.CAPTURE, card_id("8S"))
+    assert set(cards) == set(ids("AH", "2D", "5D", "8C"))
+    # No capture possible: every move scores 0 and the first listed move (trail of the lowest card id) is played.
+    st = core.from_position(rules, hands=[ids("3C", "KS"), ids("2C")], loose=ids("9H"))
+    assert int(greedy.act(obs_of(st), np.random.default_rng(0))[0]) == 0
+
+
+def test_beginner_avoids_leaving_a_sweep() -> None:
+    # Table: a lone 5H. Hand 2C KS. Trailing 2C leaves 5+2 (any unseen 7 sweeps it); trailing KS leaves a table no
+    # single card can sweep (a king only pairs with a king). Greedy trails the first card (2C), beginner the KS.
+    rules = make_rules("classic")
+    st = position([ids("2C", "KS"), ids("4D", "9D", "JD", "QD")], ids("5H"))
+    obs = obs_of(st)
+    moves = core.move_list(st, 0)
+    g = moves[int(make_bot("greedy", rules).act(obs, np.random.default_rng(0))[0])]
+    b = moves[int(make_bot("beginner", rules).act(obs, np.random.default_rng(0))[0])]
+    assert g[:2] == (core.TRAIL, card_id("2C"))
+    assert b[:2] == (core.TRAIL, card_id("KS"))
+    scores, feats = make_bot("advanced", rules).features(obs)
+    sweep_risk = feats[0, :, FEATURES.index("sweep_risk")]
+    i_2c = moves.index((core.TRAIL, card_id("2C"), 0, ()))
+    assert 0 < sweep_risk[i_2c] < 1  # a 7 among the 4 opponent cards: likely, not certain
+    assert np.isneginf(scores[0, len(moves):]).all()
+
+
+def test_advanced_builds_what_it_can_collect_and_completes_its_builds() -> None:
+    # Table 4H KS. Hand 5C 9C 9D: building 9 with 5C on 4H (then capturing it with a 9) beats trailing.
+    rules = make_rules("classic")
+    st = position([ids("5C", "9C", "9D"), ids("AD", "2D", "3D")], ids("4H", "KS"))
+    moves = core.move_list(st, 0)
+    for name in ("intermediate", "advanced"):
+        m = moves[int(make_bot(name, rules).act(obs_of(st), np.random.default_rng(0))[0])]
+        assert (m[0], m[2]) == (core.BUILD, 9), name
+    # It owns the build and holds two 9s: with no 9 among the unseen cards it adds the 9C to the build (a multiple
+    # build of 9, collected next turn with the 9D); in the last round, where it knows the opponent holds the 9S, it
+    # takes its build at once.
+    adv = make_bot("advanced", rules)
+    builds = ((ids("4H", "5C"), 9, 0),)
+    st = position([ids("9C", "9D"), ids("AD", "2D")], ids("KS"), builds=builds, last_round=True)
+    m = core.move_list(st, 0)[int(adv.act(obs_of(st), np.random.default_rng(0))[0])]
+    assert (m[0], m[2]) == (core.BUILD, 9)
+    st = position([ids("9C", "9D"), ids("9S", "2D")], ids("KS"), builds=builds, last_round=True)
+    m = core.move_list(st, 0)[int(adv.act(obs_of(st), np.random.default_rng(0))[0])]
+    assert m[0] == core.CAPTURE
+    assert set(ids("4H", "5C")) <= set(m[3])
+
+
+def test_random_is_uniform_over_legal_moves() -> None:
+    mask = np.zeros((2000, 10), dtype=np.int8)
+    mask[:, [1, 4, 7]] = 1
+    a = make_bot("random", make_rules("classic")).act({"action_mask": mask}, np.random.default_rng(0))
+    counts = np.bincount(a, minlength=10)
+    assert set(np.flatnonzero(counts)) == {1, 4, 7}
+    assert np.abs(counts[[1, 4, 7]] - 2000 / 3).max() < 100
+
+
+def test_ismcts_takes_an_obvious_sweep_and_is_reproducible() -> None:
+    # Table 10D: the 10S sweeps it (big casino, a sweep); trailing or building gives it away.
+    rules = make_rules("classic")
+    st = position([ids("10S", "3C"), ids("4H", "6H")], ids("10D"))
+    agent = ISMCTSAgent(rules, simulations=60)
+    a1 = agent.act(obs_of(st), np.random.default_rng(4))
+    a2 = agent.act(obs_of(st), np.random.default_rng(4))
+    assert a1.tolist() == a2.tolist()
+    assert core.move_list(st, 0)[int(a1[0])][:2] == (core.CAPTURE, card_id("10S"))
+    values = agent.move_values(obs_of(st), np.random.default_rng(0))[0]
+    assert values.argmax() == int(a1[0])
+
+
+def test_rule_tables_read_every_preset() -> None:
+    # Bots read the rules through RuleTables only: courts with no value pair by rank, numeric courts have values,
+    # an ace high also captures 14.
+    for preset, (counts, _) in PRESETS.items():
+        t = RuleTables.of(make_rules(preset, counts[0]))
+        assert t.cap_bits.shape == (52,)
+    royal = RuleTables.of(make_rules("royal"))
+    classic = RuleTables.of(make_rules("classic"))
+    ks, ace = card_id("KS"), card_id("AS")
+    assert royal.cap_bits[ks] == 1 << 13
+    assert royal.cap_bits[ace] == (1 << 1) | (1 << 14)
+    assert classic.cap_bits[ks] != 1 << 13
+    assert classic.cap_bits[ace] == 1 << 1
+    assert set(STYLES) == {"greedy", "beginner", "intermediate", "advanced"}
+
+
+def test_registry_specs() -> None:
+    rules = make_rules("classic")
+    for spec in (*BOTS, "ismcts", "ismcts:50"):
+        assert make_agent(spec, rules).name == spec
+    assert make_agent("ismcts:50", rules).simulations == 50
+    for bad in ("nobody", "ismcts:x", "ismcts:0", "greedy:3", "checkpoint:"):
+        with pytest.raises(AgentSpecError):
+            make_agent(bad, rules)

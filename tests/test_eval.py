@@ -1,0 +1,189 @@
+"""Evaluation (train/evaluate.py, ``cassino eval``): intervals and ratings against known values, duplicate seating,
+reproducibility for a seed, 2/3/4 players, and the command's JSON, CSV and heatmap outputs."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from cassino_env import cli
+from cassino_env.rules import make_rules
+from train.evaluate import (
+    CSV_FIELDS,
+    arrangements,
+    bradley_terry_elo,
+    evaluate,
+    openskill_ratings,
+    ratio_interval,
+    wilson_interval,
+)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (7, 10), (50, 100), (99, 100), (1, 3), (380, 1000)])
+def test_wilson_matches_scipy(k: int, n: int) -> None:
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    lo, hi = wilson_interval(k, n)
+    assert lo == pytest.approx(ci.low, abs=1e-12)
+    assert hi == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_wilson_known_values_and_half_counts() -> None:
+    # Wilson (1927) / Newcombe (1998) table: 81 of 263 -> 0.2553 .. 0.3662
+    lo, hi = wilson_interval(81, 263)
+    assert (round(lo, 4), round(hi, 4)) == (0.2553, 0.3662)
+    # half-counted ties sit between the neighbouring integer counts
+    assert wilson_interval(7, 10)[0] < wilson_interval(7.5, 10)[0] < wilson_interval(8, 10)[0]
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_ratio_interval_is_the_cluster_mean_with_its_standard_error() -> None:
+    totals, counts = np.array([3.0, -1.0, 4.0, 2.0]), np.array([2.0, 1.0, 3.0, 2.0])
+    mean, lo, hi = ratio_interval(totals, counts)
+    assert mean == pytest.approx(1.0)
+    resid = totals - counts
+    se = math.sqrt((resid ** 2).sum() * 4 / 3) / counts.sum()
+    assert (hi - lo) / 2 == pytest.approx(1.959963984540054 * se)
+
+
+def test_bradley_terry_known_values() -> None:
+    # Two agents, 3 wins to 1: P = 0.75, Elo difference 400 log10(3).
+    r = bradley_terry_elo(np.array([[0, 3], [1, 0]]), virtual_draws=0)
+    assert r[0] - r[1] == pytest.approx(400 * math.log10(3), abs=1e-3)
+    assert r.mean() == pytest.approx(1500)
+    # With one virtual drawn match per pair: 3.5 to 1.5.
+    r = bradley_terry_elo(np.array([[0, 3], [1, 0]]))
+    assert r[0] - r[1] == pytest.approx(400 * math.log10(3.5 / 1.5), abs=1e-3)
+    # Counts generated from Elo ratings 0, 200, 500 are fitted back exactly (the MLE of expected counts).
+    true = np.array([0.0, 200.0, 500.0])
+    n = 1000.0
+    p = 1.0 / (1.0 + 10 ** ((true[None, :] - true[:, None]) / 400))
+    wins = n * p
+    np.fill_diagonal(wins, 0)
+    r = bradley_terry_elo(wins, virtual_draws=0)
+    assert r - r[0] == pytest.approx(true, abs=0.05)
+    # A perfect score stays finite.
+    assert np.isfinite(bradley_terry_elo(np.array([[0, 50], [0, 0]]))).all()
+
+
+def test_openskill_known_values() -> None:
+    # openskill.py's documented first game of two fresh Plackett-Luce players (mu 25, sigma 25/3).
+    s = openskill_ratings(["a", "b"], [(0, 1)])
+    assert s["a"]["mu"] == pytest.approx(27.6354, abs=1e-4)
+    assert s["b"]["mu"] == pytest.approx(22.3646, abs=1e-4)
+    assert s["a"]["sigma"] == pytest.approx(8.0659, abs=1e-4)
+    assert s["a"]["ordinal"] == pytest.approx(s["a"]["mu"] - 3 * s["a"]["sigma"])
+
+
+def test_arrangements_swap_every_side() -> None:
+    assert arrangements(make_rules("classic", 2)) == [(0, 1), (1, 0)]
+    three = arrangements(make_rules("classic", 3))
+    assert len(three) == 6
+    assert sum(sum(a) for a in three) == 9
+    assert arrangements(make_rules("classic", 4)) == [(0, 1), (1, 0)]  # partners are the same agent
+    assert len(arrangements(make_rules("classic", 4, partnerships=False))) == 14
+
+
+def strip_times(report: dict) -> dict:
+    out = json.loads(json.dumps(report))
+    for k in ("seconds", "deals_per_minute"):
+        out.pop(k)
+    for e in out["pairs"]:
+        for k in ("seconds", "deals_per_minute"):
+            e.pop(k)
+    return out
+
+
+def test_evaluation_is_reproducible_for_a_seed() -> None:
+    a = evaluate(["random", "greedy", "beginner"], "classic", deals=60, seed=4)
+    b = evaluate(["random", "greedy", "beginner"], "classic", deals=60, seed=4)
+    c = evaluate(["random", "greedy", "beginner"], "classic", deals=60, seed=5)
+    assert strip_times(a) == strip_times(b)
+    assert strip_times(a) != strip_times(c)
+    assert [(e["a"], e["b"]) for e in a["pairs"]] == [("random", "greedy"), ("random", "beginner"),
+                                                      ("greedy", "beginner")]
+    for e in a["pairs"]:
+        assert e["deals"] >= 60
+        assert e["matches"] == 2 * e["boards"]  # each board once per seating
+        assert 0 <= e["match_ci_low"] <= e["match_win_rate_a"] <= e["match_ci_high"] <= 1
+        assert 0 <= e["deal_ci_low"] <= e["deal_win_rate_a"] <= e["deal_ci_high"] <= 1
+        assert e["margin_ci_low"] <= e["mean_margin_a"] <= e["margin_ci_high"]
+    assert a["ratings"]["greedy"] > a["ratings"]["random"]
+
+
+def test_duplicate_deals_cancel_for_equal_agents() -> None:
+    # The same deterministic bot on both sides of a duplicate board: A's seat wins exactly what B's seat wins.
+    r = evaluate(["greedy", "greedy"], "classic", deals=40, seed=1)
+    e = r["pairs"][0]
+    assert (e["a"], e["b"]) == ("greedy", "greedy#2")
+    assert e["match_win_rate_a"] == 0.5
+    assert e["deal_win_rate_a"] == 0.5
+    assert e["mean_margin_a"] == 0.0
+
+
+@pytest.mark.parametrize("num_players", [3, 4])
+def test_evaluation_with_three_and_four_players(num_players: int) -> None:
+    r = evaluate(["random", "advanced"], "classic", deals=30, seed=2, num_players=num_players)
+    e = r["pairs"][0]
+    assert e["matches"] == len(arrangements(make_rules("classic", num_players))) * e["boards"]
+    assert e["mean_margin_a"] < 0
+    assert e["match_win_rate_a"] < 0.5
+
+
+def test_eval_command_writes_json_csv_and_heatmap(tmp_path) -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = cli.main(["eval", "--agents", "random,greedy", "--deals", "30", "--seed", "3", "--json",
+                         "--out-dir", str(tmp_path)])
+    assert code == 0
+    report = json.loads(buf.getvalue())
+    (pair,) = report["pairs"]
+    for key in ("a", "b", "matches", "match_win_rate_a", "match_ci_low", "match_ci_high", "deal_win_rate_a",
+                "mean_margin_a"):
+        assert key in pair
+    assert set(report["ratings"]) == {"random", "greedy"}
+    assert json.loads((tmp_path / "eval.json").read_text()) == report
+    lines = (tmp_path / "eval.csv").read_text().splitlines()
+    assert lines[0].split(",") == list(CSV_FIELDS)
+    assert len(lines) == 2
+    assert (tmp_path / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| random | greedy |" in (tmp_path / "eval.md").read_text()
+    # the readable table
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli.main(["eval", "--agents", "random,greedy", "--deals", "10", "--no-progress",
+                         "--out-dir", str(tmp_path / "t")]) == 0
+    assert "match win A" in buf.getvalue()
+    assert "Elo" in buf.getvalue()
+
+
+def test_eval_command_rejects_bad_agents(capsys) -> None:
+    assert cli.main(["eval", "--agents", "greedy,nobody", "--deals", "10"]) == 2
+    assert "unknown agent 'nobody'" in capsys.readouterr().err
+    assert cli.main(["eval", "--agents", "greedy", "--deals", "10"]) == 2
+
+
+def test_checkpoint_agents_load_lazily_and_play(tmp_path) -> None:
+    pytest.importorskip("torch")
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import save_checkpoint
+    from cassino_env.obs import obs_size
+
+    rules = make_rules("classic")
+    path = save_checkpoint(tmp_path / "tiny.pt", CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8), rules)
+    r = evaluate([f"checkpoint:{path}", "random"], rules, deals=8, seed=0)
+    assert r["agents"][0].startswith("ppo")
+    assert r["pairs"][0]["deals"] >= 8
+    assert cli.main(["eval", "--agents", f"checkpoint:{tmp_path / 'missing.pt'},random", "--deals", "4"]) == 2
+
+
+def test_versus_first_plays_only_the_first_agent_against_the_others() -> None:
+    r = evaluate(["beginner", "random", "greedy"], "classic", deals=20, seed=0, versus_first=True)
+    assert [(e["a"], e["b"]) for e in r["pairs"]] == [("beginner", "random"), ("beginner", "greedy")]
+    assert r["win_matrix"][1][2] is None
+    assert set(r["ratings"]) == {"beginner", "random", "greedy"}

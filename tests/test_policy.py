@@ -1,0 +1,117 @@
+"""The move-scoring policy network: it only ever chooses legal moves, scores moves independently of their column,
+and its masked distribution and entropy cover the legal moves only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from agents.base import Agent  # noqa: E402
+from agents.policy import (  # noqa: E402
+    CassinoPolicy,
+    MoveBatch,
+    masked_entropy,
+    masked_log_softmax,
+    sample_actions,
+)
+from agents.ppo_agent import PPOAgent  # noqa: E402
+from cassino_env.vector import CassinoVectorEnv  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def net() -> CassinoPolicy:
+    torch.manual_seed(0)
+    env = CassinoVectorEnv(num_envs=1, rules="classic", with_view=False)
+    return CassinoPolicy(obs_dim=env.obs_size, hidden=32, embed=16)
+
+
+@pytest.mark.parametrize(("num_players", "max_moves"), [(2, 256), (2, 8), (3, 64)])
+def test_policy_only_ever_chooses_legal_moves(num_players: int, max_moves: int) -> None:
+    """Sampled and arg-max moves over every state of whole deals (narrow move tables included) are all listed.
+
+    The games are stepped with the sampled moves: an untrained arg-max policy may trail every card, and tables of
+    30 loose cards make the core's capture enumeration slow."""
+    torch.manual_seed(num_players)
+    env = CassinoVectorEnv(num_envs=64, rules="classic", num_players=num_players, seed=3, max_moves=max_moves,
+                           with_view=False)
+    policy = CassinoPolicy(obs_dim=env.obs_size, hidden=32, embed=16)
+    sampler, greedy = PPOAgent(policy, deterministic=False), PPOAgent(policy, deterministic=True)
+    assert isinstance(sampler, Agent)
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset()
+    for step in range(48 + 5):  # a whole deal and into the next
+        for agent in (greedy, sampler):
+            a = agent.act(obs, rng)
+            assert a.dtype == np.int64
+            assert a.shape == (64,)
+            assert (obs["action_mask"][np.arange(64), a] == 1).all(), f"illegal move at step {step}"
+        obs, *_ = env.step(a)
+
+
+def test_illegal_moves_get_zero_probability_and_entropy_counts_legal_moves_only(net: CassinoPolicy) -> None:
+    env = CassinoVectorEnv(num_envs=32, rules="classic", seed=1, with_view=False)
+    obs, _ = env.reset()
+    batch = MoveBatch.from_obs(obs)
+    logits, value = net(batch)
+    assert value.shape == (32,)
+    assert torch.isneginf(logits[~batch.mask]).all()
+    assert torch.isfinite(logits[batch.mask]).all()
+    logp = masked_log_softmax(logits, batch.mask)
+    probs = logp.exp() * batch.mask
+    assert torch.allclose(probs.sum(-1), torch.ones(32))
+    ent = masked_entropy(logits, batch.mask)
+    n_legal = batch.mask.sum(-1).float()
+    assert torch.isfinite(ent).all()
+    assert (ent >= -1e-6).all()
+    assert (ent <= n_legal.log() + 1e-5).all()
+    # a state with one legal move has zero entropy
+    one = MoveBatch(obs=batch.obs[:1], kind=batch.kind[:1, :1], card=batch.card[:1, :1], value=batch.value[:1, :1],
+                    cards=batch.cards[:1, :1], mask=batch.mask[:1, :1])
+    with torch.no_grad():
+        assert float(masked_entropy(*_logits(net, one))) == pytest.approx(0.0, abs=1e-6)
+
+
+def _logits(net: CassinoPolicy, batch: MoveBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    logits, _ = net(batch)
+    return logits, batch.mask
+
+
+def test_scores_do_not_depend_on_move_order(net: CassinoPolicy) -> None:
+    """A candidate is scored from its own features: permuting the move columns permutes the logits."""
+    env = CassinoVectorEnv(num_envs=16, rules="classic", seed=2, with_view=False)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(5):  # a few moves in, for captures and builds in the tables
+        obs, *_ = env.step(PPOAgent(net, deterministic=False).act(obs, rng))
+    batch = MoveBatch.from_obs(obs)
+    perm = torch.from_numpy(rng.permutation(batch.mask.shape[1]))
+    shuffled = MoveBatch(obs=batch.obs, kind=batch.kind[:, perm], card=batch.card[:, perm], value=batch.value[:, perm],
+                         cards=batch.cards[:, perm], mask=batch.mask[:, perm])
+    a, _ = net(batch)
+    b, _ = net(shuffled)
+    assert torch.allclose(a[:, perm], b, atol=1e-6)
+
+
+def test_table_cards_embedding_is_the_sum_of_the_cards_embeddings(net: CassinoPolicy) -> None:
+    """The uint64 bitmask of table cards is unpacked in torch: bit c selects row c of the table embedding."""
+    cards = [0, 22, 40, 51]  # AC, 10D, 2S, KS
+    mask = np.array([sum(1 << c for c in cards)], dtype=np.uint64).view(np.int64)
+    kind, card, value = (torch.tensor([1]), torch.tensor([5]), torch.tensor([6]))
+    got = net.embed_moves(kind, card, value, torch.from_numpy(mask))
+    w = net.table_emb.weight  # [embed, 52]
+    want = (net.card_emb.weight[5] + w[:, cards].sum(-1) + net.kind_emb.weight[1] + net.value_emb.weight[6]
+            + net.count_emb.weight[len(cards)])
+    assert torch.allclose(got[0], want, atol=1e-6)
+
+
+def test_sampling_follows_the_callers_generator(net: CassinoPolicy) -> None:
+    env = CassinoVectorEnv(num_envs=64, rules="classic", seed=4, with_view=False)
+    obs, _ = env.reset()
+    logits, _ = net(MoveBatch.from_obs(obs))
+    a = sample_actions(logits, np.random.default_rng(5))
+    b = sample_actions(logits, np.random.default_rng(5))
+    assert np.array_equal(a, b)
+    assert np.array_equal(sample_actions(logits, np.random.default_rng(5), deterministic=True),
+                          logits.argmax(-1).numpy())

@@ -1,0 +1,869 @@
+"""Self-play PPO for Cassino on the batched vector env, in the readable single-loop style of CleanRL's ``ppo.py``.
+
+Usage::
+
+    cassino train                                   # configs/ppo_classic.yaml: ~20 min on 2 CPU cores, then the
+                                                    # head-to-head table of the final checkpoint vs the bot ladder
+    cassino train --config configs/ppo_tiny.yaml    # a tiny run (seconds)
+    cassino train --total-timesteps 200000 --seed 3 --run-dir runs/try
+    cassino train --resume runs/RUN/checkpoints/latest.pt   # continue a run where it stopped
+    tensorboard --logdir runs                       # curves; `cassino plot RUN_DIR` draws them to a PNG
+
+Options come from :class:`Args` (one documented field each); ``--config FILE`` reads a YAML file that mirrors
+:class:`Args` field for field (``configs/ppo_classic.yaml`` is the default), and every option given on the command
+line overrides the file. Runs are written to ``runs/{preset}__{exp_name}__{seed}__{unix time}`` unless
+``--run-dir`` names the folder: TensorBoard event files, ``config.yaml`` and ``checkpoints/`` (``step_N.pt`` every
+``checkpoint_every`` env steps, ``final.pt`` at the end, ``latest.pt`` a copy of the newest; format in
+:mod:`agents.ppo_agent`).
+
+How the game is turned into PPO data
+------------------------------------
+* **Whole deals per rollout.** Every deal is exactly ``52 - table_cards`` moves (48 in every preset), and all games
+  start their first deal together, so a rollout of ``num_steps`` (a multiple of 48) holds whole deals in every game:
+  every trajectory ends inside the rollout, GAE needs no bootstrap across rollouts, and a checkpoint taken between
+  iterations sits on a deal boundary.
+* **Per-seat credit.** A transition belongs to the seat that acted. Its reward is the sum of the rewards that seat
+  received (the env pays every seat at every step) from its action until its own next action; GAE then runs along
+  each (game, seat) trajectory, linking a transition to the same seat's next one and stopping at ``terminated``.
+  The value head predicts the acting seat's return, so one network serves every seat.
+* **Reward.** ``reward="points"``: at the end of each deal a seat gets its side's deal points minus the other
+  side's (zero-sum). It arrives every 24 decisions instead of once a match (~3 deals), its scale follows the game's
+  scoring items (cards, spades, casinos, aces, sweeps) so the critic learns which captures matter, and maximising the
+  deal margin is what wins matches; ``reward_scale`` brings it to about +-1 for the critic.
+* **Masks.** Each transition stores its legal-move mask and move table; the update recomputes log-probabilities and
+  the entropy over the legal moves only.
+
+Opponents
+---------
+Games are split once, by the rates in the config, into: self-play games (the current policy plays every seat and
+every seat's moves are trained on), pool games and bot games (the current policy plays one *learner* seat, rotating
+by deal, and only its moves are trained on). The **pool** holds snapshots of past weights: the initial weights, then
+a copy every ``snapshot_every`` env steps; it keeps the newest ``pool_size`` (oldest dropped) and at each iteration
+one snapshot, drawn uniformly, plays the pool games. **Bots** (``agents.registry.make_agent`` specs, e.g. ``greedy``)
+play the bot games at ``bot_rates``.
+
+TensorBoard scalars
+-------------------
+``charts/SPS`` (env steps per second; an env step is one move in one game), ``charts/learning_rate``,
+``charts/episodic_return`` (learner deal margin, points), ``charts/points_vs_<opponent>``, ``losses/policy_loss``,
+``losses/value_loss``, ``losses/entropy``, ``losses/approx_kl``, ``losses/old_approx_kl``, ``losses/clipfrac``,
+``losses/explained_variance``; the time split ``time/env_s`` (stepping the games), ``time/inference_s`` (choosing
+moves: the network and the bots), ``time/update_s`` (the PPO update), seconds per iteration, and
+``time/env_fraction``, ``time/update_fraction``; at the start, every ``eval_every`` env steps and at the end,
+``eval/winrate_vs_<bot>`` and ``eval/points_vs_<bot>`` (duplicate deals, see :func:`evaluate_deals`) and
+``time/eval_s``; the hyperparameters as a text table.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import os
+import shutil
+import sys
+import textwrap
+import time
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+
+# torch's OpenMP threads spin while they wait for work by default; on a machine whose cores are shared (CI, laptops,
+# other jobs) two spinning threads slowed training five-fold in our measurements, while passive waiting cost nothing
+# measurable. Set before torch loads its OpenMP runtime; an OMP_WAIT_POLICY of your own wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+import tyro  # noqa: E402
+import yaml  # noqa: E402
+
+#: The default config file (mirrors :class:`Args`).
+CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
+DEFAULT_CONFIG = CONFIGS_DIR / "ppo_classic.yaml"
+
+
+@dataclass
+class Args:
+    """Self-play PPO options (``configs/ppo_classic.yaml`` mirrors these fields one to one)."""
+
+    # --- experiment -------------------------------------------------------------------------------------------------
+    exp_name: str = "ppo_selfplay"
+    """name of the experiment, the second part of the run name"""
+    seed: int = 1
+    """seed of the networks, the games and every random choice of the run"""
+    threads: int = 2
+    """CPU threads torch may use (torch.set_num_threads); the env runs single-threaded"""
+    run_dir: str | None = None
+    """folder the run writes to; default runs_root/{preset}__{exp_name}__{seed}__{unix time}"""
+    runs_root: str = "runs"
+    """parent folder of the default run folders"""
+    resume: str | None = None
+    """checkpoint to continue from: the run goes on in its own folder with its own config, except the options given
+    on this command line"""
+    progress_every_s: float = 30.0
+    """seconds between progress lines on stdout"""
+    max_train_seconds: float = 1140.0
+    """stop training after this many wall-clock seconds of the run, resumed parts included (0: no limit), then save
+    and evaluate as usual; a guard that keeps the default run within 20 minutes on a slow or busy machine"""
+
+    # --- environment ------------------------------------------------------------------------------------------------
+    preset: str = "classic"
+    """rule preset (RULES.md 6)"""
+    num_players: int = 2
+    """seats per game"""
+    reward: str = "points"
+    """env reward: points (deal margin, zero-sum, every deal) or win (+-1 per match)"""
+    reward_scale: float = 0.1
+    """rewards are multiplied by this before PPO sees them (deal margins are about +-10 points)"""
+    max_moves: int = 64
+    """width of the env's move table; the rare longer lists keep their first moves (the core's overflow policy)"""
+
+    # --- PPO --------------------------------------------------------------------------------------------------------
+    total_timesteps: int = 10_000_000
+    """env steps (moves, over all games and seats) to train for"""
+    learning_rate: float = 3e-4
+    """Adam learning rate"""
+    anneal_lr: bool = True
+    """decay the learning rate linearly to 0 over total_timesteps"""
+    num_envs: int = 1024
+    """games stepped together"""
+    num_steps: int = 48
+    """moves per game per rollout; a multiple of the deal length (52 - table_cards, 48) so rollouts hold whole deals"""
+    gamma: float = 1.0
+    """discount per own decision of a seat (1: the undiscounted deal margin; deals are 24 decisions long)"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    num_minibatches: int = 8
+    """minibatches per epoch over the trained transitions of a rollout"""
+    update_epochs: int = 3
+    """epochs over each rollout"""
+    norm_adv: bool = True
+    """normalise advantages per minibatch"""
+    clip_coef: float = 0.2
+    """PPO surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """clip the value loss as in CleanRL"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient (entropy over the legal moves)"""
+    vf_coef: float = 0.5
+    """value loss coefficient"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip"""
+    target_kl: float | None = None
+    """stop an update's epochs early when the approximate KL exceeds this"""
+
+    # --- network ----------------------------------------------------------------------------------------------------
+    hidden: int = 128
+    """width of the observation torso (two layers)"""
+    embed: int = 64
+    """width of the move embeddings and scorer"""
+
+    # --- opponents --------------------------------------------------------------------------------------------------
+    pool_rate: float = 0.2
+    """share of games in which a past snapshot from the pool plays the other seats"""
+    pool_size: int = 10
+    """snapshots kept in the pool (the newest; the initial weights are the first)"""
+    snapshot_every: int = 500_000
+    """env steps between snapshots added to the pool"""
+    bot_rates: dict[str, float] = field(default_factory=lambda: {"greedy": 0.15, "random": 0.05})
+    """share of games per bot opponent (agents.registry specs); the rest of the games are pure self-play"""
+
+    # --- evaluation and checkpoints ---------------------------------------------------------------------------------
+    eval_every: int = 1_000_000
+    """env steps between evaluations against eval_opponents (0: only at the end)"""
+    eval_deals: int = 200
+    """duplicate deals per evaluation and opponent (each played once from every seat)"""
+    eval_opponents: tuple[str, ...] = ("random", "greedy", "beginner", "intermediate", "advanced")
+    """bots evaluated against during training, logged as eval/winrate_vs_<bot>"""
+    checkpoint_every: int = 1_000_000
+    """env steps between checkpoints (checkpoints/step_N.pt, copied to latest.pt; 0: only final.pt)"""
+    final_eval_deals: int = 2000
+    """deal budget per opponent of the head-to-head evaluation after training (whole matches, seats swapped; 0: skip)"""
+    final_eval_opponents: tuple[str, ...] = ("random", "greedy", "beginner", "intermediate", "advanced")
+    """the bot ladder the final checkpoint is evaluated against"""
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Configs: YAML files mirror Args; the command line overrides the file.
+# ----------------------------------------------------------------------------------------------------------------------
+class ConfigError(ValueError):
+    """A bad config file or option (the message names the file and field)."""
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (what tyro shows as help)."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config (a mapping of :class:`Args` fields); unknown fields are an error.
+
+    Raises:
+        ConfigError: naming the file and the problem.
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config must be a mapping of Args fields")
+    known = {f.name for f in dataclasses.fields(Args)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown field {unknown[0]!r} (fields are those of train.ppo_selfplay.Args)")
+    return data
+
+
+def make_args(values: dict[str, Any]) -> Args:
+    """Args from a dict of field values (YAML lists become tuples where the field is a tuple)."""
+    hints = typing.get_type_hints(Args)
+    out = {}
+    for k, v in values.items():
+        if typing.get_origin(hints[k]) is tuple and isinstance(v, list):
+            v = tuple(v)
+        out[k] = v
+    return Args(**out)
+
+
+def args_to_dict(args: Args) -> dict[str, Any]:
+    """Plain dict of the fields (tuples as lists): YAML, TensorBoard and checkpoint friendly."""
+    return {k: (list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v)
+            for k, v in dataclasses.asdict(args).items()}
+
+
+_METAVARS = {int: "INT", float: "FLOAT", str: "STR", bool: "{True,False}"}
+
+
+def _options_type() -> type:
+    """The command-line options: every Args field made optional, default None (= not given), plus --config,
+    so that a flag given on the command line always overrides the config file, even at its default value."""
+    hints = typing.get_type_hints(Args)
+    docs = _field_docs(Args)
+    defaults = args_to_dict(Args())
+    fields: list[Any] = [("config", Annotated[Path | None, tyro.conf.arg(
+        help="YAML file mirroring these options; options given here override it", metavar="FILE",
+        help_behavior_hint=f"(default: {DEFAULT_CONFIG.relative_to(DEFAULT_CONFIG.parent.parent)})")], None)]
+    for f in dataclasses.fields(Args):
+        t = hints[f.name]
+        inner = [a for a in typing.get_args(t) if a is not type(None)] if type(None) in typing.get_args(t) else [t]
+        metavar = _METAVARS.get(inner[0]) if len(inner) == 1 else None
+        if typing.get_origin(t) is dict:
+            metavar = "NAME RATE [NAME RATE ...]"
+        elif typing.get_origin(t) is tuple:
+            metavar = "NAME [NAME ...]"
+        arg = tyro.conf.arg(help=docs.get(f.name), metavar=metavar,
+                            help_behavior_hint=f"(built-in default: {defaults[f.name]!r})")
+        fields.append((f.name, Annotated[t | None, arg], None))
+    return dataclasses.make_dataclass("TrainOptions", [(n, t, dataclasses.field(default=d)) for n, t, d in fields])
+
+
+TrainOptions = _options_type()
+
+
+def resolve_args(options: Any) -> Args:
+    """Merge: built-in defaults < config file (``options.config`` or the default file) < options given."""
+    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+             if f.name != "config" and getattr(options, f.name) is not None}
+    values = load_config(options.config if options.config is not None else DEFAULT_CONFIG)
+    values.update(given)
+    return make_args(values)
+
+
+def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.arg(name="")]) -> int:  # type: ignore[valid-type]
+    """Train a self-play PPO agent, then evaluate its final checkpoint against the bot ladder.
+
+    Writes TensorBoard logs and checkpoints under the run folder; see ``train/ppo_selfplay.py``.
+    """
+    from agents.ppo_agent import CheckpointError
+    from cassino_env.errors import CassinoError
+
+    try:
+        args = resolve_args(options)
+        train(args, explicit={f.name for f in dataclasses.fields(options) if getattr(options, f.name) is not None})
+    except (ConfigError, CheckpointError, CassinoError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Opponents
+# ----------------------------------------------------------------------------------------------------------------------
+SELF, POOL = 0, 1  # controller ids; bot j is 2 + j
+
+
+def split_games(num_envs: int, pool_rate: float, bot_rates: dict[str, float]) -> np.ndarray:
+    """int64[B]: the controller of each game's non-learner seats: SELF, POOL or 2 + index of the bot.
+
+    Games are split in fixed blocks (not drawn) so the mix is exact every rollout: the first games are self-play.
+
+    Raises:
+        ConfigError: rates that are negative or add up to more than 1.
+    """
+    rates = [pool_rate, *bot_rates.values()]
+    if any(r < 0 for r in rates) or sum(rates) > 1 + 1e-9:
+        raise ConfigError(f"pool_rate and bot_rates must be >= 0 and add up to at most 1, got {rates}")
+    counts = [int(round(r * num_envs)) for r in rates]
+    n_self = num_envs - sum(counts)
+    if n_self < 0:
+        counts[-1] += n_self
+        n_self = 0
+    ctrl = np.full(num_envs, SELF, dtype=np.int64)
+    start = n_self
+    for j, n in enumerate(counts):
+        ctrl[start:start + n] = POOL + j
+        start += n
+    return ctrl
+
+
+class SnapshotPool:
+    """A bounded pool of past weights (see the module docstring for the rule)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.snapshots: list[dict[str, torch.Tensor]] = []
+        self.steps: list[int] = []  # global step at which each snapshot was taken
+
+    def add(self, policy: torch.nn.Module, step: int) -> None:
+        """Add a copy of ``policy``'s weights; drop the oldest beyond ``size``."""
+        self.snapshots.append({k: v.detach().clone() for k, v in policy.state_dict().items()})
+        self.steps.append(int(step))
+        while len(self.snapshots) > self.size:
+            self.snapshots.pop(0)
+            self.steps.pop(0)
+
+    def sample(self, rng: np.random.Generator) -> int:
+        """Index of a snapshot drawn uniformly."""
+        return int(rng.integers(len(self.snapshots)))
+
+    def state(self) -> dict[str, Any]:
+        """Checkpoint form (tensors and lists)."""
+        return {"snapshots": self.snapshots, "steps": list(self.steps)}
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state`."""
+        self.snapshots = list(state["snapshots"])
+        self.steps = [int(s) for s in state["steps"]]
+
+
+def make_bots(names: typing.Iterable[str], rules: Any) -> dict[str, Any]:
+    """Bot agents by spec, from ``agents.registry.make_agent``."""
+    names = list(names)
+    if not names:
+        return {}
+    from agents.registry import make_agent
+
+    return {name: make_agent(name, rules) for name in names}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Evaluation during training: the policy against a bot on duplicate deals
+# ----------------------------------------------------------------------------------------------------------------------
+def evaluate_deals(agent: Any, opponent: Any, rules: Any, deals: int, seed: int,
+                   max_moves: int = 64) -> dict[str, float]:
+    """Play ``deals`` duplicate deals: each deal (a fresh match's first deal, seeded) is played P times with
+    ``agent`` in each seat in turn and ``opponent`` in the others. A game is won when the agent's side scores more
+    deal points than every other side; a tie counts half.
+
+    Returns:
+        ``{"winrate": share of games won, "points": mean deal margin of the agent's side (points),
+        "games": games played}``.
+    """
+    from agents.base import slice_obs
+    from cassino_env import core
+    from cassino_env.vector import CassinoVectorEnv
+
+    P = rules.num_players
+    env = CassinoVectorEnv(deals * P, rules, max_moves=max_moves, with_view=True)
+    seeds = np.repeat(seed + np.arange(deals, dtype=np.int64), P)
+    env.state = core.init(env.rules, seeds, max_moves=max_moves)
+    obs = env.observe()
+    me = np.tile(np.arange(P), deals)  # the agent's seat in each game
+    my_side = me % rules.num_sides
+    rng = np.random.default_rng([seed, 7])
+    deal_len = 52 - rules.table_cards
+    for _ in range(deal_len):
+        actions = np.zeros(env.num_envs, dtype=np.int64)
+        mine = obs["current_player"] == me
+        for rows, who in ((np.flatnonzero(mine), agent), (np.flatnonzero(~mine), opponent)):
+            if len(rows):
+                actions[rows] = who.act(slice_obs(obs, rows), rng)
+        obs, _, terminated, _, info = env.step(actions)
+    assert terminated.all(), "every game ends its deal after 52 - table_cards moves"
+    totals = info["result"].deal_totals.astype(np.float64)  # [G, S]
+    mine_pts = totals[np.arange(len(me)), my_side]
+    others = totals.copy()
+    others[np.arange(len(me)), my_side] = -np.inf
+    best_other = others.max(axis=1)
+    won = np.where(mine_pts > best_other, 1.0, np.where(mine_pts == best_other, 0.5, 0.0))
+    rest_mean = (totals.sum(axis=1) - mine_pts) / max(rules.num_sides - 1, 1)
+    return {"winrate": float(won.mean()), "points": float((mine_pts - rest_mean).mean()), "games": float(len(me))}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Per-seat credit and GAE in a turn-based game
+# ----------------------------------------------------------------------------------------------------------------------
+class SeatCredit:
+    """Bookkeeping that gives each transition to the seat that acted and credits it the rewards of that seat until
+    its next action; links each transition to the same seat's next one for GAE.
+
+    One row per (step ``t``, game ``b``) of a rollout of ``T`` steps in ``B`` games with ``P`` seats. Call
+    :meth:`act` before each env step and :meth:`step` after it.
+
+    Attributes:
+        rewards: float32[T, B] — rewards credited to the transition (its seat's, from its action to its next).
+        dones: bool[T, B] — the seat's trajectory ends after this transition (the episode terminated).
+        next_t: int64[T, B] — step of the same seat's next transition in the same game (-1: none yet).
+    """
+
+    def __init__(self, T: int, B: int, P: int) -> None:
+        self.rewards = np.zeros((T, B), dtype=np.float32)
+        self.dones = np.zeros((T, B), dtype=bool)
+        self.next_t = np.full((T, B), -1, dtype=np.int64)
+        self.last = np.full((B, P), -1, dtype=np.int64)  # each seat's open transition (its step) per game
+        self.games = np.arange(B)
+
+    def reset(self) -> None:
+        """Start a rollout (every trajectory of the previous one has ended)."""
+        self.rewards.fill(0.0)
+        self.dones.fill(False)
+        self.next_t.fill(-1)
+        self.last.fill(-1)
+
+    def act(self, t: int, seat: np.ndarray) -> None:
+        """Seat ``seat[b]`` acts at step ``t`` in game ``b``: link its previous transition to this one."""
+        prev = self.last[self.games, seat]
+        has = prev >= 0
+        self.next_t[prev[has], self.games[has]] = t
+        self.last[self.games, seat] = t
+
+    def step(self, reward: np.ndarray, terminated: np.ndarray) -> None:
+        """After an env step: credit ``reward[b, p]`` (float[B, P], every seat) to seat p's open transition;
+        where ``terminated[b]``, end every seat's trajectory in game b."""
+        g, s = np.nonzero(self.last >= 0)
+        self.rewards[self.last[g, s], g] += reward[g, s]
+        if terminated.any():
+            ended = np.flatnonzero(terminated)
+            g, s = np.nonzero(self.last[ended] >= 0)
+            self.dones[self.last[ended[g], s], ended[g]] = True
+            self.last[ended] = -1
+
+    @property
+    def open(self) -> bool:
+        """Some trajectory has not ended."""
+        return bool((self.last >= 0).any())
+
+
+def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_t: np.ndarray, gamma: float,
+                gae_lambda: float) -> np.ndarray:
+    """float32[T, B]: GAE advantages along each (game, seat) trajectory.
+
+    ``delta_t = r_t + gamma * V(next) - V_t`` and ``A_t = delta_t + gamma * lambda * A(next)``, where *next* is the
+    same seat's next transition ``next_t[t, b]`` in the same game; both terms are 0 after ``dones[t, b]`` (a
+    transition with no next and not done would need a bootstrap: rollouts hold whole deals, so there is none).
+    """
+    T, B = rewards.shape
+    games = np.arange(B)
+    advantages = np.zeros((T, B), dtype=np.float32)
+    for t in reversed(range(T)):
+        nt = next_t[t]
+        cont = ~dones[t] & (nt >= 0)
+        nt_safe = np.where(cont, nt, 0)
+        next_value = np.where(cont, values[nt_safe, games], 0.0)
+        next_adv = np.where(cont, advantages[nt_safe, games], 0.0)
+        delta = rewards[t] + gamma * next_value - values[t]
+        advantages[t] = delta + gamma * gae_lambda * next_adv
+    return advantages
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Checkpoints of the training state
+# ----------------------------------------------------------------------------------------------------------------------
+def _env_state(env: Any) -> dict[str, torch.Tensor]:
+    """The vector env's core state as tensors: every public array field (uint64 stored as its int64 bits)."""
+    st = env.state
+    out = {}
+    for f in dataclasses.fields(st):
+        v = getattr(st, f.name)
+        if f.name.startswith("_") or not isinstance(v, np.ndarray):
+            continue
+        arr = v.view(np.int64) if v.dtype == np.uint64 else v.view(np.int8) if v.dtype == np.bool_ else v
+        out[f.name] = torch.from_numpy(np.ascontiguousarray(arr).copy())
+    return out
+
+
+def _restore_env_state(env: Any, saved: dict[str, torch.Tensor]) -> None:
+    """Write a :func:`_env_state` back into a freshly reset env of the same shape (the fields are views)."""
+    st = env.state
+    for name, t in saved.items():
+        dst = getattr(st, name)
+        src = t.numpy()
+        src = src.view(np.uint64) if dst.dtype == np.uint64 else src.view(np.bool_) if dst.dtype == np.bool_ else src
+        if src.shape != dst.shape:
+            raise ValueError(f"env state field {name}: shape {src.shape}, expected {dst.shape}")
+        dst[...] = src
+
+
+def _rng_state(rng: np.random.Generator) -> str:
+    return json.dumps(rng.bit_generator.state)
+
+
+def _set_rng_state(rng: np.random.Generator, state: str) -> None:
+    rng.bit_generator.state = json.loads(state)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------------------------------------------------
+def default_run_dir(args: Args) -> Path:
+    """``runs_root/{preset}__{exp_name}__{seed}__{unix time}`` (CleanRL's run name with the preset first)."""
+    return Path(args.runs_root) / f"{args.preset}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+
+def _hparams_table(args: Args) -> str:
+    return "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in args_to_dict(args).items())
+
+
+def _fmt_time(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 - one readable loop, as CleanRL
+    """Run the training loop of the module docstring; return the final checkpoint's path.
+
+    Args:
+        args: the options.
+        explicit: with ``args.resume``, the fields given on the command line (they override the checkpoint's config;
+            all other fields come from the checkpoint). None: every field of ``args`` is taken as given.
+    """
+    from torch.utils.tensorboard import SummaryWriter
+
+    from agents.base import slice_obs
+    from agents.policy import CassinoPolicy, MoveBatch, masked_entropy, masked_log_softmax, sample_actions
+    from agents.ppo_agent import CheckpointError, PPOAgent, policy_from_checkpoint, read_checkpoint, save_checkpoint
+    from cassino_env.rules import make_rules
+    from cassino_env.vector import CassinoVectorEnv
+
+    # --- resume: the checkpoint's config, overridden by what was given explicitly ------------------------------------
+    ckpt = None
+    if args.resume is not None:
+        ckpt = read_checkpoint(args.resume)
+        if not isinstance(ckpt.get("train"), dict) or ckpt.get("optimizer") is None:
+            raise CheckpointError(f"{args.resume}: an evaluation-only checkpoint; --resume needs a training checkpoint")
+        values = dict(ckpt["train"]["config"])
+        given = args_to_dict(args)
+        for name in (explicit if explicit is not None else given):
+            values[name] = given[name]
+        if given["run_dir"] is None or (explicit is not None and "run_dir" not in explicit):
+            values["run_dir"] = ckpt["train"]["run_dir"]  # the run goes on in its own folder
+        args = make_args(values)
+
+    torch.set_num_threads(args.threads)
+    rules = make_rules(args.preset, args.num_players)
+    deal_len = 52 - rules.table_cards
+    if args.num_steps % deal_len:
+        raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "
+                          "(rollouts hold whole deals)")
+    if ckpt is not None and (ckpt["preset"] != rules.preset or ckpt["num_players"] != rules.num_players):
+        raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
+                              f"not {rules.preset!r} with {rules.num_players}")
+    B, T, P = args.num_envs, args.num_steps, rules.num_players
+    batch_steps = B * T
+    num_iterations = max(args.total_timesteps // batch_steps, 1)
+    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(args)
+    ckpt_dir = run_dir / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(args_to_dict(args), sort_keys=False), encoding="utf-8")
+
+    # --- seeding, env, network, opponents ----------------------------------------------------------------------------
+    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)
+    bot_names = list(args.bot_rates)
+    bots = make_bots(dict.fromkeys([*bot_names, *args.eval_opponents]), rules)
+    env = CassinoVectorEnv(B, rules, seed=args.seed * 1_000_003, max_moves=args.max_moves, reward=args.reward,
+                           episode="deal", with_view=bool(bot_names))
+    obs, _ = env.reset()
+    D, M = env.obs_size, args.max_moves
+    policy = CassinoPolicy(obs_dim=D, hidden=args.hidden, embed=args.embed)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5)
+    opponent_net = CassinoPolicy(obs_dim=D, hidden=args.hidden, embed=args.embed).eval()
+    pool = SnapshotPool(args.pool_size)
+    ctrl = split_games(B, args.pool_rate, args.bot_rates)
+    is_self = ctrl == SELF
+    opp_names = ["self", "pool", *bot_names]
+    iteration, global_step, elapsed_before = 0, 0, 0.0
+
+    if ckpt is not None:
+        expected = CassinoPolicy(obs_dim=D, hidden=args.hidden, embed=args.embed).shape
+        policy.load_state_dict(policy_from_checkpoint(ckpt, args.resume, expected).state_dict())
+        optimizer.load_state_dict(ckpt["optimizer"])
+        tr = ckpt["train"]
+        iteration, global_step, elapsed_before = int(tr["iteration"]), int(tr["global_step"]), float(tr["elapsed_s"])
+        pool.load(tr["pool"])
+        _set_rng_state(rng, tr["numpy_rng"])
+        torch.set_rng_state(tr["torch_rng"])
+        try:
+            _restore_env_state(env, tr["env_state"])
+        except (KeyError, ValueError, AttributeError) as exc:
+            raise CheckpointError(f"{args.resume}: environment state does not fit num_envs={B}: {exc}") from None
+        obs = env.observe()
+        print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
+    else:
+        pool.add(policy, 0)
+
+    writer = SummaryWriter(str(run_dir))
+    if ckpt is None:
+        writer.add_text("hyperparameters", _hparams_table(args))
+
+    def checkpoint(name: str) -> Path:
+        train_state = {
+            "config": args_to_dict(args), "run_dir": str(run_dir), "iteration": iteration, "global_step": global_step,
+            "elapsed_s": elapsed_before + (time.time() - start_time), "numpy_rng": _rng_state(rng),
+            "torch_rng": torch.get_rng_state(), "pool": pool.state(), "env_state": _env_state(env),
+        }
+        path = save_checkpoint(ckpt_dir / name, policy, rules, optimizer=optimizer, train=train_state)
+        shutil.copyfile(path, ckpt_dir / "latest.pt")
+        return path
+
+    def run_eval() -> dict[str, float]:
+        t0 = time.time()
+        agent = PPOAgent(policy, deterministic=True)
+        out = {}
+        for name in args.eval_opponents:
+            res = evaluate_deals(agent, bots[name], rules, args.eval_deals, seed=10_000_000 + args.seed, max_moves=M)
+            writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], global_step)
+            writer.add_scalar(f"eval/points_vs_{name}", res["points"], global_step)
+            out[name] = res["winrate"]
+        writer.add_scalar("time/eval_s", time.time() - t0, global_step)
+        policy.train()
+        return out
+
+    # --- rollout storage: one row per (step, game); every move is stored, `learn` marks the trained ones ------------
+    obs_buf = np.zeros((T, B, D), dtype=np.float32)
+    kind_buf = np.zeros((T, B, M), dtype=np.int8)
+    card_buf = np.zeros((T, B, M), dtype=np.int8)
+    value_buf = np.zeros((T, B, M), dtype=np.int8)
+    cards_buf = np.zeros((T, B, M), dtype=np.int64)
+    mask_buf = np.zeros((T, B, M), dtype=bool)
+    actions = np.zeros((T, B), dtype=np.int64)
+    logprobs = np.zeros((T, B), dtype=np.float32)
+    values = np.zeros((T, B), dtype=np.float32)
+    learn = np.zeros((T, B), dtype=bool)           # the current policy acted: the transition is trained on
+    credit = SeatCredit(T, B, P)                   # per-seat rewards, trajectory ends and links (for GAE)
+    games = np.arange(B)
+
+    start_time = time.time()
+    last_progress = 0.0
+    last_eval: dict[str, float] = {}
+    eval_mark = global_step // args.eval_every if args.eval_every else 0
+    snap_mark = global_step // args.snapshot_every if args.snapshot_every else 0
+    ckpt_mark = global_step // args.checkpoint_every if args.checkpoint_every else 0
+    stop_reason = "total_timesteps reached"
+    if ckpt is None and args.eval_every:
+        last_eval = run_eval()  # the starting point of the curves
+    while iteration < num_iterations:
+        iteration += 1
+        t_iter = time.time()
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / num_iterations)
+        snap = pool.sample(rng)
+        opponent_net.load_state_dict(pool.snapshots[snap])
+        opponent = PPOAgent(opponent_net, deterministic=False)
+        deals_done = global_step // (B * deal_len)
+        t_env = t_inf = 0.0
+        credit.reset()
+        deal_return = np.zeros((B, P), dtype=np.float64)
+        ep_returns: list[np.ndarray] = []
+        ep_ctrl: list[np.ndarray] = []
+
+        # --- rollout -------------------------------------------------------------------------------------------------
+        for t in range(T):
+            t0 = time.time()
+            if t % deal_len == 0:
+                learner_seat = (games + deals_done + t // deal_len) % P
+            cp = obs["current_player"].astype(np.int64)
+            mine = is_self | (cp == learner_seat)
+            obs_buf[t] = obs["observation"]
+            kind_buf[t], card_buf[t], value_buf[t] = obs["move_kind"], obs["move_card"], obs["move_value"]
+            cards_buf[t] = obs["move_cards"].view(np.int64)
+            mask_buf[t] = obs["action_mask"]
+            learn[t] = mine
+            rows = np.flatnonzero(mine)
+            with torch.no_grad():
+                mb = MoveBatch.from_arrays(obs_buf[t, rows], kind_buf[t, rows], card_buf[t, rows], value_buf[t, rows],
+                                           cards_buf[t, rows], mask_buf[t, rows])
+                logits, value = policy(mb)
+                a = sample_actions(logits, rng)
+                logp = masked_log_softmax(logits, mb.mask)[torch.arange(len(rows)), torch.from_numpy(a)]
+            actions[t, rows] = a
+            logprobs[t, rows] = logp.numpy()
+            values[t, rows] = value.numpy()
+            for c in np.unique(ctrl[~mine]):
+                rows_c = np.flatnonzero(~mine & (ctrl == c))
+                who = opponent if c == POOL else bots[bot_names[c - 2]]
+                actions[t, rows_c] = who.act(slice_obs(obs, rows_c), rng)
+            credit.act(t, cp)  # the transition belongs to the seat that acted
+            t1 = time.time()
+            obs, reward, terminated, _, _ = env.step(actions[t])
+            t2 = time.time()
+            credit.step(args.reward_scale * reward, terminated)  # every seat's reward, to its open transition
+            deal_return += reward
+            if terminated.any():
+                ended = np.flatnonzero(terminated)
+                ep_returns.append(deal_return[ended, learner_seat[ended]])
+                ep_ctrl.append(ctrl[ended])
+                deal_return[ended] = 0.0
+            t_inf += t1 - t0
+            t_env += t2 - t1
+        global_step += batch_steps
+        assert not credit.open, "rollouts hold whole deals"
+
+        # --- GAE along each (game, seat) trajectory ------------------------------------------------------------------
+        advantages = compute_gae(credit.rewards, values, credit.dones, credit.next_t, args.gamma, args.gae_lambda)
+        returns = advantages + values
+
+        # --- PPO update over the learner transitions -----------------------------------------------------------------
+        t_upd = time.time()
+        flat = np.flatnonzero(learn.reshape(-1))
+        b_obs, b_kind, b_card = obs_buf.reshape(T * B, D), kind_buf.reshape(T * B, M), card_buf.reshape(T * B, M)
+        b_value, b_cards, b_mask = value_buf.reshape(T * B, M), cards_buf.reshape(T * B, M), mask_buf.reshape(T * B, M)
+        b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
+        b_adv, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
+        minibatch_size = max(len(flat) // args.num_minibatches, 1)
+        clipfracs = []
+        policy.train()
+        for _epoch in range(args.update_epochs):
+            perm = rng.permutation(flat)
+            for start in range(0, len(perm) - minibatch_size + 1, minibatch_size):
+                idx = np.sort(perm[start:start + minibatch_size])
+                mb = MoveBatch.from_arrays(b_obs[idx], b_kind[idx], b_card[idx], b_value[idx], b_cards[idx],
+                                           b_mask[idx])
+                logits, newvalue = policy(mb)
+                logp_all = masked_log_softmax(logits, mb.mask)
+                act = torch.from_numpy(b_actions[idx])
+                newlogprob = logp_all.gather(1, act[:, None]).squeeze(1)
+                entropy = masked_entropy(logits, mb.mask)
+                logratio = newlogprob - torch.from_numpy(b_logprobs[idx])
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+                mb_adv = torch.from_numpy(b_adv[idx])
+                if args.norm_adv:
+                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                pg_loss = torch.max(-mb_adv * ratio,
+                                    -mb_adv * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
+                mb_ret = torch.from_numpy(b_returns[idx])
+                if args.clip_vloss:
+                    mb_val = torch.from_numpy(b_values[idx])
+                    v_clipped = mb_val + torch.clamp(newvalue - mb_val, -args.clip_coef, args.clip_coef)
+                    v_loss = 0.5 * torch.max((newvalue - mb_ret) ** 2, (v_clipped - mb_ret) ** 2).mean()
+                else:
+                    v_loss = 0.5 * ((newvalue - mb_ret) ** 2).mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
+                optimizer.step()
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
+        y_pred, y_true = b_values[flat], b_returns[flat]
+        var_y = np.var(y_true)
+        explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+        t_done = time.time()
+
+        # --- logging -------------------------------------------------------------------------------------------------
+        elapsed = elapsed_before + (t_done - start_time)
+        sps = int(global_step / max(elapsed, 1e-9))
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+        writer.add_scalar("losses/clipfrac", float(np.mean(clipfracs)), global_step)
+        writer.add_scalar("losses/explained_variance", float(explained_var), global_step)
+        writer.add_scalar("charts/SPS", sps, global_step)
+        iter_s = t_done - t_iter
+        writer.add_scalar("time/env_s", t_env, global_step)
+        writer.add_scalar("time/inference_s", t_inf, global_step)
+        writer.add_scalar("time/update_s", t_done - t_upd, global_step)
+        writer.add_scalar("time/env_fraction", t_env / iter_s, global_step)
+        writer.add_scalar("time/update_fraction", (t_done - t_upd) / iter_s, global_step)
+        if ep_returns:
+            rets, who = np.concatenate(ep_returns), np.concatenate(ep_ctrl)
+            writer.add_scalar("charts/episodic_return", float(rets[who != SELF].mean()) if (who != SELF).any()
+                              else 0.0, global_step)
+            for c in np.unique(who[who != SELF]):
+                writer.add_scalar(f"charts/points_vs_{opp_names[c]}", float(rets[who == c].mean()), global_step)
+
+        # --- snapshots, evaluation, checkpoints, progress ------------------------------------------------------------
+        if args.snapshot_every and global_step // args.snapshot_every > snap_mark:
+            snap_mark = global_step // args.snapshot_every
+            pool.add(policy, global_step)
+        over_time = args.max_train_seconds > 0 and elapsed >= args.max_train_seconds
+        last_iter = iteration >= num_iterations or over_time
+        if (args.eval_every and global_step // args.eval_every > eval_mark) or last_iter:
+            eval_mark = global_step // args.eval_every if args.eval_every else 0
+            last_eval = run_eval()
+        if args.checkpoint_every and global_step // args.checkpoint_every > ckpt_mark and not last_iter:
+            ckpt_mark = global_step // args.checkpoint_every
+            checkpoint(f"step_{global_step:011d}.pt")
+        now = time.time()
+        if now - last_progress >= args.progress_every_s or last_iter:
+            last_progress = now
+            left = (num_iterations - iteration) * (elapsed / max(global_step, 1)) * batch_steps
+            wins = " ".join(f"{k} {v:.2f}" for k, v in last_eval.items())
+            print(f"step {global_step:>11,}/{num_iterations * batch_steps:,} ({100 * iteration / num_iterations:3.0f}%)"
+                  f" | SPS {sps:,} | {_fmt_time(elapsed)} elapsed, ~{_fmt_time(left)} left"
+                  f" | v_loss {v_loss.item():.3f} entropy {entropy_loss.item():.3f}"
+                  + (f" | win rate vs {wins}" if wins else ""), flush=True)
+        if over_time:
+            stop_reason = f"max_train_seconds={args.max_train_seconds:g} reached"
+            break
+
+    final = checkpoint("final.pt")
+    writer.flush()
+    elapsed = elapsed_before + (time.time() - start_time)
+    print(f"trained {global_step:,} env steps in {_fmt_time(elapsed)} ({global_step / max(elapsed, 1e-9):,.0f} SPS, "
+          f"{stop_reason}); final checkpoint {final}", flush=True)
+    writer.close()
+    if args.final_eval_deals > 0 and args.final_eval_opponents:
+        final_evaluation(final, rules, args)
+    return final
+
+
+def final_evaluation(path: Path, rules: Any, args: Args) -> dict[str, Any]:
+    """Head-to-head evaluation of a checkpoint against the bot ladder (``train.evaluate``); prints the table."""
+    from train.evaluate import evaluate, format_table
+
+    t0 = time.time()
+    specs = [f"checkpoint:{path}", *args.final_eval_opponents]
+    print(f"evaluating {path} against {', '.join(args.final_eval_opponents)} on {args.final_eval_deals:,} "
+          "duplicate deals each ...", flush=True)
+    result = evaluate(specs, rules, deals=args.final_eval_deals, seed=args.seed + 20_000_000)
+    print(format_table(result), flush=True)
+    print(f"(evaluation took {_fmt_time(time.time() - t0)})", flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(tyro.cli(main, config=(tyro.conf.FlagCreatePairsOff,)))
