@@ -75,7 +75,7 @@ def unlisted(g: Game, chosen: Move, listed: set[Move]) -> list[Move]:
 
 
 def check_pruning(moves: list[Move]) -> None:
-    """prune_dominated drops exactly the captures strictly inside another capture by the same card (and value)."""
+    """prune_dominated drops exactly the captures strictly inside another capture by the same card (any value)."""
     pruned = prune_dominated(moves)
     it = iter(moves)
     assert all(any(m is x for x in it) for m in pruned), "pruning must keep the order"
