@@ -95,7 +95,7 @@ def _play(rules, seeds: np.ndarray, prune: bool, rng: np.random.Generator, trail
                 tally = g.score_deal()
                 end = _core_position(st, b)
                 # the core adds a scored deal to its match totals at once; the reference leaves that to its caller
-                assert end.pop("match_scores") == [x + y for x, y in zip(g.match_scores, tally["totals"])]
+                assert end.pop("match_scores") == [x + y for x, y in zip(g.match_scores, tally["totals"], strict=True)]
                 ref = _ref_position(g)
                 del ref["match_scores"]
                 assert end == ref, f"seed {seeds[b]}: end positions differ"

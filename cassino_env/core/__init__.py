@@ -80,7 +80,11 @@ splitmix64 over counters. The deck is dealt ``deck[:table_cards]`` to the table,
 from the dealer's left; the stock is the rest, front first (RULES.md 2.1, 2.3).
 """
 
-from ._api import (
+from ._cacheguard import check_numba_cache
+
+check_numba_cache()  # before any kernel loads: drop on-disk compiled kernels built from other sources
+
+from ._api import (  # noqa: E402 - after the cache check on purpose
     BUILD,
     CAPTURE,
     ITEMS,

@@ -75,6 +75,22 @@ def lowbit(typingctx, x):  # noqa: ARG001 - numba passes the typing context
     return types.int64(x), codegen
 
 
+@intrinsic
+def highbit(typingctx, x):  # noqa: ARG001 - numba passes the typing context
+    """Index of the highest set bit (63 - LLVM ctlz for uint64), as int64; -1 for 0."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        from llvmlite import ir
+
+        lz = builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+        width = ir.Constant(args[0].type, x.bitwidth - 1)
+        return context.cast(builder, builder.sub(width, lz), sig.args[0], types.int64)
+
+    return types.int64(x), codegen
+
+
 @njit(cache=True)
 def mix64(z):
     """The splitmix64 output function: a bijective 64-bit mixer (z: uint64 -> uint64)."""

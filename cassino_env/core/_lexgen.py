@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._bits import BIT, GOLDEN, RANK, U0, U1, lexrank, lowbit, mix64, popcount
+from ._bits import BIT, GOLDEN, RANK, U0, U1, highbit, lexrank, lowbit, mix64, popcount
 
 NIB_H = np.uint64(0x8888888888)  # guard bit of each of the 10 fields
 NIB_LOW = np.uint64(0x7777777777)
@@ -35,7 +35,7 @@ NIB_ONE = np.array([0] + [1 << (4 * (i - 1)) for i in range(1, 11)], dtype=np.ui
 S3 = np.uint64(3)
 S44 = np.uint64(44)
 F15 = np.uint64(15)
-MEMO_BITS = 16
+MEMO_BITS = 18
 MEMO_SIZE = 1 << MEMO_BITS
 MEMO_MASK = np.uint64(MEMO_SIZE - 1)
 
@@ -108,7 +108,7 @@ def box(lo, hi, v, mk, mv):
         if mk[2 * hh] == lo and mk[2 * hh + 1] == k2:
             return r == 2
         h = (h + U1) & MEMO_MASK
-    i = lowbit(lo) // 4 + 1
+    i = highbit(lo) // 4 + 1  # the largest value to cover: its groups have the fewest completions
     res = False
     base = v * 11 + i
     for k in range(PART_START[base], PART_START[base] + PART_COUNT[base]):
