@@ -121,7 +121,8 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
     """Time random play for each batch size and print one line (or one JSON object) per batch size.
 
     Args:
-        engine: ``"core"`` (batched numba core) or ``"reference"`` (the one-game reference engine).
+        engine: ``"core"`` (batched numba core), ``"reference"`` (the one-game reference engine), ``"aec"`` (the
+            PettingZoo env, one game: only batch 1 is timed) or ``"vector"`` (the vector env, full observations).
         preset: a RULES.md section 6 preset the engine implements (``classic``).
         batch: batch sizes B (games stepped together).
         seconds: wall-clock time measured per batch size, seconds.
@@ -144,11 +145,21 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
             steps, elapsed = _bench_core(rules, int(B), seconds, int(threads), mode, seed)
         elif engine == "reference":
             steps, elapsed = _bench_reference(rules, int(B), seconds, seed)
+        elif engine in ("aec", "vector"):
+            from .bench_env import bench_aec, bench_vector  # the environments, over the same core
+
+            if engine == "aec":
+                if B != 1:
+                    continue  # the AEC env plays one game
+                row = bench_aec(preset, num_players, seconds, seed=seed)
+            else:
+                row = bench_vector(preset, num_players, int(B), seconds, int(threads), seed=seed)
+            steps, elapsed = int(row["steps"]), float(row["seconds"])
         else:
-            raise ValueError(f"engine must be 'core' or 'reference', got {engine!r}")
+            raise ValueError(f"engine must be 'core', 'reference', 'aec' or 'vector', got {engine!r}")
         row = {"engine": engine, "preset": preset, "batch": int(B), "num_players": num_players,
                "steps_per_second": steps / elapsed, "threads": int(threads), "seconds": elapsed, "steps": int(steps),
-               "mode": mode if engine == "core" else "python"}
+               "mode": mode if engine == "core" else "python" if engine == "reference" else "env"}
         _emit(row, json)
         rows.append(row)
     return rows
@@ -157,7 +168,7 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point (``python -m cassino_env.bench``)."""
     ap = argparse.ArgumentParser(prog="python -m cassino_env.bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--engine", default="core", choices=["core", "reference"])
+    ap.add_argument("--engine", default="core", choices=["core", "reference", "aec", "vector"])
     ap.add_argument("--preset", default="classic")
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 64, 1024, 4096])
     ap.add_argument("--seconds", type=float, default=2.0)

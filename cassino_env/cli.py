@@ -82,7 +82,7 @@ def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FIL
 
 
 def bench(
-    engine: Literal["core", "reference"] = "core",
+    engine: Literal["core", "reference", "aec", "vector"] = "core",
     preset: str = "classic",
     batch: tuple[int, ...] = (1, 64, 1024, 4096),
     seconds: float = 2.0,
@@ -93,7 +93,8 @@ def bench(
     """Measure an engine's speed: random legal games played for a fixed time at each batch size.
 
     Args:
-        engine: core is the batched numba engine; reference is the slow, one-game-at-a-time engine.
+        engine: core is the batched numba engine; reference is the slow, one-game-at-a-time engine; aec is the
+            PettingZoo environment (one game); vector is the vector environment with full observations.
         preset: rule preset of RULES.md section 6 (classic, matsuda, cicera, bga, stadium, royal).
         batch: batch sizes (games stepped together) to measure, one after another.
         seconds: wall-clock seconds spent at each batch size.

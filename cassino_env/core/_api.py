@@ -179,6 +179,21 @@ def _wrap(rules: RuleSet, u64, i8, i16, i64, m8, mvc, cfg) -> State:
         _u64=u64, _i8=i8, _i16=i16, _i64=i64, _m8=m8, _mvc=mvc, _cfg=cfg, _rl=rl)
 
 
+def _run(state: State, mode: int, *, actions: np.ndarray | None = None, nsteps: int = 0,
+         rng: np.ndarray | None = None, res: np.ndarray | None = None, parallel: bool = False) -> int:
+    """Call the serial or parallel batch driver of :mod:`._kernels` in ``mode``; return the moves played."""
+    B = state.batch_size
+    if actions is None:
+        actions = np.zeros(B, dtype=np.int64)
+    if rng is None:
+        rng = np.zeros(B, dtype=np.uint64)
+    if res is None:
+        res = np.empty((B, res_layout(state.num_players, state.num_sides)[4]), dtype=np.int16)
+    kern = K.run_parallel if parallel else K.run_serial
+    return int(kern(mode, actions, nsteps, rng, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc,
+                    res, state._cfg, state._rl))
+
+
 def _check_rules(rules: RuleSet) -> None:
     if not isinstance(rules, RuleSet):
         raise TypeError(f"rules must be a RuleSet (cassino_env.rules.make_rules), got {type(rules).__name__}")
@@ -230,7 +245,7 @@ def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 
         raise ValueError(f"seeds must be a 1-D integer array (int64[B]), got shape {seeds.shape} {seeds.dtype}")
     st = _alloc(rules, len(seeds), max_moves, prune, auto_reset, _slow_path)
     st._i64[:, SEED] = seeds.astype(np.int64)
-    K.init_games(st._u64, st._i8, st._i16, st._i64, st._m8, st._mvc, st._cfg)
+    _run(st, K.MODE_INIT)
     return st
 
 
@@ -257,8 +272,7 @@ def step(state: State, actions: np.ndarray | Sequence[int], *, parallel: bool = 
     P, S = state.num_players, state.num_sides
     t_col, it_col, nc_col, ns_col, width = res_layout(P, S)
     res = np.empty((B, width), dtype=np.int16)
-    kern = K.step_parallel if parallel else K.step_serial
-    kern(a, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, res, state._cfg, state._rl)
+    _run(state, K.MODE_STEP, actions=a, res=res, parallel=parallel)
     return StepResult(
         actor=res[:, R_ACTOR].astype(np.int8), deal_done=res[:, R_DEAL_DONE] != 0,
         match_done=res[:, R_MATCH_DONE] != 0, match_winner=res[:, R_WINNER].astype(np.int8),
@@ -287,7 +301,7 @@ def tally(state: State) -> dict[str, np.ndarray]:
 
 def advance(state: State) -> None:
     """With ``auto_reset=False``: start the next deal (or a new match after a finished one) where a deal is over."""
-    K.advance_games(state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, state._cfg)
+    _run(state, K.MODE_ADVANCE)
 
 
 def legal_mask(state: State) -> np.ndarray:
@@ -306,12 +320,10 @@ def rollout(state: State, num_steps: int, rng: np.ndarray, *, parallel: bool = F
     ``rng``: uint64[B] per-game counters, advanced in place (start them from any values, e.g. seeds). No
     StepResult is kept: this is the engine loop for benchmarks and data generation.
     """
-    P, S = state.num_players, state.num_sides
-    width = res_layout(P, S)[4]
-    res = np.empty((state.batch_size, width), dtype=np.int16)
-    kern = K.rollout_parallel if parallel else K.rollout_serial
-    return int(kern(int(num_steps), rng, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, res,
-                    state._cfg, state._rl))
+    rng = np.asarray(rng)
+    if rng.shape != (state.batch_size,) or rng.dtype != np.uint64:
+        raise ValueError(f"rng must be uint64[{state.batch_size}], got {rng.dtype}{list(rng.shape)}")
+    return _run(state, K.MODE_ROLLOUT, nsteps=int(num_steps), rng=rng, parallel=parallel)
 
 
 def deck_for(seed: int, match_index: int, deal_index: int) -> np.ndarray:
@@ -427,7 +439,7 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
             raise PositionError(f"last_trail: {last_trail!r} is not a card id 0..51")
         i8[0, LAST_TRAIL] = int(last_trail)
     i64[0, SEED] = seed
-    K.regen_moves(u64, i8, i16, st._m8, st._mvc, st._cfg)
+    _run(st, K.MODE_REGEN)
     return st
 
 

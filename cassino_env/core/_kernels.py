@@ -307,107 +307,80 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
 
 
 # --- batch loops ------------------------------------------------------------------------------------------------------
+# One driver per threading mode, switching on ``mode``: every entry point compiles the whole move generator, so
+# few entry points keep numba's cold compile short.
+
+MODE_INIT = 0  # start a new match in every game (seed and match counter already set)
+MODE_REGEN = 1  # recompute the move tables (after a position was written)
+MODE_ADVANCE = 2  # start the next deal (or match) where a deal is over (auto-reset off)
+MODE_STEP = 3  # apply actions[b] in every game
+MODE_ROLLOUT = 4  # play nsteps uniformly random listed moves in every game, counters in rng
 
 
 @njit(cache=True)
-def _init_range(lo, hi, u64, i8, i16, i64, m8, mvc, cfg):
-    sc = np.empty(SC_INIT, dtype=np.uint64)
-    si = np.empty(SI_SIZE, dtype=np.int64)
-    for b in range(lo, hi):
-        _new_match(b, u64, i8, i16, i64, cfg)
-        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
-
-
-@njit(cache=True)
-def init_games(u64, i8, i16, i64, m8, mvc, cfg):
-    """Start a match in every game (seeds and match counters already in ``i64``) and list the moves."""
-    _init_range(0, u64.shape[0], u64, i8, i16, i64, m8, mvc, cfg)
-
-
-@njit(cache=True)
-def regen_moves(u64, i8, i16, m8, mvc, cfg):
-    """Recompute every game's move table (after a position was written by hand)."""
-    sc = np.empty(SC_INIT, dtype=np.uint64)
-    si = np.empty(SI_SIZE, dtype=np.int64)
-    for b in range(u64.shape[0]):
-        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
-
-
-@njit(cache=True)
-def _step_range(lo, hi, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    sc = np.empty(SC_INIT, dtype=np.uint64)
-    si = np.empty(SI_SIZE, dtype=np.int64)
-    for b in range(lo, hi):
-        if i8[b, CUR] < 0:  # deal over, auto-reset off: nothing to play
-            for k in range(res.shape[1]):
-                res[b, k] = 0
-            res[b, R_ACTOR] = -1
-            res[b, R_WINNER] = -1
-            continue
-        apply_move(b, actions[b], u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
-
-
-@njit(cache=True)
-def step_serial(actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """Apply ``actions[b]`` (a valid index into game b's move table) to every game, one thread."""
-    _step_range(0, u64.shape[0], actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-
-
-@njit(cache=True, parallel=True)
-def step_parallel(actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """As :func:`step_serial`, chunks of :data:`CHUNK` games spread over numba's threads."""
-    B = u64.shape[0]
-    nch = (B + CHUNK - 1) // CHUNK
-    for ch in prange(nch):
-        lo = ch * CHUNK
-        hi = min(B, lo + CHUNK)
-        _step_range(lo, hi, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-
-
-@njit(cache=True)
-def _rollout_range(lo, hi, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """Play ``nsteps`` uniformly random listed moves in each game of [lo, hi); return the moves played."""
+def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Run ``mode`` on games [lo, hi); return the number of moves played (step and rollout)."""
     P = cfg[CFG_P]
     nmcol = P + cfg[CFG_S]
     sc = np.empty(SC_INIT, dtype=np.uint64)
     si = np.empty(SI_SIZE, dtype=np.int64)
     played = 0
     for b in range(lo, hi):
-        x = rng[b]
-        for _ in range(nsteps):
-            n = i16[b, nmcol]
-            if n <= 0:
-                break
-            x += GOLDEN
-            a = below(mix64(x), n)
-            apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-            while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-                sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+        if mode == MODE_ROLLOUT:
+            x = rng[b]
+            for _ in range(nsteps):
+                n = i16[b, nmcol]
+                if n <= 0:
+                    break
+                x += GOLDEN
+                apply_move(b, below(mix64(x), n), u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+                while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+                    sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+                played += 1
+            rng[b] = x
+            continue
+        if mode == MODE_INIT:
+            _new_match(b, u64, i8, i16, i64, cfg)
+        elif mode == MODE_ADVANCE:
+            if i8[b, CUR] >= 0:
+                continue
+            if i8[b, MATCH_OVER] != 0:
+                i64[b, MATCH_INDEX] += 1
+                _new_match(b, u64, i8, i16, i64, cfg)
+            else:
+                i64[b, DEAL_INDEX] += 1
+                i8[b, DEALER] = (i8[b, DEALER] + 1) % P
+                _start_deal(b, u64, i8, i16, i64, cfg)
+        elif mode == MODE_STEP:
+            if i8[b, CUR] < 0:  # deal over, auto-reset off: nothing to play
+                for k in range(res.shape[1]):
+                    res[b, k] = 0
+                res[b, R_ACTOR] = -1
+                res[b, R_WINNER] = -1
+                continue
+            apply_move(b, actions[b], u64, i8, i16, i64, m8, mvc, res, cfg, rl)
             played += 1
-        rng[b] = x
+        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
     return played
 
 
 @njit(cache=True)
-def rollout_serial(nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """Random play: ``nsteps`` moves per game (fewer in a game that stops), one thread; returns moves played."""
-    return _rollout_range(0, u64.shape[0], nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+def run_serial(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Run ``mode`` (``MODE_*``) on every game, one thread; return the moves played."""
+    return _run_range(mode, 0, u64.shape[0], actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
 
 
 @njit(cache=True, parallel=True)
-def rollout_parallel(nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """As :func:`rollout_serial`, chunks of games spread over numba's threads."""
+def run_parallel(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """As :func:`run_serial`, chunks of :data:`CHUNK` games spread over numba's threads (``prange``)."""
     B = u64.shape[0]
     nch = (B + CHUNK - 1) // CHUNK
     counts = np.zeros(nch, dtype=np.int64)
     for ch in prange(nch):
         lo = ch * CHUNK
         hi = min(B, lo + CHUNK)
-        counts[ch] = _rollout_range(lo, hi, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+        counts[ch] = _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
     return counts.sum()
 
 
@@ -431,24 +404,3 @@ def random_actions(rng, u64, i16, cfg):
 def deck_into(out, seed, match_index, deal_index):
     """Shuffled deck of one deal into ``out`` (int8[52]); see :func:`._bits.shuffle_into`."""
     shuffle_into(out, seed, match_index, deal_index)
-
-
-
-@njit(cache=True)
-def advance_games(u64, i8, i16, i64, m8, mvc, cfg):
-    """Start the next deal (or, after a finished match, a new match) in every game whose deal is over."""
-    P = cfg[CFG_P]
-    sc = np.empty(SC_INIT, dtype=np.uint64)
-    si = np.empty(SI_SIZE, dtype=np.int64)
-    for b in range(u64.shape[0]):
-        if i8[b, CUR] >= 0:
-            continue
-        if i8[b, MATCH_OVER] != 0:
-            i64[b, MATCH_INDEX] += 1
-            _new_match(b, u64, i8, i16, i64, cfg)
-        else:
-            i64[b, DEAL_INDEX] += 1
-            i8[b, DEALER] = (i8[b, DEALER] + 1) % P
-            _start_deal(b, u64, i8, i16, i64, cfg)
-        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)

@@ -88,6 +88,37 @@ def new_scratch():
 
 
 @njit(cache=True)
+def _sift(sc, start, stride, root, end):
+    """Heap sift-down over entries sc[start + stride * k] (k < end), moving whole entries of ``stride`` words."""
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and sc[start + stride * (child + 1)] > sc[start + stride * child]:
+            child += 1
+        if sc[start + stride * root] >= sc[start + stride * child]:
+            return
+        for q in range(stride):
+            t = sc[start + stride * root + q]
+            sc[start + stride * root + q] = sc[start + stride * child + q]
+            sc[start + stride * child + q] = t
+        root = child
+
+
+@njit(cache=True)
+def _heapsort(sc, start, n, stride):
+    """Sort n entries of ``stride`` words at sc[start:] by their first word (in place, no allocation)."""
+    for root in range(n // 2 - 1, -1, -1):
+        _sift(sc, start, stride, root, n)
+    for end in range(n - 1, 0, -1):
+        for q in range(stride):
+            t = sc[start + q]
+            sc[start + q] = sc[start + stride * end + q]
+            sc[start + stride * end + q] = t
+        _sift(sc, start, stride, 0, end)
+
+
+@njit(cache=True)
 def _dedupe(sc, start, end):
     """Drop repeated masks in sc[start:end] (order not kept); return the new end."""
     n = end - start
@@ -104,11 +135,11 @@ def _dedupe(sc, start, end):
                 sc[w] = x
                 w += 1
         return w
-    srt = np.sort(sc[start:end])
-    w = start
-    for i in range(n):
-        if i == 0 or srt[i] != srt[i - 1]:
-            sc[w] = srt[i]
+    _heapsort(sc, start, n, 1)
+    w = start + 1
+    for i in range(start + 1, end):
+        if sc[i] != sc[w - 1]:
+            sc[w] = sc[i]
             w += 1
     return w
 
@@ -129,12 +160,7 @@ def _sort_pairs(sc, start, end):
             sc[start + 2 * j + 2] = k
             sc[start + 2 * j + 3] = m
     else:
-        keys = sc[start:end:2].copy()
-        masks = sc[start + 1:end:2].copy()
-        order = np.argsort(keys, kind="mergesort")
-        for i in range(n):
-            sc[start + 2 * i] = keys[order[i]]
-            sc[start + 2 * i + 1] = masks[order[i]]
+        _heapsort(sc, start, n, 2)
     # drop repeats (equal key = equal card set and value)
     w = start
     for i in range(n):
