@@ -252,7 +252,8 @@ def env(**kwargs: Any) -> AECEnv:
 def _step_one(act, u64, i8, i16, i64, m8, mvc, res, cfg, rl, encoding, num_moves, kind, card, value, cards,
               build_id, to_move, mask):
     """Play move ``act[0]`` of the one game and map the next player's action ids (one numba call per step)."""
-    _K.step_serial(act, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+    no_rng = np.zeros(1, dtype=np.uint64)  # MODE_STEP draws no random numbers
+    _K.run_serial(_K.MODE_STEP, act, 0, no_rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
     resolve_actions(encoding, kind[0], card[0], value[0], cards[0], num_moves[0], build_id, to_move, mask)
 
 
