@@ -51,13 +51,16 @@ def _bench_core(rules, batch: int, seconds: float, threads: int, mode: str, seed
     st = core.init(rules, np.arange(batch, dtype=np.int64) + seed)
     rng = (np.arange(batch, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(seed)
     if mode == "kernel":
-        # Blocks of moves per game sized to ~20 ms per call, after a warm-up call that also compiles.
+        # Blocks of moves per game grown until one call takes >= 50 ms (so per-call and thread wake-up costs are
+        # negligible), after a warm-up call that also compiles.
         block = 4
         core.rollout(st, block, rng, parallel=parallel)
-        t0 = time.perf_counter()
-        core.rollout(st, block, rng, parallel=parallel)
-        dt = max(time.perf_counter() - t0, 1e-6)
-        block = int(min(max(block * 0.02 / dt, 1), 1_000_000))
+        while block < 10_000_000:
+            t0 = time.perf_counter()
+            core.rollout(st, block, rng, parallel=parallel)
+            if time.perf_counter() - t0 >= 0.05:
+                break
+            block *= 4
         steps = 0
         t0 = time.perf_counter()
         while True:

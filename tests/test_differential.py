@@ -52,16 +52,18 @@ def _core_position(st, b: int) -> dict:
     return pos
 
 
-def _play(rules, seeds: np.ndarray, prune: bool, rng: np.random.Generator, trail_bias: float = 0.0) -> int:
+def _play(rules, seeds: np.ndarray, prune: bool, rng: np.random.Generator, trail_bias: float = 0.0,
+          slow: bool = False) -> int:
     """Play one deal per seed in lockstep; return the number of compared steps.
 
     Moves are uniform among the core's list, except that with probability ``trail_bias`` a trail is played when
-    there is one (crowded tables: many groups, long move lists).
+    there is one (crowded tables: many groups, long move lists). ``slow`` makes the core list every move with its
+    output-sensitive generator (the one crowded tables use).
     """
     from cassino_env.reference import Game, Move
 
     P, S = rules.num_players, rules.num_sides
-    st = core.init(rules, seeds, prune=prune, auto_reset=False, max_moves=1024)
+    st = core.init(rules, seeds, prune=prune, auto_reset=False, max_moves=1024, _slow_path=slow)
     games = [Game.new_deal(rules, deck=[int(c) for c in core.deck_for(int(s), 0, 0)], dealer=P - 1,
                            match_scores=[0] * S) for s in seeds]
     B = len(seeds)
@@ -106,19 +108,79 @@ def _play(rules, seeds: np.ndarray, prune: bool, rng: np.random.Generator, trail
     return compared
 
 
-@pytest.mark.parametrize(("num_players", "partnerships", "prune", "trail_bias", "games"), [
-    (2, False, True, 0.0, 900),
-    (2, False, False, 0.0, 300),
-    (2, False, True, 0.3, 200),
-    (2, False, False, 0.3, 100),
-    (3, False, True, 0.0, 400),
-    (3, False, False, 0.3, 100),
-    (4, True, True, 0.0, 300),
-    (4, True, False, 0.3, 100),
-    (4, False, True, 0.2, 200),
+@pytest.mark.parametrize(("num_players", "partnerships", "prune", "trail_bias", "slow", "games"), [
+    (2, False, True, 0.0, False, 900),
+    (2, False, False, 0.0, False, 300),
+    (2, False, True, 0.3, False, 200),
+    (2, False, False, 0.3, False, 100),
+    (3, False, True, 0.0, False, 400),
+    (3, False, False, 0.3, False, 100),
+    (4, True, True, 0.0, False, 300),
+    (4, True, False, 0.3, False, 100),
+    (4, False, True, 0.2, False, 200),
+    (2, False, True, 0.3, True, 150),
+    (2, False, False, 0.3, True, 100),
+    (4, True, True, 0.2, True, 100),
 ])
-def test_core_matches_reference(num_players, partnerships, prune, trail_bias, games):
+def test_core_matches_reference(num_players, partnerships, prune, trail_bias, slow, games):
     rules = make_rules("classic", num_players=num_players, partnerships=partnerships)
-    seeds = np.arange(games, dtype=np.int64) + 1000 * num_players + 7 * int(prune) + int(100 * trail_bias)
-    rng = np.random.default_rng(num_players * 10 + int(prune) + int(100 * trail_bias))
-    assert _play(rules, seeds, prune, rng, trail_bias) > 0
+    seeds = np.arange(games, dtype=np.int64) + 1000 * num_players + 7 * int(prune) + int(100 * trail_bias) + 50 * slow
+    rng = np.random.default_rng(num_players * 10 + int(prune) + int(100 * trail_bias) + 1000 * slow)
+    assert _play(rules, seeds, prune, rng, trail_bias, slow) > 0
+
+
+def _random_position(rng: np.random.Generator, P: int):
+    """Random hands, loose cards and builds (single and multiple, any owner; owners usually hold the value)."""
+    avail = [int(c) for c in rng.permutation(52)]
+
+    def take_value(x: int) -> int | None:
+        for i, c in enumerate(avail):
+            if c % 13 + 1 == x:
+                return avail.pop(i)
+        return None
+
+    builds = []
+    for v in rng.choice(np.arange(2, 11), size=int(rng.integers(0, 4)), replace=False):
+        v = int(v)
+        x = int(rng.integers(1, v))
+        cards = [take_value(x), take_value(v - x)] + ([take_value(v)] if rng.random() < 0.35 else [])
+        if None not in cards:
+            builds.append((sorted(cards), v, int(rng.integers(P))))
+    hands = []
+    for q in range(P):
+        h = [avail.pop() for _ in range(int(rng.integers(1, 5)))]
+        for _cards, v, owner in builds:
+            if owner == q and rng.random() < 0.8:
+                c = take_value(v)
+                if c is not None:
+                    h.append(c)
+        hands.append(h)
+    loose = [avail.pop() for _ in range(int(rng.integers(0, 9)))]
+    return hands, loose, builds, int(rng.integers(P))
+
+
+@pytest.mark.parametrize(("num_players", "prune", "slow"), [(2, True, False), (2, False, False), (3, True, False),
+                                                            (4, False, False), (2, True, True), (2, False, True)])
+def test_random_positions_match_reference(num_players, prune, slow):
+    """Hand-built positions with builds of every kind: same moves, and the same position after each move."""
+    from cassino_env.reference import Build, Game, Move
+
+    rules = make_rules("classic", num_players=num_players)
+    rng = np.random.default_rng(100 * num_players + 10 * prune + slow)
+    for _ in range(400):
+        hands, loose, builds, p = _random_position(rng, num_players)
+        st = core.from_position(rules, hands, loose, builds, to_move=p, prune=prune, max_moves=4096,
+                                _slow_path=slow)
+        g = Game(rules=rules, hands=[set(h) for h in hands], loose=set(loose),
+                 builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=p, dealer=(p - 1) % num_players)
+        got = core.move_list(st, 0)
+        assert got == _ref_moves(g, prune), (hands, loose, builds, p)
+        if got:
+            a = int(rng.integers(len(got)))
+            core.step(st, np.array([a]))
+            g.apply(Move(*got[a][:3], got[a][3]))
+            ref = _ref_position(g)
+            mine = _core_position(st, 0)
+            if g.is_deal_over():
+                del ref["match_scores"], mine["match_scores"]
+            assert mine == ref, (hands, loose, builds, p, got[a])

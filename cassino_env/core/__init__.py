@@ -73,6 +73,20 @@ unique highest total (a tie for highest plays another deal). With ``auto_reset=T
 the game stops with ``current_player == -1`` (cards left in place for inspection, later actions ignored) until
 :func:`advance`. The :class:`StepResult` reports the actor, deal and match ends, points and the deal's tally.
 
+Helpers
+-------
+``from_position(rules, hands, loose, builds, to_move, ...)`` builds a one-game State from explicit card ids;
+``position(state, b)`` gives game b back as a dict of card-id lists; ``move_list(state, b)`` its listed moves as
+``(kind, card, value, sorted card ids)``; ``tally(state)`` scores the captured piles as they stand; ``advance(state)``
+deals on where auto-reset is off; ``refresh_moves(state)`` recomputes the move tables after position arrays were
+written by hand; ``random_actions(state, rng)`` draws a listed move per game and ``rollout(state, n, rng)`` plays n
+random moves per game inside one numba call (benchmarks, data generation). ``step``, ``rollout``: ``parallel=True``
+spreads chunks of games over numba's threads (set their number with ``numba.set_num_threads``).
+
+Crowded tables (many loose cards, typically from policies that trail a lot) can have millions of legal moves; the
+generator then switches to an output-sensitive search that lists the first M in canonical order directly (see
+:mod:`cassino_env.core._movegen`), so a step stays in milliseconds.
+
 Randomness
 ----------
 No global RNG: deal k of match m of game b uses ``deck_for(seed[b], m, k)``, a Fisher-Yates shuffle driven by
@@ -100,6 +114,7 @@ from ._api import (  # noqa: E402 - after the cache check on purpose
     move_list,
     position,
     random_actions,
+    refresh_moves,
     rollout,
     step,
     tally,
@@ -121,6 +136,7 @@ __all__ = [
     "move_list",
     "position",
     "random_actions",
+    "refresh_moves",
     "rollout",
     "step",
     "tally",

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 
 from ..cards import NUM_CARDS, is_court, rank
@@ -189,9 +190,13 @@ def _run(state: State, mode: int, *, actions: np.ndarray | None = None, nsteps: 
         rng = np.zeros(B, dtype=np.uint64)
     if res is None:
         res = np.empty((B, res_layout(state.num_players, state.num_sides)[4]), dtype=np.int16)
-    kern = K.run_parallel if parallel else K.run_serial
-    return int(kern(mode, actions, nsteps, rng, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc,
-                    res, state._cfg, state._rl))
+    args = (mode, actions, nsteps, rng, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, res,
+            state._cfg, state._rl)
+    if not parallel:
+        return int(K.run_serial(*args))
+    threads = numba.get_num_threads()
+    chunk = max(1, min(K.CHUNK, -(-B // (4 * threads))))  # about four chunks per thread
+    return int(K.run_parallel(*args, chunk))
 
 
 def _check_rules(rules: RuleSet) -> None:
@@ -259,7 +264,7 @@ def step(state: State, actions: np.ndarray | Sequence[int], *, parallel: bool = 
     """
     B = state.batch_size
     a = np.asarray(actions)
-    if a.shape != (B,) or not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
+    if a.shape != (B,) or not np.issubdtype(a.dtype, np.integer):
         raise ActionIndexError(f"actions must be an integer array of shape ({B},), got shape {a.shape} {a.dtype}")
     a = a.astype(np.int64)
     live = state.current_player >= 0
@@ -302,6 +307,15 @@ def tally(state: State) -> dict[str, np.ndarray]:
 def advance(state: State) -> None:
     """With ``auto_reset=False``: start the next deal (or a new match after a finished one) where a deal is over."""
     _run(state, K.MODE_ADVANCE)
+
+
+def refresh_moves(state: State) -> None:
+    """Recompute every game's move table from its position, after position arrays were written by hand."""
+    state._m8[:, 0:2, :] = -1
+    state._m8[:, 2, :] = 0
+    state._mvc[:] = 0
+    state.num_moves[:] = 0
+    _run(state, K.MODE_REGEN)
 
 
 def legal_mask(state: State) -> np.ndarray:
@@ -474,6 +488,6 @@ def position(state: State, b: int) -> dict[str, Any]:
 
 __all__ = [
     "BUILD", "CAPTURE", "ITEMS", "TRAIL", "ActionIndexError", "State", "StepResult", "advance", "deck_for",
-    "from_position", "init", "legal_mask", "move_list", "position", "random_actions", "rollout", "step",
-    "tally",
+    "from_position", "init", "legal_mask", "move_list", "position", "random_actions", "refresh_moves", "rollout",
+    "step", "tally",
 ]

@@ -49,7 +49,7 @@ S32 = np.uint64(32)
 
 
 @intrinsic
-def popcount(typingctx, x):  # noqa: ARG001 - numba passes the typing context
+def popcount(typingctx, x):
     """Number of set bits of an integer (LLVM ctpop), as int64."""
     if not isinstance(x, types.Integer):
         return None
@@ -61,7 +61,7 @@ def popcount(typingctx, x):  # noqa: ARG001 - numba passes the typing context
 
 
 @intrinsic
-def lowbit(typingctx, x):  # noqa: ARG001 - numba passes the typing context
+def lowbit(typingctx, x):
     """Index of the lowest set bit (LLVM cttz), as int64; 64 for 0."""
     if not isinstance(x, types.Integer):
         return None
@@ -76,7 +76,7 @@ def lowbit(typingctx, x):  # noqa: ARG001 - numba passes the typing context
 
 
 @intrinsic
-def highbit(typingctx, x):  # noqa: ARG001 - numba passes the typing context
+def highbit(typingctx, x):
     """Index of the highest set bit (63 - LLVM ctlz for uint64), as int64; -1 for 0."""
     if not isinstance(x, types.Integer):
         return None

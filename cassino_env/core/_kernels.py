@@ -50,9 +50,9 @@ from ._layout import (
     SEED,
     STOCK_POS,
 )
-from ._movegen import SC_INIT, SI_SIZE, gen_moves
+from ._movegen import SC_INIT, SI_SIZE, list_moves
 
-CHUNK = 64  # games per prange task
+CHUNK = 64  # most games per prange task (step and rollout with parallel=True)
 
 
 @njit(cache=True)
@@ -334,8 +334,7 @@ def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
                     break
                 x += GOLDEN
                 apply_move(b, below(mix64(x), n), u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-                while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-                    sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+                sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
                 played += 1
             rng[b] = x
             continue
@@ -360,8 +359,7 @@ def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
                 continue
             apply_move(b, actions[b], u64, i8, i16, i64, m8, mvc, res, cfg, rl)
             played += 1
-        while not gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+        sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
     return played
 
 
@@ -372,14 +370,14 @@ def run_serial(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg,
 
 
 @njit(cache=True, parallel=True)
-def run_parallel(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """As :func:`run_serial`, chunks of :data:`CHUNK` games spread over numba's threads (``prange``)."""
+def run_parallel(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl, chunk):
+    """As :func:`run_serial`, chunks of ``chunk`` games spread over numba's threads (``prange``)."""
     B = u64.shape[0]
-    nch = (B + CHUNK - 1) // CHUNK
+    nch = (B + chunk - 1) // chunk
     counts = np.zeros(nch, dtype=np.int64)
     for ch in prange(nch):
-        lo = ch * CHUNK
-        hi = min(B, lo + CHUNK)
+        lo = ch * chunk
+        hi = min(B, lo + chunk)
         counts[ch] = _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
     return counts.sum()
 

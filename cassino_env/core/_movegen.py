@@ -44,6 +44,13 @@ the empty set) by a second search over the groups, de-duplicated. Captures and b
 value (cards of equal value have equal move sets), sorted by ``lexrank(cards) * 16 + value`` and written to the
 move table in canonical order. The scratch buffer ``sc`` grows on demand: a call that runs out of room returns
 False and the caller retries with a buffer twice as large, so the result is always exact.
+
+Crowded tables. The number of unions grows exponentially with the loose cards (a table filled by trailing holds
+billions of legal captures and builds). When one value has more than ``UNION_CAP`` unions, or a no-raise build more
+than ``PRODUCT_CAP`` (group, union) pairs, the captures and builds are listed instead by :mod:`._lexgen`, which
+produces each list directly in canonical order and stops after the first ``M - listed`` moves (plus one, to know
+whether the table overflows). Same moves, same order; the work then grows with M, not with the table. The test hook
+``cfg[CFG_SLOW]`` sends every position down that path so both generators are checked against the same oracles.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._bits import BIT, NUMERALS, RANK, RANK_MASK, U0, U1, lexrank, lowbit, popcount
+from ._bits import BIT, NUMERALS, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit, popcount
 from ._layout import CFG_M, CFG_P, CFG_PRUNE, CFG_S, CFG_SLOW, CUR, OVERFLOW
 from ._lexgen import NIB_ONE as NIB_ONE_MV
 from ._lexgen import component, loose_vector, maximal_vectors, new_memo_arrays
@@ -75,6 +82,8 @@ SI_BST = 176
 SI_BCN = 192
 SI_JSTK = 208
 SI_SSTK = 272
+SI_TOT = 336
+SI_OWN = 337
 SI_SIZE = 352
 
 _SMALL = 48  # below this many entries de-duplication and sorting are quadratic; above, numpy sort
@@ -190,7 +199,8 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     overflow flag (``i8[b, OVERFLOW]``); a game whose deal is over (no player to move) gets an empty table.
 
     Returns:
-        False when the scratch buffer ``sc`` is too small (nothing useful was written; retry with a larger one).
+        0 done; 1 the scratch buffer ``sc`` is too small (retry with a larger one); 2 the table is crowded: the
+        trails are written and :func:`finish_slow` must list the rest (see :func:`list_moves`, which does all this).
     """
     P = cfg[CFG_P]
     M = cfg[CFG_M]
@@ -217,9 +227,10 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         # Values of owned builds with no card of that value left if a card of value a (0: a court) is played.
         # RULES.md 4.4: such a build must be taken or used by the move.
         miss_court = 0
-        for w in range(1, 11):
-            if (own >> w) & 1 and si[SI_CNT + w] == 0:
-                miss_court |= 1 << w
+        if own:
+            for w in range(1, 11):
+                if (own >> w) & 1 and si[SI_CNT + w] == 0:
+                    miss_court |= 1 << w
 
         # --- trails (RULES.md 4.4 no_trail: not while owning a build) ----------------------------------------------
         if own == 0:
@@ -237,18 +248,16 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         sp = SC_BASE
         slow = cfg[CFG_SLOW] != 0  # test hook: always take the output-sensitive path
         if hvals != 0 and not slow:
-            maxv = 0
-            for v in range(10, 0, -1):
-                if (hvals >> v) & 1:
-                    maxv = v
-                    break
-            # Sums of loose groups needed: held values, and differences of held values (no-raise builds).
+            maxv = highbit(hvals)
+            # Sums of loose groups needed: held values, and differences of held values (no-raise builds):
+            # hvals >> a has bit v - a for every held v >= a.
             needg = hvals
-            for a in range(1, maxv):
-                if (hvals >> a) & 1:
-                    for v in range(a + 1, maxv + 1):
-                        if (hvals >> v) & 1:
-                            needg |= 1 << (v - a)
+            x = hvals
+            while x:
+                a = lowbit(x)
+                x &= x - 1
+                needg |= hvals >> a
+            needg &= ~1
             # Loose numerals of value <= maxv, sorted by value.
             n = 0
             for v in range(1, maxv + 1):
@@ -271,7 +280,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     nm = cm | sc[SC_LB + j]
                     if (needg >> ns) & 1:
                         if sp + 2 > cap:
-                            return False
+                            return 1
                         sc[sp] = nm
                         sc[sp + 1] = ns
                         sp += 2
@@ -296,7 +305,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             for i in range(ng):
                 si[SI_GCN + np.int64(sc[flat + 2 * i + 1])] += 1
             if sp + ng > cap:
-                return False
+                return 1
             off = sp
             for s in range(11):
                 si[SI_GST + s] = off
@@ -316,7 +325,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 k = si[SI_GCN + v]
                 start = sp
                 if sp + 1 > cap:
-                    return False
+                    return 1
                 sc[sp] = 0
                 sp += 1
                 if k > 0:
@@ -332,7 +341,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 slow = True  # too many unions: list the moves in canonical order instead
                                 break
                             if sp + 1 > cap:
-                                return False
+                                return 1
                             sc[sp] = nm
                             sp += 1
                             si[SI_JSTK + d] = j
@@ -358,9 +367,10 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 if slow or not (hvals >> a) & 1:
                     continue
                 miss = 0
-                for w in range(1, 11):
-                    if (own >> w) & 1 and si[SI_CNT + w] - (1 if w == a else 0) == 0:
-                        miss |= 1 << w
+                if own:
+                    for w in range(1, 11):
+                        if (own >> w) & 1 and si[SI_CNT + w] - (1 if w == a else 0) == 0:
+                            miss |= 1 << w
                 ps = si[SI_PST + a]
                 pc = si[SI_PCN + a]
                 bca = u64[b, bcol + a - 1]
@@ -369,7 +379,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 if (miss & ~(1 << a)) == 0:
                     need_build = (miss >> a) & 1
                     if sp + 4 * pc > cap:
-                        return False
+                        return 1
                     for i in range(pc):
                         L = sc[ps + i]
                         if prune:
@@ -413,7 +423,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         if v == a:
                             # c is a group alone; the loose cards split into groups of v.
                             if sp + 2 * pvc > cap:
-                                return False
+                                return 1
                             for i in range(pvc):
                                 m = sc[pvs + i] | bca
                                 if m:
@@ -428,7 +438,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 slow = True
                                 break
                             if sp + 2 * gk * pvc > cap:
-                                return False
+                                return 1
                             for g in range(gk):
                                 S = sc[gs + g]
                                 for i in range(pvc):
@@ -444,7 +454,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         bb = u64[b, bcol + bv - 1]
                         if bb and (miss & ~((1 << v) | (1 << bv))) == 0 and _is_single(bb, bv):
                             if sp + 2 * pvc > cap:
-                                return False
+                                return 1
                             for i in range(pvc):
                                 m = sc[pvs + i] | bb | bcv
                                 sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(v)
@@ -455,10 +465,18 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 si[SI_BCN + a] = (sp - start) // 2
 
         if slow:
-            tot = _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si)
-        else:
-            tot = _fast_emit(b, m8, mvc, M, tot, hm, lm, miss_court, sc, si)
-    # --- padding and overflow (keep the first M moves in canonical order) --------------------------------------------
+            # hand over to finish_slow (kept out of this hot function): the trails are written
+            si[SI_TOT] = tot
+            si[SI_OWN] = own
+            return 2
+        tot = _fast_emit(b, m8, mvc, M, tot, hm, lm, miss_court, sc, si)
+    _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol)
+    return 0
+
+
+@njit(cache=True)
+def _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol):
+    """Pad the table after its moves, store the count (first M kept, canonical order) and the overflow flag."""
     n_out = tot if tot < M else M
     for i in range(n_out, prev):
         m8[b, 0, i] = -1
@@ -467,7 +485,31 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         mvc[b, i] = 0
     i16[b, nmcol] = n_out
     i8[b, OVERFLOW] = 1 if tot > M else 0
-    return True
+
+
+@njit(cache=True)
+def finish_slow(b, u64, i8, i16, m8, mvc, cfg, si):
+    """Complete a table that :func:`gen_moves` handed over (return value 2) with the output-sensitive generator."""
+    P = cfg[CFG_P]
+    M = cfg[CFG_M]
+    nmcol = P + cfg[CFG_S]
+    prev = i16[b, nmcol]
+    tot = _slow_emit(b, u64, i8, m8, mvc, P, M, cfg[CFG_PRUNE] != 0, si[SI_TOT], i8[b, CUR], si[SI_OWN], si)
+    _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol)
+
+
+@njit(cache=True)
+def list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+    """Recompute game b's move table (:func:`gen_moves`, growing ``sc`` or finishing by :func:`finish_slow` as it
+    asks); return the scratch buffer to use from now on."""
+    while True:
+        r = gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+        if r == 0:
+            return sc
+        if r == 2:
+            finish_slow(b, u64, i8, i16, m8, mvc, cfg, si)
+            return sc
+        sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
 
 
 @njit(cache=True)
