@@ -323,7 +323,6 @@ class raw_env(AECEnv, EzPickle):
         if not isinstance(max_moves, (int, np.integer)) or not 1 <= int(max_moves) <= 32767:
             raise EnvConfigError(f"max_moves must be an integer 1..32767, got {max_moves!r}")
         self.rules = resolve_rules(rules, num_players)
-        self.rules.require_implemented()
         self.action_encoding, self.reward, self.episode = action_encoding, reward, episode
         self.illegal_action, self.illegal_reward = illegal_action, float(illegal_reward)
         self.max_moves, self.prune, self.render_mode = int(max_moves), bool(prune), render_mode

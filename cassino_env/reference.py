@@ -296,7 +296,18 @@ class Game:
         """Every distinct legal move of the player to move, exact, in canonical order; [] when the deal is over."""
         if self.to_move is None:
             return []
-        return sorted((m for m in self._candidates() if self._obligation_error(m) is None), key=Move.sort_key)
+        moves = sorted((m for m in self._candidates() if self._obligation_error(m) is None), key=Move.sort_key)
+        if not moves:  # the 4.4 obligations block every move: any trail is allowed (decided here, README)
+            moves = [Move(TRAIL, c) for c in sorted(self.hands[self.to_move])]
+        return moves
+
+    def _stuck(self) -> bool:
+        """True when the RULES.md 4.4 obligations leave no legal move (then any trail is legal; decided here).
+
+        It happens only where one card captures two build values: under ``ace_high`` an ace is the only card
+        covering its owner's builds of 1 and of 14, so taking either build strands the other, and trailing is barred.
+        """
+        return not any(self._obligation_error(m) is None for m in self._candidates())
 
     def _obligation_error(self, m: Move) -> str | None:
         """The RULES.md 4.4 rule that ``m`` breaks, or None."""
@@ -347,7 +358,7 @@ class Game:
         else:
             self._check_build(m)
         reason = self._obligation_error(m)
-        if reason:
+        if reason and not (m.kind == TRAIL and self._stuck()):
             raise IllegalMoveError(reason)
 
     def _check_capture(self, m: Move) -> None:
@@ -476,10 +487,10 @@ class Game:
     def _end_deal(self, last_player: int) -> None:
         """RULES.md 2.4: the residue goes to the side of ``residue_to`` (never a sweep).
 
-        With ``last_capturer`` and no capture in the deal, it stays on the table, scored by nobody.
+        With no capture in the whole deal it stays on the table, scored by nobody, whatever ``residue_to`` says.
         """
         taker = last_player if self.rules.residue_to == "last_player" else self.last_capturer
-        if taker is not None:
+        if taker is not None and self.last_capturer is not None:
             self.captured[taker] |= self.loose.union(*(b.cards for b in self.builds))
             self.loose, self.builds = set(), []
         self.to_move = None

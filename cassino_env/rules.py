@@ -29,24 +29,6 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "scoring": ("standard", "bga", "cicera"),
 }
 
-#: The switch values the batched core (cassino_env.core) implements; RuleSet.require_implemented checks them.
-#: The reference engine and the JSON oracle implement every value of RULES.md section 3.
-IMPLEMENTED: dict[str, tuple[Any, ...]] = {
-    "court_values": ("none",),
-    "court_pair_take": ("one",),
-    "ace_high": (False,),
-    "capture_mode": ("groups",),
-    "builds": ("standard",),
-    "raise_own_build": (True,),
-    "raise_with_table_cards": (False,),
-    "owner_rule": ("no_trail",),
-    "sweep_on_last_play": (True,),
-    "residue_to": ("last_capturer",),
-    "scoring": ("standard",),
-    "in_play_bonuses": (False,),
-}
-
-
 @dataclass(frozen=True)
 class RuleSet:
     """One complete rule set: the switches of RULES.md section 3 (field names are the switch names).
@@ -146,14 +128,6 @@ class RuleSet:
     def side_of(self, seat: int) -> int:
         """Side index of ``seat``."""
         return seat % self.num_sides
-
-    def require_implemented(self) -> None:
-        """Raise NotImplementedError naming the first switch whose value this engine version does not implement."""
-        for name, ok in IMPLEMENTED.items():
-            if getattr(self, name) not in ok:
-                raise NotImplementedError(
-                    f"switch {name}={getattr(self, name)!r} (preset {self.preset!r}) is not implemented yet; "
-                    f"implemented values: {list(ok)} (RULES.md 3)")
 
     def to_dict(self) -> dict[str, Any]:
         """The switches as a plain dict (JSON/YAML friendly), including ``preset``."""

@@ -23,7 +23,7 @@ from cassino_env.cards import (
     rank,
     suit,
 )
-from cassino_env.rules import IMPLEMENTED, PRESETS, RuleSet, make_rules
+from cassino_env.rules import PRESETS, RuleSet, make_rules
 
 RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 SUITS = "CDHS"
@@ -227,36 +227,27 @@ def test_make_rules_forms_agree() -> None:
         r.sweep_points = 3  # frozen
 
 
-def _unimplemented_value(switch: str) -> Any:
-    """A RULES.md 3 value of ``switch`` outside IMPLEMENTED, or None when every value is implemented."""
-    choices = {"court_values": ("none", "numeric"), "court_pair_take": ("one", "all"),
-               "capture_mode": ("groups", "one_group"), "builds": ("none", "standard", "reservation", "attach"),
-               "owner_rule": ("no_trail", "resolve_next_turn"), "residue_to": ("last_capturer", "last_player"),
-               "scoring": ("standard", "bga", "cicera")}.get(switch, (False, True))
-    return next((v for v in choices if v not in IMPLEMENTED[switch]), None)
+_SWITCH_VALUES = {"court_values": ("none", "numeric"), "court_pair_take": ("one", "all"), "ace_high": (False, True),
+                  "capture_mode": ("groups", "one_group"), "builds": ("none", "standard", "reservation", "attach"),
+                  "raise_own_build": (False, True), "raise_with_table_cards": (False, True),
+                  "owner_rule": ("no_trail", "resolve_next_turn"), "sweep_on_last_play": (False, True),
+                  "residue_to": ("last_capturer", "last_player"), "scoring": ("standard", "bga", "cicera"),
+                  "in_play_bonuses": (False, True)}
 
 
-def test_require_implemented_names_the_switch() -> None:
-    make_rules("classic").require_implemented()
-    checked = 0
-    for switch in IMPLEMENTED:
-        value = _unimplemented_value(switch)
-        if value is None:
-            continue
-        extra = dict(scoring="cicera") if switch == "in_play_bonuses" else {}
+@pytest.mark.parametrize("switch", sorted(_SWITCH_VALUES))
+def test_every_switch_value_runs_in_the_core(switch: str) -> None:
+    """No switch value of RULES.md 3 is refused: each one, set on classic, deals and plays 2,000 random moves."""
+    import numpy as np
+
+    from cassino_env import core
+
+    for value in _SWITCH_VALUES[switch]:
+        extra: dict[str, Any] = {}
+        if switch == "in_play_bonuses" and value:
+            extra["scoring"] = "cicera"
+        if switch == "court_pair_take" and value == "all":
+            extra["court_values"] = "none"
         rules = make_rules("classic", **extra, **{switch: value})
-        with pytest.raises(NotImplementedError, match=r"switch \w+=") as err:
-            rules.require_implemented()
-        first = next(s for s in IMPLEMENTED if getattr(rules, s) not in IMPLEMENTED[s])
-        assert f"switch {first}=" in str(err.value)
-        assert "RULES.md 3" in str(err.value)
-        checked += 1
-    assert checked > 0
-    for name in PRESETS:
-        rules = make_rules(name)
-        missing = [s for s in IMPLEMENTED if getattr(rules, s) not in IMPLEMENTED[s]]
-        if not missing:
-            rules.require_implemented()
-            continue
-        with pytest.raises(NotImplementedError, match=f"switch {missing[0]}=.*preset '{name}'"):
-            rules.require_implemented()
+        st = core.init(rules, np.arange(20))
+        assert core.rollout(st, 100, np.arange(20, dtype=np.uint64)) == 2000

@@ -40,6 +40,7 @@ def _ref_position(g) -> dict:
         "stock": list(g.stock),
         "captured": [sorted(c) for c in g.captured],
         "sweeps": list(g.sweeps),
+        "in_play": list(g.bonus_points),
         "last_capturer": g.last_capturer,
         "last_trail": g.last_trail,
         "match_scores": list(g.match_scores),
@@ -53,17 +54,19 @@ def _core_position(st, b: int) -> dict:
 
 
 def _play(rules, seeds: np.ndarray, prune: bool, rng: np.random.Generator, trail_bias: float = 0.0,
-          slow: bool = False) -> int:
+          slow: bool = False, general: bool = False) -> int:
     """Play one deal per seed in lockstep; return the number of compared steps.
 
     Moves are uniform among the core's list, except that with probability ``trail_bias`` a trail is played when
     there is one (crowded tables: many groups, long move lists). ``slow`` makes the core list every move with its
-    output-sensitive generator (the one crowded tables use).
+    output-sensitive generator (the one crowded tables use); ``general`` makes it use the general generator even
+    for classic switches.
     """
     from cassino_env.reference import Game, Move
 
     P, S = rules.num_players, rules.num_sides
-    st = core.init(rules, seeds, prune=prune, auto_reset=False, max_moves=1024, _slow_path=slow)
+    st = core.init(rules, seeds, prune=prune, auto_reset=False, max_moves=1024, _slow_path=slow,
+                   _general_path=general)
     games = [Game.new_deal(rules, deck=[int(c) for c in core.deck_for(int(s), 0, 0)], dealer=P - 1,
                            match_scores=[0] * S) for s in seeds]
     B = len(seeds)
@@ -102,7 +105,7 @@ def _play(rules, seeds: np.ndarray, prune: bool, rng: np.random.Generator, trail
                 del ref["match_scores"]
                 assert end == ref, f"seed {seeds[b]}: end positions differ"
                 for s in range(S):
-                    assert res.deal_items[b, s].tolist() == [tally["items"][s][k] for k in ITEM_NAMES], \
+                    assert res.deal_items[b, s].tolist() == [tally["items"][s].get(k, 0) for k in ITEM_NAMES], \
                         f"seed {seeds[b]}: tallies differ"
                     assert res.deal_totals[b, s] == tally["totals"][s]
     return compared
@@ -127,6 +130,31 @@ def test_core_matches_reference(num_players, partnerships, prune, trail_bias, sl
     seeds = np.arange(games, dtype=np.int64) + 1000 * num_players + 7 * int(prune) + int(100 * trail_bias) + 50 * slow
     rng = np.random.default_rng(num_players * 10 + int(prune) + int(100 * trail_bias) + 1000 * slow)
     assert _play(rules, seeds, prune, rng, trail_bias, slow) > 0
+
+
+#: RULES.md 6 presets with every player count, and the deals per count: at least 1,000 deals per preset.
+PRESET_RUNS = [("matsuda", 2, 1000), ("cicera", 4, 1000), ("bga", 2, 400), ("bga", 3, 200), ("bga", 4, 200),
+               ("bga", 6, 200), ("stadium", 2, 1000), ("royal", 2, 500), ("royal", 3, 250), ("royal", 4, 250)]
+
+
+@pytest.mark.parametrize(("preset", "num_players", "games"), PRESET_RUNS,
+                         ids=[f"{p}-{n}p" for p, n, _ in PRESET_RUNS])
+def test_presets_match_reference(preset, num_players, games):
+    """Every preset: core and reference agree move by move (pruned lists) over whole random deals."""
+    rules = make_rules(preset, num_players=num_players)
+    seeds = np.arange(games, dtype=np.int64) + 50_000 + 1000 * num_players + 17 * len(preset)
+    rng = np.random.default_rng(num_players + 31 * len(preset))
+    assert _play(rules, seeds, True, rng, trail_bias=0.2) > 0
+
+
+@pytest.mark.parametrize(("preset", "num_players"), [("matsuda", 2), ("cicera", 4), ("bga", 3), ("stadium", 2),
+                                                     ("royal", 2), ("classic", 2), ("classic", 4)])
+def test_presets_unpruned_match_reference(preset, num_players):
+    """The same without pruning (the JSON oracle's full lists); classic here runs the general generator."""
+    rules = make_rules(preset, num_players=num_players)
+    seeds = np.arange(150, dtype=np.int64) + 70_000 + 1000 * num_players + 17 * len(preset)
+    rng = np.random.default_rng(7 + num_players + 31 * len(preset))
+    assert _play(rules, seeds, False, rng, trail_bias=0.2, general=True) > 0
 
 
 def _random_position(rng: np.random.Generator, P: int):

@@ -110,6 +110,7 @@ from ._api import (  # noqa: E402 - after the cache check on purpose
     deck_for,
     from_position,
     init,
+    items_of,
     legal_mask,
     move_list,
     position,
@@ -118,6 +119,7 @@ from ._api import (  # noqa: E402 - after the cache check on purpose
     rollout,
     step,
     tally,
+    uses_classic_generator,
 )
 
 __all__ = [
@@ -140,4 +142,6 @@ __all__ = [
     "rollout",
     "step",
     "tally",
+    "items_of",
+    "uses_classic_generator",
 ]

@@ -14,14 +14,31 @@ from ..errors import CassinoError, PositionError
 from ..rules import RuleSet
 from . import _kernels as K
 from ._layout import (
+    BUILDS_CODE,
+    BVAL,
+    CFG_ACEHIGH,
+    CFG_BUILDS,
+    CFG_GENERAL,
     CFG_H,
+    CFG_INPLAY,
+    CFG_K,
     CFG_M,
+    CFG_MAXV,
+    CFG_NUMERIC,
+    CFG_ONEGROUP,
     CFG_P,
+    CFG_PAIRALL,
     CFG_PRUNE,
+    CFG_RAISEOWN,
+    CFG_RAISETABLE,
     CFG_RESET,
+    CFG_RESLAST,
+    CFG_RESOLVE,
     CFG_S,
+    CFG_SCORING,
     CFG_SLOW,
     CFG_SWEEP,
+    CFG_SWEEPLAST,
     CFG_T,
     CFG_TARGET,
     CUR,
@@ -33,7 +50,6 @@ from ._layout import (
     LAST_TRAIL,
     MATCH_INDEX,
     MATCH_OVER,
-    MAX_BUILDS,
     NCFG,
     NITEMS,
     OVERFLOW,
@@ -43,10 +59,13 @@ from ._layout import (
     R_MATCH_DONE,
     R_POINTS,
     R_WINNER,
+    SCORING_CODE,
+    SCORING_ITEMS,
     SEED,
     STOCK_POS,
     W8,
     W64I,
+    build_slots,
     i16_width,
     res_layout,
     u64_width,
@@ -70,10 +89,12 @@ class State:
     hand: np.ndarray
     loose: np.ndarray
     build_cards: np.ndarray
+    build_value: np.ndarray
     build_owner: np.ndarray
     captured: np.ndarray
     sweeps: np.ndarray
     match_scores: np.ndarray
+    in_play: np.ndarray
     deck: np.ndarray
     stock_pos: np.ndarray
     current_player: np.ndarray
@@ -145,8 +166,9 @@ class StepResult:
         deal_points: int16[B, P] — each seat's SIDE points for a deal that ended (partners both get their side's
             points), else 0.
         deal_totals: int16[B, S] — points per side of a deal that ended, else 0.
-        deal_items: int16[B, S, 6] — per side, points of each item of :data:`ITEMS` (cards, spades, big_casino,
-            little_casino, aces, sweeps) of a deal that ended, else 0.
+        deal_items: int16[B, S, 9] — per side, points of each item of :data:`ITEMS` (cards, spades, big_casino,
+            little_casino, aces, sweeps, napula, jack_of_hearts, in_play; items the rules' scoring lacks are 0) of a
+            deal that ended, else 0.
         deal_cards: int16[B, S] — cards captured per side (residue included) in a deal that ended, else 0.
         deal_spades: int16[B, S] — spades captured per side in a deal that ended, else 0.
         match_totals: int16[B, S] — match totals per side after a deal that ended (before any reset), else 0.
@@ -165,12 +187,13 @@ class StepResult:
 
 
 def _wrap(rules: RuleSet, u64, i8, i16, i64, m8, mvc, cfg) -> State:
-    P, S = rules.num_players, rules.num_sides
+    P, S, K = rules.num_players, rules.num_sides, int(cfg[CFG_K])
     t_col, it_col, nc_col, ns_col, width = res_layout(P, S)
     rl = np.array([t_col, it_col, nc_col, ns_col], dtype=np.int64)
     return State(
-        hand=u64[:, 0:P], loose=u64[:, P], build_cards=u64[:, P + 1:P + 11], build_owner=i8[:, OWNER:OWNER + 10],
-        captured=u64[:, P + 11:2 * P + 11], sweeps=i16[:, 0:P], match_scores=i16[:, P:P + S],
+        hand=u64[:, 0:P], loose=u64[:, P], build_cards=u64[:, P + 1:P + 1 + K], build_value=i8[:, BVAL:BVAL + K],
+        build_owner=i8[:, OWNER:OWNER + K], captured=u64[:, P + 1 + K:2 * P + 1 + K], sweeps=i16[:, 0:P],
+        match_scores=i16[:, P:P + S], in_play=i16[:, P + S + 1:2 * P + S + 1],
         deck=i8[:, DECK:DECK + 52], stock_pos=i8[:, STOCK_POS], current_player=i8[:, CUR], dealer=i8[:, DEALER],
         last_capturer=i8[:, LAST_CAP], last_trail=i8[:, LAST_TRAIL], seed=i64[:, SEED],
         match_index=i64[:, MATCH_INDEX], deal_index=i64[:, DEAL_INDEX],
@@ -199,23 +222,56 @@ def _run(state: State, mode: int, *, actions: np.ndarray | None = None, nsteps: 
     return int(K.run_parallel(*args, chunk))
 
 
+#: The move-generation switches of the specialised classic generator (:mod:`._movegen`); a rule set with any other
+#: value is listed by the general generator (:mod:`._general`). Scoring, residue and sweep switches are kernel-side
+#: and work with either.
+CLASSIC_GENERATOR = {"court_values": "none", "court_pair_take": "one", "ace_high": False, "capture_mode": "groups",
+                     "builds": "standard", "raise_own_build": True, "raise_with_table_cards": False,
+                     "owner_rule": "no_trail"}
+
+
+def uses_classic_generator(rules: RuleSet) -> bool:
+    """True when ``rules`` is listed by the specialised classic move generator (see :data:`CLASSIC_GENERATOR`)."""
+    return all(getattr(rules, k) == v for k, v in CLASSIC_GENERATOR.items())
+
+
+def items_of(rules: RuleSet) -> tuple[str, ...]:
+    """The scoring items of ``rules.scoring`` (RULES.md 5), a subset of :data:`ITEMS` in the reference's order."""
+    return SCORING_ITEMS[rules.scoring]
+
+
 def _check_rules(rules: RuleSet) -> None:
     if not isinstance(rules, RuleSet):
         raise TypeError(f"rules must be a RuleSet (cassino_env.rules.make_rules), got {type(rules).__name__}")
-    rules.require_implemented()
 
 
-def _alloc(rules: RuleSet, B: int, max_moves: int, prune: bool, auto_reset: bool, slow: bool = False) -> State:
+def _alloc(rules: RuleSet, B: int, max_moves: int, prune: bool, auto_reset: bool, slow: bool = False,
+           general: bool = False) -> State:
     if not isinstance(max_moves, (int, np.integer)) or not 1 <= max_moves <= 32767:
         raise ValueError(f"max_moves must be an integer 1..32767, got {max_moves!r}")
-    P, S = rules.num_players, rules.num_sides
+    P, S, K = rules.num_players, rules.num_sides, build_slots(rules)
     cfg = np.zeros(NCFG, dtype=np.int64)
     cfg[CFG_P], cfg[CFG_S], cfg[CFG_T], cfg[CFG_H] = P, S, rules.table_cards, rules.hand_size
     cfg[CFG_TARGET], cfg[CFG_SWEEP], cfg[CFG_M] = rules.target, rules.sweep_points, max_moves
     cfg[CFG_PRUNE], cfg[CFG_RESET], cfg[CFG_SLOW] = int(bool(prune)), int(bool(auto_reset)), int(bool(slow))
-    u64 = np.zeros((B, u64_width(P)), dtype=np.uint64)
+    cfg[CFG_K] = K
+    cfg[CFG_GENERAL] = int(bool(general) or not uses_classic_generator(rules))
+    cfg[CFG_MAXV] = rules.max_value
+    cfg[CFG_NUMERIC] = int(rules.court_values == "numeric")
+    cfg[CFG_ACEHIGH] = int(rules.ace_high)
+    cfg[CFG_PAIRALL] = int(rules.court_pair_take == "all")
+    cfg[CFG_ONEGROUP] = int(rules.capture_mode == "one_group")
+    cfg[CFG_BUILDS] = BUILDS_CODE[rules.builds]
+    cfg[CFG_RAISEOWN] = int(rules.raise_own_build)
+    cfg[CFG_RAISETABLE] = int(rules.raise_with_table_cards)
+    cfg[CFG_RESOLVE] = int(rules.owner_rule == "resolve_next_turn")
+    cfg[CFG_SWEEPLAST] = int(rules.sweep_on_last_play)
+    cfg[CFG_RESLAST] = int(rules.residue_to == "last_player")
+    cfg[CFG_SCORING] = SCORING_CODE[rules.scoring]
+    cfg[CFG_INPLAY] = int(rules.in_play_bonuses)
+    u64 = np.zeros((B, u64_width(P, K)), dtype=np.uint64)
     i8 = np.zeros((B, W8), dtype=np.int8)
-    i8[:, OWNER:OWNER + MAX_BUILDS] = -1
+    i8[:, OWNER:OWNER + K] = -1
     i8[:, DECK:DECK + 52] = -1
     i8[:, LAST_CAP] = -1
     i8[:, LAST_TRAIL] = -1
@@ -229,26 +285,29 @@ def _alloc(rules: RuleSet, B: int, max_moves: int, prune: bool, auto_reset: bool
 
 
 def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 256, prune: bool = True,
-         auto_reset: bool = True, _slow_path: bool = False) -> State:
+         auto_reset: bool = True, _slow_path: bool = False, _general_path: bool = False) -> State:
     """Start ``B = len(seeds)`` matches, one per seed; deal their first deals and list the moves.
 
     Args:
-        rules: a classic rule set (2, 3 or 4 players; 4 play partnerships unless ``partnerships=False``).
+        rules: any rule set (:func:`cassino_env.rules.make_rules`: a RULES.md 6 preset plus switch overrides).
         seeds: int64[B] — per-game seeds; game b's deal k of match m uses ``deck_for(seeds[b], m, k)``.
         max_moves: M, the width of the move table; longer lists keep their first M moves and set ``overflow``.
         prune: drop captures dominated by a larger capture with the same card (movespec "PRUNING").
         auto_reset: a game whose deal ends starts its next deal, or a new match, within the same step.
         _slow_path: test hook: list every move by the output-sensitive generator (cassino_env.core._lexgen) that
-            otherwise serves only crowded tables.
+            otherwise serves only crowded classic tables.
+        _general_path: test hook: list moves by the general generator (cassino_env.core._general) even where the
+            classic generator applies.
 
     Raises:
-        NotImplementedError: for a switch value this engine does not implement (non-classic presets).
+        TypeError: ``rules`` is not a RuleSet.
+        ValueError: ``seeds`` is not a 1-D integer array, or ``max_moves`` is outside 1..32767.
     """
     _check_rules(rules)
     seeds = np.asarray(seeds)
     if seeds.ndim != 1 or not np.issubdtype(seeds.dtype, np.integer):
         raise ValueError(f"seeds must be a 1-D integer array (int64[B]), got shape {seeds.shape} {seeds.dtype}")
-    st = _alloc(rules, len(seeds), max_moves, prune, auto_reset, _slow_path)
+    st = _alloc(rules, len(seeds), max_moves, prune, auto_reset, _slow_path, _general_path)
     st._i64[:, SEED] = seeds.astype(np.int64)
     _run(st, K.MODE_INIT)
     return st
@@ -289,11 +348,12 @@ def step(state: State, actions: np.ndarray | Sequence[int], *, parallel: bool = 
 
 
 def tally(state: State) -> dict[str, np.ndarray]:
-    """Score every game's captured piles and sweeps as they stand (RULES.md 5.1); nothing changes, no residue given.
+    """Score every game's captured piles, sweeps and in-play points as they stand (RULES.md 5, by ``scoring``);
+    nothing changes, no residue is given.
 
-    For a deal that is over (``auto_reset=False``) this is the deal's tally. Returns ``{"items": int16[B, S, 6]
-    (points per item of ITEMS), "totals": int16[B, S] (points), "cards": int16[B, S], "spades": int16[B, S]
-    (cards and spades captured)}``.
+    For a deal that is over (``auto_reset=False``) this is the deal's tally. Returns ``{"items": int16[B, S, 9]
+    (points per item of ITEMS; items the scoring lacks are 0), "totals": int16[B, S] (points), "cards":
+    int16[B, S], "spades": int16[B, S] (cards and spades captured)}``.
     """
     B, P, S = state.batch_size, state.num_players, state.num_sides
     t_col, it_col, nc_col, ns_col, width = res_layout(P, S)
@@ -373,17 +433,18 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
                   sweeps: Sequence[int] | None = None, last_capturer: int | None = None,
                   match_scores: Sequence[int] | None = None, *, last_trail: int | None = None,
                   max_moves: int = 256, prune: bool = True, auto_reset: bool = False, seed: int = 0,
-                  _slow_path: bool = False) -> State:
+                  _slow_path: bool = False, _general_path: bool = False, in_play: Sequence[int] | None = None
+                  ) -> State:
     """A one-game State (B = 1) from an explicit position, card ids throughout; moves are listed for ``to_move``.
 
     ``builds`` are ``(cards, value, owner)``; ``stock`` is dealt front first; ``dealer`` defaults to the seat
-    before ``to_move``. The position need not hold all 52 cards, but no card may appear twice. With
-    ``auto_reset=False`` (the default here) a deal that ends leaves ``current_player == -1`` and its cards in place.
+    before ``to_move``; ``in_play`` holds Cicera's in-play points per seat so far (RULES.md 5.3). The position need
+    not hold all 52 cards, but no card may appear twice. With ``auto_reset=False`` (the default here) a deal that
+    ends leaves ``current_player == -1`` and its cards in place.
 
     Raises:
         PositionError: naming the field for a malformed position (a card twice, a bad seat or build, two builds
-            of one value — they would have merged, RULES.md 4.1 rule 6).
-        NotImplementedError: for a switch value this engine does not implement.
+            of one value where equal values merge, RULES.md 4.1 rule 6).
     """
     _check_rules(rules)
     P, S = rules.num_players, rules.num_sides
@@ -407,32 +468,45 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
 
     if len(hands) != P:
         raise PositionError(f"hands: expected {P} hands, got {len(hands)}")
-    st = _alloc(rules, 1, max_moves, prune, auto_reset, _slow_path)
+    st = _alloc(rules, 1, max_moves, prune, auto_reset, _slow_path, _general_path)
     u64, i8, i16, i64 = st._u64, st._i8, st._i16, st._i64
     for q, h in enumerate(hands):
         u64[0, q] = cards_of(h, f"hands[{q}]")
     u64[0, P] = cards_of(loose, "loose")
+    nslots = int(st._cfg[CFG_K])
+    bcol = P + 1
+    if rules.builds == "none" and len(builds):
+        raise PositionError(f"builds: preset {rules.preset!r} has no builds (RULES.md 3 builds=none)")
     for k, bld in enumerate(builds):
         try:
             bcards, value, owner = bld
         except (TypeError, ValueError):
             raise PositionError(f"builds[{k}]: expected (cards, value, owner)") from None
-        if not isinstance(value, (int, np.integer)) or not 1 <= int(value) <= MAX_BUILDS:
-            raise PositionError(f"builds[{k}].value: expected 1..10, got {value!r} (RULES.md 4.1 rule 3)")
-        if any(is_court(int(c)) for c in bcards) or not bcards:
-            raise PositionError(f"builds[{k}].cards: a build holds one or more numerals (RULES.md 3)")
+        if not isinstance(value, (int, np.integer)) or not 1 <= int(value) <= rules.max_value:
+            raise PositionError(f"builds[{k}].value: expected 1..{rules.max_value}, got {value!r} "
+                                "(RULES.md 4.1 rule 3)")
+        if not bcards or (rules.court_values == "none" and any(is_court(int(c)) for c in bcards)):
+            raise PositionError(f"builds[{k}].cards: a build holds two or more valued cards (RULES.md 1, 3)")
         if sum(rank(int(c)) for c in bcards) % int(value):
             raise PositionError(f"builds[{k}]: cards do not split into groups of {value} (RULES.md 1 build)")
         v = int(value)
-        if u64[0, P + v] != 0:
-            raise PositionError(f"builds[{k}]: a second build of value {v} (equal values merge, RULES.md 4.1 rule 6)")
-        u64[0, P + v] = cards_of(bcards, f"builds[{k}].cards")
-        i8[0, OWNER + v - 1] = seat(owner, f"builds[{k}].owner")
+        if rules.builds == "attach":
+            if k >= nslots:
+                raise PositionError(f"builds: more than {nslots} builds")
+            slot = k
+        else:
+            slot = v - 1
+            if u64[0, bcol + slot] != 0:
+                raise PositionError(f"builds[{k}]: a second build of value {v} (equal values merge, RULES.md 4.1 "
+                                    "rule 6)")
+        u64[0, bcol + slot] = cards_of(bcards, f"builds[{k}].cards")
+        i8[0, OWNER + slot] = seat(owner, f"builds[{k}].owner")
+        i8[0, BVAL + slot] = v
     if captured is not None:
         if len(captured) != P:
             raise PositionError(f"captured: expected {P} piles, got {len(captured)}")
         for q, pile in enumerate(captured):
-            u64[0, P + 11 + q] = cards_of(pile, f"captured[{q}]")
+            u64[0, bcol + nslots + q] = cards_of(pile, f"captured[{q}]")
     stock = list(stock)
     cards_of(stock, "stock")
     i8[0, DECK + NUM_CARDS - len(stock):DECK + NUM_CARDS] = np.array(stock, dtype=np.int8)
@@ -445,6 +519,10 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
         if len(match_scores) != S:
             raise PositionError(f"match_scores: expected {S} totals, got {len(match_scores)}")
         i16[0, P:P + S] = match_scores
+    if in_play is not None:
+        if len(in_play) != P:
+            raise PositionError(f"in_play: expected {P} counts, got {len(in_play)}")
+        i16[0, P + S + 1:2 * P + S + 1] = in_play
     i8[0, CUR] = seat(to_move, "to_move")
     i8[0, DEALER] = (i8[0, CUR] - 1) % P if dealer is None else seat(dealer, "dealer")
     i8[0, LAST_CAP] = seat(last_capturer, "last_capturer", nullable=True)
@@ -473,13 +551,14 @@ def position(state: State, b: int) -> dict[str, Any]:
     return {
         "hands": [_ids(state.hand[b, q]) for q in range(P)],
         "loose": _ids(state.loose[b]),
-        "builds": [(_ids(state.build_cards[b, v]), v + 1, int(state.build_owner[b, v]))
-                   for v in range(MAX_BUILDS) if state.build_cards[b, v]],
+        "builds": [(_ids(state.build_cards[b, k]), int(state.build_value[b, k]), int(state.build_owner[b, k]))
+                   for k in range(state.build_cards.shape[1]) if state.build_cards[b, k]],
         "to_move": None if cur < 0 else cur,
         "dealer": int(state.dealer[b]),
         "stock": state.stock(b),
         "captured": [_ids(state.captured[b, q]) for q in range(P)],
         "sweeps": [int(x) for x in state.sweeps[b]],
+        "in_play": [int(x) for x in state.in_play[b]],
         "last_capturer": None if lc < 0 else lc,
         "last_trail": None if lt < 0 else lt,
         "match_scores": [int(x) for x in state.match_scores[b]],
@@ -488,6 +567,6 @@ def position(state: State, b: int) -> dict[str, Any]:
 
 __all__ = [
     "BUILD", "CAPTURE", "ITEMS", "TRAIL", "ActionIndexError", "State", "StepResult", "advance", "deck_for",
-    "from_position", "init", "legal_mask", "move_list", "position", "random_actions", "refresh_moves", "rollout",
-    "step", "tally",
+    "from_position", "init", "items_of", "legal_mask", "move_list", "position", "random_actions", "refresh_moves",
+    "rollout", "step", "tally", "uses_classic_generator",
 ]

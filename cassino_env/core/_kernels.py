@@ -10,12 +10,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..cards import ACE_OF_SPADES, JACK_OF_HEARTS
 from ._bits import (
     ACE_MASK,
     BIG_CASINO_BIT,
     BIT,
     GOLDEN,
     LITTLE_CASINO_BIT,
+    RANK,
     SPADE_MASK,
     U0,
     below,
@@ -23,12 +25,21 @@ from ._bits import (
     popcount,
     shuffle_into,
 )
+from ._general import GI_SIZE, gen_general
 from ._layout import (
+    BVAL,
+    CFG_BUILDS,
+    CFG_GENERAL,
     CFG_H,
+    CFG_INPLAY,
+    CFG_K,
     CFG_P,
     CFG_RESET,
+    CFG_RESLAST,
     CFG_S,
+    CFG_SCORING,
     CFG_SWEEP,
+    CFG_SWEEPLAST,
     CFG_T,
     CFG_TARGET,
     CUR,
@@ -39,7 +50,6 @@ from ._layout import (
     LAST_TRAIL,
     MATCH_INDEX,
     MATCH_OVER,
-    MAX_BUILDS,
     NITEMS,
     OWNER,
     R_ACTOR,
@@ -51,6 +61,11 @@ from ._layout import (
     STOCK_POS,
 )
 from ._movegen import SC_INIT, SI_SIZE, list_moves
+
+JH_BIT = BIT[JACK_OF_HEARTS]
+SI_ALLOC = max(SI_SIZE, GI_SIZE)
+#: uint64[4]: the 13 cards of each suit.
+SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)
 
 CHUNK = 64  # most games per prange task (step and rollout with parallel=True)
 
@@ -95,14 +110,18 @@ def _start_deal(b, u64, i8, i16, i64, cfg):
     loose = U0
     for i in range(T):
         loose |= BIT[i8[b, DECK + i]]
+    K = cfg[CFG_K]
+    S = cfg[CFG_S]
     for q in range(P):
         u64[b, q] = 0
-        u64[b, P + 11 + q] = 0
+        u64[b, P + 1 + K + q] = 0
         i16[b, q] = 0
+        i16[b, P + S + 1 + q] = 0
     u64[b, P] = loose
-    for v in range(MAX_BUILDS):
-        u64[b, P + 1 + v] = 0
-        i8[b, OWNER + v] = -1
+    for k in range(K):
+        u64[b, P + 1 + k] = 0
+        i8[b, OWNER + k] = -1
+        i8[b, BVAL + k] = 0
     i8[b, STOCK_POS] = T
     i8[b, LAST_CAP] = -1
     i8[b, LAST_TRAIL] = -1
@@ -124,14 +143,15 @@ def _new_match(b, u64, i8, i16, i64, cfg):
 
 @njit(cache=True)
 def _score(b, u64, i16, res, cfg, rl):
-    """RULES.md 5.1 standard scoring of game b's captured piles and sweeps, per side, into ``res[b]``.
+    """Score game b's captured piles, sweeps and in-play points per side into ``res[b]`` (RULES.md 5, by ``scoring``).
 
-    Writes the items (``rl[1]``: cards, spades, big_casino, little_casino, aces, sweeps per side), the cards and
-    spades captured (``rl[2]``, ``rl[3]``) and each seat's side points (``R_POINTS``). Side of seat p: p % S.
+    Writes the items (``rl[1]``: the :data:`ITEMS` per side), the cards and spades captured (``rl[2]``, ``rl[3]``)
+    and each seat's side points (``R_POINTS``). Side of seat p: p % S.
     """
     P = cfg[CFG_P]
     S = cfg[CFG_S]
-    ccol = P + 11
+    ccol = P + 1 + cfg[CFG_K]
+    scoring = cfg[CFG_SCORING]
     it_col = rl[1]
     nc_col = rl[2]
     ns_col = rl[3]
@@ -142,20 +162,33 @@ def _score(b, u64, i16, res, cfg, rl):
     for s in range(S):
         pile = U0
         sw = 0
+        bonus = 0
         for q in range(s, P, S):
             pile |= u64[b, ccol + q]
             sw += i16[b, q]
+            bonus += i16[b, P + S + 1 + q]
         nc = popcount(pile)
         ns = popcount(pile & SPADE_MASK)
         res[b, nc_col + s] = nc
         res[b, ns_col + s] = ns
         base = it_col + NITEMS * s
-        res[b, base + 0] = 0
-        res[b, base + 1] = 0
-        res[b, base + 2] = 2 if pile & BIG_CASINO_BIT else 0
-        res[b, base + 3] = 1 if pile & LITTLE_CASINO_BIT else 0
-        res[b, base + 4] = popcount(pile & ACE_MASK)
+        for k in range(NITEMS):
+            res[b, base + k] = 0
         res[b, base + 5] = sw * cfg[CFG_SWEEP]
+        if scoring == 2:
+            # RULES.md 5.3 cicera: 10D 1, 2S 1, JH 1, napula, in-play points
+            res[b, base + 2] = 1 if pile & BIG_CASINO_BIT else 0
+            res[b, base + 3] = 1 if pile & LITTLE_CASINO_BIT else 0
+            run = 0
+            while run < 13 and (pile >> np.uint64(ACE_OF_SPADES + run)) & np.uint64(1):
+                run += 1
+            res[b, base + 6] = run if run >= 3 else 0
+            res[b, base + 7] = 1 if pile & JH_BIT else 0
+            res[b, base + 8] = bonus
+        else:
+            res[b, base + 2] = 2 if pile & BIG_CASINO_BIT else 0
+            res[b, base + 3] = 1 if pile & LITTLE_CASINO_BIT else 0
+            res[b, base + 4] = popcount(pile & ACE_MASK)
         if nc > best_c:
             best_c = nc
             n_best_c = 1
@@ -166,13 +199,19 @@ def _score(b, u64, i16, res, cfg, rl):
             n_best_s = 1
         elif ns == best_s:
             n_best_s += 1
+    # most cards and most spades: standard 3 and 1, cicera 2 and 1, a tie scoring nothing; bga gives tied sides 2
+    # and 1 each (RULES.md 5.1-5.3). Nobody has most of what every side has none of (RULES.md 2).
+    card_pts = 2 if scoring == 2 else 3
     for s in range(S):
         base = it_col + NITEMS * s
-        # most cards 3, most spades 1; a tie for most, or nobody holding any, scores nothing (RULES.md 2, 5.1)
-        if n_best_c == 1 and best_c > 0 and res[b, nc_col + s] == best_c:
-            res[b, base + 0] = 3
-        if n_best_s == 1 and best_s > 0 and res[b, ns_col + s] == best_s:
-            res[b, base + 1] = 1
+        if best_c > 0 and res[b, nc_col + s] == best_c:
+            if n_best_c == 1:
+                res[b, base + 0] = card_pts
+            elif scoring == 1:
+                res[b, base + 0] = 2
+        if best_s > 0 and res[b, ns_col + s] == best_s:
+            if n_best_s == 1 or scoring == 1:
+                res[b, base + 1] = 1
     for q in range(P):
         # each seat gets its side's points
         base = it_col + NITEMS * (q % S)
@@ -193,26 +232,29 @@ def score_all(u64, i16, res, cfg, rl):
 
 
 @njit(cache=True)
-def _end_deal(b, u64, i8, i16, i64, res, cfg, rl):
-    """Give the residue, score the deal (RULES.md 5.1), add to the match totals and report it in ``res[b]``.
+def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
+    """Give the residue, score the deal (RULES.md 5), add to the match totals and report it in ``res[b]``.
 
-    ``rl`` = (totals, items, ncards, nspades) column starts of ``res``. Then, with auto-reset, start the next deal
-    (dealer moves on) or, when the match is over, a new match; without it, leave the game with nobody to move.
+    ``last`` is the seat that played the deal's last card; ``rl`` = (totals, items, ncards, nspades) column starts
+    of ``res``. Then, with auto-reset, start the next deal (dealer moves on) or, when the match is over, a new match;
+    without it, leave the game with nobody to move.
     """
     P = cfg[CFG_P]
     S = cfg[CFG_S]
+    K = cfg[CFG_K]
     bcol = P + 1
-    ccol = P + 11
-    # RULES.md 2.4: the residue goes to the last capturer, never a sweep; with no capture it stays, unscored.
-    lc = i8[b, LAST_CAP]
-    if lc >= 0:
+    ccol = P + 1 + K
+    # RULES.md 2.4: the residue goes to residue_to, never a sweep; with no capture in the whole deal it stays.
+    taker = last if cfg[CFG_RESLAST] != 0 else i8[b, LAST_CAP]
+    if i8[b, LAST_CAP] >= 0:
         rest = u64[b, P]
-        for v in range(MAX_BUILDS):
-            rest |= u64[b, bcol + v]
-            u64[b, bcol + v] = 0
-            i8[b, OWNER + v] = -1
+        for k in range(K):
+            rest |= u64[b, bcol + k]
+            u64[b, bcol + k] = 0
+            i8[b, OWNER + k] = -1
+            i8[b, BVAL + k] = 0
         u64[b, P] = 0
-        u64[b, ccol + lc] |= rest
+        u64[b, ccol + taker] |= rest
     _score(b, u64, i16, res, cfg, rl)
     # add to the match totals
     top = -1
@@ -257,6 +299,7 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     Clears ``res[b]`` and fills it: the actor, and for a deal that ends, its tally (see :func:`_end_deal`).
     """
     P = cfg[CFG_P]
+    K = cfg[CFG_K]
     for k in range(res.shape[1]):
         res[b, k] = 0
     res[b, R_WINNER] = -1
@@ -275,25 +318,51 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
         i8[b, LAST_TRAIL] = c
     else:
         # capture or build: the used cards leave the table; builds go whole
+        if kind == 1 and cfg[CFG_INPLAY] != 0:
+            # RULES.md 5.3 in-play points: pairing the card just trailed; one suit; three or more table cards
+            bonus = 0
+            lt = i8[b, LAST_TRAIL]
+            if lt >= 0 and cards == BIT[lt] and RANK[lt] == RANK[c]:
+                bonus += 1
+            if (cards & ~SUIT_MASK[c // 13]) == 0:
+                bonus += 1
+            if popcount(cards) >= 3:
+                bonus += 1
+            i16[b, P + cfg[CFG_S] + 1 + p] += bonus
         u64[b, P] &= ~cards
-        for v in range(MAX_BUILDS):
-            if u64[b, bcol + v] & cards:
-                u64[b, bcol + v] = 0
-                i8[b, OWNER + v] = -1
+        for k in range(K):
+            if u64[b, bcol + k] & cards:
+                u64[b, bcol + k] = 0
+                i8[b, OWNER + k] = -1
+                i8[b, BVAL + k] = 0
         i8[b, LAST_TRAIL] = -1
         if kind == 1:
-            u64[b, P + 11 + p] |= cards | cb
+            u64[b, P + 1 + K + p] |= cards | cb
             i8[b, LAST_CAP] = p
             empty = u64[b, P] == 0
-            for v in range(MAX_BUILDS):
-                if u64[b, bcol + v] != 0:
+            for k in range(K):
+                if u64[b, bcol + k] != 0:
                     empty = False
+            if empty and cfg[CFG_SWEEPLAST] == 0 and i8[b, STOCK_POS] >= 52:
+                last_play = True
+                for q in range(P):
+                    if u64[b, q] != 0:
+                        last_play = False
+                if last_play:
+                    empty = False  # RULES.md 3 sweep_on_last_play=false: the deal's last card sweeps nothing
             if empty:
-                i16[b, p] += 1  # RULES.md 1 sweep; sweep_on_last_play counts the last play's sweep too
+                i16[b, p] += 1  # RULES.md 1 sweep
         else:
-            # the new build: value val, owner p (RULES.md 4.1 "The result")
-            u64[b, bcol + val - 1] = cards | cb
-            i8[b, OWNER + val - 1] = p
+            # the new build: value val, owner p (RULES.md 4.1 "The result"); with attach, the first free slot
+            slot = val - 1
+            if cfg[CFG_BUILDS] == 3:
+                for k in range(K):
+                    if u64[b, bcol + k] == 0:
+                        slot = k
+                        break
+            u64[b, bcol + slot] = cards | cb
+            i8[b, OWNER + slot] = p
+            i8[b, BVAL + slot] = val
     # Next player: the next seat holding cards; else deal a round; else the deal is over.
     for k in range(1, P + 1):
         q = (p + k) % P
@@ -303,7 +372,17 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     if i8[b, STOCK_POS] < 52:
         _deal_round(b, u64, i8, cfg)
     else:
-        _end_deal(b, u64, i8, i16, i64, res, cfg, rl)
+        _end_deal(b, p, u64, i8, i16, i64, res, cfg, rl)
+
+
+@njit(cache=True)
+def _list(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+    """Recompute game b's move table with the generator its rules need; return the scratch buffer to keep."""
+    if cfg[CFG_GENERAL] == 0:
+        return list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+    while gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si) != 0:
+        sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+    return sc
 
 
 # --- batch loops ------------------------------------------------------------------------------------------------------
@@ -323,7 +402,7 @@ def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
     P = cfg[CFG_P]
     nmcol = P + cfg[CFG_S]
     sc = np.empty(SC_INIT, dtype=np.uint64)
-    si = np.empty(SI_SIZE, dtype=np.int64)
+    si = np.empty(SI_ALLOC, dtype=np.int64)
     played = 0
     for b in range(lo, hi):
         if mode == MODE_ROLLOUT:
@@ -334,7 +413,7 @@ def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
                     break
                 x += GOLDEN
                 apply_move(b, below(mix64(x), n), u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-                sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+                sc = _list(b, u64, i8, i16, m8, mvc, cfg, sc, si)
                 played += 1
             rng[b] = x
             continue
@@ -359,7 +438,7 @@ def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
                 continue
             apply_move(b, actions[b], u64, i8, i16, i64, m8, mvc, res, cfg, rl)
             played += 1
-        sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+        sc = _list(b, u64, i8, i16, m8, mvc, cfg, sc, si)
     return played
 
 

@@ -1,0 +1,777 @@
+"""Legal move generation of the batched core for every rule switch of RULES.md section 3.
+
+The ``classic`` switches (courts without value, one court per pair, ace low, ``groups`` captures, ``standard``
+builds that the owner may raise, ``no_trail``) have a specialised generator (:mod:`._movegen`). Every other rule
+set — the ``matsuda``, ``cicera``, ``bga``, ``stadium`` and ``royal`` presets and any mix of switches — is listed
+here. The moves, their encoding and the canonical order are those of :mod:`._movegen`; what a switch changes is
+restated below with its RULES.md section.
+
+Values (RULES.md 1, 3). A card's value is its rank, except a court with ``court_values = none``, which has none: it
+never joins a sum or a build and captures only by pairing: one loose court of its rank (``court_pair_take = one``,
+one move per matching court) or every loose court of its rank (``all``). A played ace may also capture as 14 with
+``ace_high`` (the move's value is then 14); on the table and in builds an ace is 1.
+
+Captures with a card of value ``a`` (RULES.md 1 group, 3 ``capture_mode``): a group is a set of loose valued cards
+summing to ``a`` or one whole build of value ``a``. ``groups``: any non-empty union of pairwise disjoint groups;
+``one_group``: exactly one group.
+
+Builds with a valued card ``c`` of value ``a`` declaring ``v`` (``a <= v <= max_value``, and a card that captures ``v``
+stays in hand: RULES.md 4.1 rules 2 and 3):
+
+* ``standard`` (4.1): the build of value ``v`` (equal values merge, rule 6) joins whole, as a group of its own; ``c``
+  is a group alone (``a = v``) or with loose cards summing to ``v - a``; or ``c`` raises one single build ``B`` of
+  another value (rules 4, 5 and 7), its group being ``{B, c}`` plus, only with ``raise_with_table_cards``, loose
+  cards summing to ``v - value(B) - a``; the other loose cards taken in split into groups of ``v``. The owner may
+  build on (add to, raise) their own build only with ``raise_own_build``.
+* ``reservation`` (4.2): the cards of the reservation of value ``v`` and, optionally, of one reservation of another
+  value join *card by card*: ``c``, those cards and the loose cards taken in split into groups of ``v`` in any way
+  (overwriting; rules 4 and 5 do not apply).
+* ``attach`` (4.3): ``c`` goes on exactly one item ``x`` — a loose valued card or a build — declaring
+  ``value(x) + a`` (not on a multiple build) or, when ``value(x) = a``, ``a``. Builds of equal value stay apart.
+
+Owner obligations (RULES.md 4.4), checked on every candidate: a player owning a build at the start of the turn may
+not trail (``no_trail``, and ``resolve_next_turn`` too); with ``resolve_next_turn`` the move must take one of the
+player's builds whole — by capture, or by building where ``raise_own_build`` holds; afterwards every build the
+player still owns (or has just made) must have a card of its value left in hand. When these block every move (an
+ace that alone covers its owner's builds of 1 and of 14 under ``ace_high``), every trail is legal: decided here.
+
+Algorithm (per game, per step): the loose valued cards are searched once for every subset whose sum is at most the
+largest value the hand can capture (the groups, bucketed by sum); ``P(v)``, every union of disjoint groups of sum
+``v``, is listed once per value held. Captures and builds are then assembled per hand card from these lists (for a
+reservation, a small search covers the mandatory cards first, :func:`_cover`), checked against 4.4, sorted by
+``lexrank(cards) * 16 + value``, de-duplicated and, with ``prune``, captures strictly inside another capture by the
+same card are dropped. The work grows with the number of groups on the table; unlike the classic generator there is
+no output-sensitive path for crowded tables (see the README's benchmark notes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._bits import BIT, RANK, RANK_MASK, U0, U1, lexrank, lowbit
+from ._layout import (
+    BVAL,
+    CFG_ACEHIGH,
+    CFG_BUILDS,
+    CFG_K,
+    CFG_M,
+    CFG_MAXV,
+    CFG_NUMERIC,
+    CFG_ONEGROUP,
+    CFG_P,
+    CFG_PAIRALL,
+    CFG_PRUNE,
+    CFG_RAISEOWN,
+    CFG_RAISETABLE,
+    CFG_RESOLVE,
+    CFG_S,
+    CUR,
+    OVERFLOW,
+    OWNER,
+)
+
+# sc (uint64, growable): loose bits by value [0, 64), DFS mask stack [64, 128), then a bump region.
+G_LB = 0
+G_MSTK = 64
+G_BASE = 128
+# si (int64, fixed) regions used here
+GI_CAPC = 0  # [0, 16): hand cards capturing value w
+GI_GST = 16  # group starts per sum
+GI_GCN = 32  # group counts per sum
+GI_PST = 48  # P(v) starts
+GI_PCN = 64  # P(v) counts
+GI_MV = 80  # mandatory item values for _cover (up to 40)
+GI_LVAL = 128  # loose values by position (up to 52)
+GI_JSTK = 192  # DFS index stack (up to 64)
+GI_SSTK = 256  # DFS sum stack (up to 64)
+GI_OWN = 320  # owned slots (up to 26)
+GI_NOWN = 350
+GI_SIZE = 352
+
+
+@njit(cache=True)
+def _val(c, numeric):
+    """Value of card c (RULES.md 1): its rank, or 0 for a court without value."""
+    r = np.int64(RANK[c])
+    if numeric or r <= 10:
+        return r
+    return 0
+
+
+@njit(cache=True)
+def _caps(c, w, numeric, acehigh):
+    """1 when card c captures value w (an ace also 14 under ace_high), else 0."""
+    v = _val(c, numeric)
+    if v != 0 and v == w:
+        return 1
+    if w == 14 and acehigh and RANK[c] == 1:
+        return 1
+    return 0
+
+
+@njit(cache=True)
+def _legal(kind, c, v, used, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+    """RULES.md 4.4 for a capture (kind 1) or build (kind 2) of card c, value v, table cards ``used``."""
+    nown = si[GI_NOWN]
+    if nown > 0:
+        if resolve:
+            touched = False
+            for q in range(nown):
+                k = si[GI_OWN + q]
+                bc = u64[b, bcol + k]
+                if (bc & ~used) == 0:
+                    touched = True
+                    break
+            if not touched or (kind == 2 and not raiseown):
+                return False
+        for q in range(nown):
+            k = si[GI_OWN + q]
+            if (u64[b, bcol + k] & used) == 0:
+                w = np.int64(i8[b, BVAL + k])
+                if si[GI_CAPC + w] - _caps(c, w, numeric, acehigh) <= 0:
+                    return False
+    if kind == 2 and si[GI_CAPC + v] - _caps(c, v, numeric, acehigh) <= 0:
+        return False
+    return True
+
+
+@njit(cache=True)
+def _sort_pairs(sc, start, end):
+    """Sort the (key, mask) pairs of sc[start:end] by key (insertion or heap sort); drop repeated keys; new end."""
+    n = (end - start) // 2
+    if n <= 48:
+        for i in range(1, n):
+            k = sc[start + 2 * i]
+            m = sc[start + 2 * i + 1]
+            j = i - 1
+            while j >= 0 and sc[start + 2 * j] > k:
+                sc[start + 2 * j + 2] = sc[start + 2 * j]
+                sc[start + 2 * j + 3] = sc[start + 2 * j + 1]
+                j -= 1
+            sc[start + 2 * j + 2] = k
+            sc[start + 2 * j + 3] = m
+    else:
+        keys = np.empty(n, dtype=np.uint64)
+        for i in range(n):
+            keys[i] = sc[start + 2 * i]
+        order = np.argsort(keys)
+        masks = np.empty(n, dtype=np.uint64)
+        for i in range(n):
+            masks[i] = sc[start + 2 * order[i] + 1]
+        for i in range(n):
+            sc[start + 2 * i] = keys[order[i]]
+            sc[start + 2 * i + 1] = masks[i]
+    w = start
+    for i in range(n):
+        if i == 0 or sc[start + 2 * i] != sc[w - 2]:
+            sc[w] = sc[start + 2 * i]
+            sc[w + 1] = sc[start + 2 * i + 1]
+            w += 2
+    return w
+
+
+@njit(cache=True)
+def _dedupe(sc, start, end):
+    """Drop repeated masks of sc[start:end] (order not kept); return the new end."""
+    n = end - start
+    if n <= 1:
+        return end
+    if n <= 48:
+        w = start
+        for i in range(start, end):
+            x = sc[i]
+            dup = False
+            for q in range(start, w):
+                if sc[q] == x:
+                    dup = True
+                    break
+            if not dup:
+                sc[w] = x
+                w += 1
+        return w
+    arr = np.sort(sc[start:end])
+    w = start
+    for i in range(n):
+        if i == 0 or arr[i] != arr[i - 1]:
+            sc[w] = arr[i]
+            w += 1
+    return w
+
+
+@njit(cache=True)
+def _cover(sc, sp, si, nmand, v):
+    """List every loose set C such that the mandatory items and C split into groups of v (RULES.md 4.2).
+
+    The mandatory item values are ``si[GI_MV:GI_MV + nmand]``; each group holds at least one mandatory item, plus
+    loose cards from one group of the groups lists (``GI_GST``/``GI_GCN``). A work stack of (items left, loose
+    cards used) grows up from ``sp``; the sets found grow down from the end of ``sc`` and are then moved to ``sp``
+    and de-duplicated. Returns ``(sp, end)`` of the list, or ``(-1, -1)`` when ``sc`` is too small.
+    """
+    cap = sc.shape[0]
+    st = sp
+    if st + 2 > cap:
+        return -1, -1
+    sc[st] = np.uint64((1 << nmand) - 1)
+    sc[st + 1] = U0
+    top = st + 2
+    res_pos = cap
+    while top > st:
+        top -= 2
+        rem = np.int64(sc[top])
+        used = sc[top + 1]
+        if rem == 0:
+            if res_pos - 1 < top:
+                return -1, -1
+            res_pos -= 1
+            sc[res_pos] = used
+            continue
+        i = np.int64(lowbit(np.uint64(rem)))
+        rest = rem & ~(1 << i)
+        J = rest
+        while True:  # the other mandatory items J in the group of item i: every subset of the rest
+            t = si[GI_MV + i]
+            y = J
+            while y:
+                j = np.int64(lowbit(np.uint64(y)))
+                y &= y - 1
+                t += si[GI_MV + j]
+            if t <= v:
+                r = v - t
+                nrem = rest & ~J
+                if r == 0:
+                    if top + 2 > res_pos:
+                        return -1, -1
+                    sc[top] = np.uint64(nrem)
+                    sc[top + 1] = used
+                    top += 2
+                else:
+                    gs = si[GI_GST + r]
+                    for g in range(si[GI_GCN + r]):
+                        gm = sc[gs + g]
+                        if (gm & used) == 0:
+                            if top + 2 > res_pos:
+                                return -1, -1
+                            sc[top] = np.uint64(nrem)
+                            sc[top + 1] = used | gm
+                            top += 2
+            if J == 0:
+                break
+            J = (J - 1) & rest
+    n = cap - res_pos
+    for q in range(n):
+        sc[sp + q] = sc[res_pos + q]
+    return sp, _dedupe(sc, sp, sp + n)
+
+
+@njit(cache=True)
+def _rank_sum(cards):
+    """Sum of the ranks of a card set (a build's cards; an ace counts 1)."""
+    s = 0
+    x = cards
+    while x:
+        s += RANK[lowbit(x)]
+        x &= x - U1
+    return s
+
+
+@njit(cache=True)
+def _push_unions(sc, sp, cs, ce, fixed, v, si, key_v, b, u64, i8, c, p, bcol, numeric, acehigh, resolve, raiseown):
+    """Append (key, C | R | fixed) for every C in sc[cs:ce] and R in P(v) disjoint from C, legal builds only.
+
+    Returns the new write position, or -1 when ``sc`` is too small.
+    """
+    cap = sc.shape[0]
+    ps = si[GI_PST + v]
+    pc = si[GI_PCN + v]
+    for i in range(cs, ce):
+        C = sc[i]
+        for q in range(pc):
+            R = sc[ps + q]
+            if (R & C) != 0:
+                continue
+            m = C | R | fixed
+            if m == 0:
+                continue
+            if not _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                continue
+            if sp + 2 > cap:
+                return -1
+            sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(key_v)
+            sc[sp + 1] = m
+            sp += 2
+    return sp
+
+
+@njit(cache=True)
+def _write(b, m8, mvc, M, tot, kind, c, sc, start, end):
+    """Write the sorted (key, mask) pairs of sc[start:end] as moves of ``kind`` with card c; return the count."""
+    for i in range(start, end, 2):
+        if tot < M:
+            m8[b, 0, tot] = kind
+            m8[b, 1, tot] = c
+            m8[b, 2, tot] = np.int64(sc[i] & np.uint64(15))
+            mvc[b, tot] = sc[i + 1]
+        tot += 1
+    return tot
+
+
+@njit(cache=True)
+def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+    """Recompute game b's move table for any rule switches (module docstring).
+
+    Returns 0 when done, 1 when the scratch buffer ``sc`` is too small (the caller retries with a larger one).
+    """
+    P = cfg[CFG_P]
+    M = cfg[CFG_M]
+    K = cfg[CFG_K]
+    prune = cfg[CFG_PRUNE] != 0
+    numeric = cfg[CFG_NUMERIC] != 0
+    acehigh = cfg[CFG_ACEHIGH] != 0
+    pairall = cfg[CFG_PAIRALL] != 0
+    onegroup = cfg[CFG_ONEGROUP] != 0
+    bmode = cfg[CFG_BUILDS]
+    raiseown = cfg[CFG_RAISEOWN] != 0
+    raisetable = cfg[CFG_RAISETABLE] != 0
+    resolve = cfg[CFG_RESOLVE] != 0
+    maxv = cfg[CFG_MAXV]
+    nmcol = P + cfg[CFG_S]
+    cap = sc.shape[0]
+    prev = i16[b, nmcol]
+    p = i8[b, CUR]
+    tot = 0
+    if p >= 0:
+        hm = u64[b, p]
+        lm = u64[b, P]
+        bcol = P + 1
+        nown = 0
+        for k in range(K):
+            if u64[b, bcol + k] != 0 and i8[b, OWNER + k] == p:
+                si[GI_OWN + nown] = k
+                nown += 1
+        si[GI_NOWN] = nown
+        # --- trails (RULES.md 4.4: never while owning a build, under either owner rule) ---
+        if nown == 0:
+            x = hm
+            while x:
+                c = lowbit(x)
+                x &= x - U1
+                if tot < M:
+                    m8[b, 0, tot] = 0
+                    m8[b, 1, tot] = c
+                    m8[b, 2, tot] = 0
+                    mvc[b, tot] = 0
+                tot += 1
+        # --- capture values held ---
+        for w in range(16):
+            si[GI_CAPC + w] = 0
+        hv = 0
+        x = hm
+        while x:
+            c = lowbit(x)
+            x &= x - U1
+            a = _val(c, numeric)
+            if a:
+                si[GI_CAPC + a] += 1
+                hv |= 1 << a
+            if acehigh and RANK[c] == 1:
+                si[GI_CAPC + 14] += 1
+                hv |= 1 << 14
+        maxs = 0
+        for w in range(15):
+            if (hv >> w) & 1:
+                maxs = w
+        # --- groups: loose valued subsets with sum <= maxs, bucketed by sum ---
+        sp = G_BASE
+        n = 0
+        for v in range(1, maxs + 1):
+            if v > 13:
+                break
+            xx = lm & RANK_MASK[v]
+            if not numeric and v > 10:
+                xx = U0
+            while xx:
+                c = lowbit(xx)
+                xx &= xx - U1
+                sc[G_LB + n] = BIT[c]
+                si[GI_LVAL + n] = v
+                n += 1
+        flat = sp
+        d = 0
+        j = 0
+        cs = 0
+        cm = U0
+        while True:
+            if j < n and cs + si[GI_LVAL + j] <= maxs:
+                ns = cs + si[GI_LVAL + j]
+                nm = cm | sc[G_LB + j]
+                if sp + 2 > cap:
+                    return 1
+                sc[sp] = nm
+                sc[sp + 1] = np.uint64(ns)
+                sp += 2
+                si[GI_JSTK + d] = j
+                si[GI_SSTK + d] = cs
+                sc[G_MSTK + d] = cm
+                d += 1
+                cs = ns
+                cm = nm
+                j += 1
+            else:
+                if d == 0:
+                    break
+                d -= 1
+                j = si[GI_JSTK + d] + 1
+                cs = si[GI_SSTK + d]
+                cm = sc[G_MSTK + d]
+        ng = (sp - flat) // 2
+        for s in range(16):
+            si[GI_GCN + s] = 0
+        for i in range(ng):
+            si[GI_GCN + np.int64(sc[flat + 2 * i + 1])] += 1
+        if sp + ng > cap:
+            return 1
+        off = sp
+        for s in range(16):
+            si[GI_GST + s] = off
+            off += si[GI_GCN + s]
+            si[GI_GCN + s] = 0
+        for i in range(ng):
+            s = np.int64(sc[flat + 2 * i + 1])
+            sc[si[GI_GST + s] + si[GI_GCN + s]] = sc[flat + 2 * i]
+            si[GI_GCN + s] += 1
+        sp += ng
+        # --- P(v) for each value held: unions of disjoint groups of sum v (the empty set first) ---
+        for v in range(1, maxs + 1):
+            si[GI_PCN + v] = 0
+            if not (hv >> v) & 1:
+                continue
+            gs = si[GI_GST + v]
+            k = si[GI_GCN + v]
+            start = sp
+            if sp + 1 > cap:
+                return 1
+            sc[sp] = U0
+            sp += 1
+            if k > 0:
+                d = 0
+                j = 0
+                cm = U0
+                while True:
+                    while j < k and (sc[gs + j] & cm) != 0:
+                        j += 1
+                    if j < k:
+                        nm = cm | sc[gs + j]
+                        if sp + 1 > cap:
+                            return 1
+                        sc[sp] = nm
+                        sp += 1
+                        si[GI_JSTK + d] = j
+                        sc[G_MSTK + d] = cm
+                        d += 1
+                        cm = nm
+                        j += 1
+                    else:
+                        if d == 0:
+                            break
+                        d -= 1
+                        j = si[GI_JSTK + d] + 1
+                        cm = sc[G_MSTK + d]
+                if k > 1:
+                    sp = _dedupe(sc, start + 1, sp)
+            si[GI_PST + v] = start
+            si[GI_PCN + v] = sp - start
+
+        # --- captures, by played card id ---
+        x = hm
+        while x:
+            c = lowbit(x)
+            x &= x - U1
+            a0 = _val(c, numeric)
+            start = sp
+            if a0 == 0:
+                # a court without value pairs loose courts of its rank (RULES.md 3 court_pair_take)
+                r = np.int64(RANK[c])
+                y = lm & RANK_MASK[r]
+                if pairall:
+                    if y and _legal(1, c, r, y, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                        if sp + 2 > cap:
+                            return 1
+                        sc[sp] = lexrank(y) * np.uint64(16) + np.uint64(r)
+                        sc[sp + 1] = y
+                        sp += 2
+                else:
+                    while y:
+                        t = lowbit(y)
+                        y &= y - U1
+                        if _legal(1, c, r, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                            if sp + 2 > cap:
+                                return 1
+                            sc[sp] = lexrank(BIT[t]) * np.uint64(16) + np.uint64(r)
+                            sc[sp + 1] = BIT[t]
+                            sp += 2
+            else:
+                for alt in range(2):
+                    if alt == 0:
+                        a = a0
+                    elif acehigh and RANK[c] == 1:
+                        a = 14
+                    else:
+                        break
+                    # builds of value a: each one group
+                    bm_all = U0
+                    nb = 0
+                    for k in range(K):
+                        if u64[b, bcol + k] != 0 and i8[b, BVAL + k] == a:
+                            bm_all |= u64[b, bcol + k]
+                            si[GI_MV + nb] = k
+                            nb += 1
+                    if onegroup:
+                        gs = si[GI_GST + a]
+                        for g in range(si[GI_GCN + a]):
+                            m = sc[gs + g]
+                            if _legal(1, c, a, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                                if sp + 2 > cap:
+                                    return 1
+                                sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(a)
+                                sc[sp + 1] = m
+                                sp += 2
+                        for q in range(nb):
+                            m = u64[b, bcol + si[GI_MV + q]]
+                            if _legal(1, c, a, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                                if sp + 2 > cap:
+                                    return 1
+                                sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(a)
+                                sc[sp + 1] = m
+                                sp += 2
+                        continue
+                    ps = si[GI_PST + a]
+                    pc = si[GI_PCN + a]
+                    for i in range(pc):
+                        L = sc[ps + i]
+                        if prune:
+                            # only the maximal loose unions with every build of value a can be undominated
+                            maximal = True
+                            for q in range(pc):
+                                X = sc[ps + q]
+                                if X != L and (X & L) == L:
+                                    maximal = False
+                                    break
+                            if not maximal:
+                                continue
+                            m = L | bm_all
+                            if m and _legal(1, c, a, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                                if sp + 2 > cap:
+                                    return 1
+                                sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(a)
+                                sc[sp + 1] = m
+                                sp += 2
+                            continue
+                        for sub in range(1 << nb):
+                            m = L
+                            for q in range(nb):
+                                if (sub >> q) & 1:
+                                    m |= u64[b, bcol + si[GI_MV + q]]
+                            if m == 0:
+                                continue
+                            if _legal(1, c, a, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                                if sp + 2 > cap:
+                                    return 1
+                                sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(a)
+                                sc[sp + 1] = m
+                                sp += 2
+            end = _sort_pairs(sc, start, sp)
+            if prune and end - start > 2:
+                # drop captures strictly inside another capture by the same card (an ace's two values compare)
+                w = start
+                for i in range(start, end, 2):
+                    mi = sc[i + 1]
+                    dominated = False
+                    for q in range(start, end, 2):
+                        mq = sc[q + 1]
+                        if mq != mi and (mq & mi) == mi:
+                            dominated = True
+                            break
+                    if not dominated:
+                        sc[w] = sc[i]
+                        sc[w + 1] = mi
+                        w += 2
+                end = w
+            tot = _write(b, m8, mvc, M, tot, 1, c, sc, start, end)
+            sp = start
+
+        # --- builds, by played card id (RULES.md 4.1-4.3) ---
+        if bmode != 0:
+            x = hm
+            while x:
+                c = lowbit(x)
+                x &= x - U1
+                a = _val(c, numeric)
+                if a == 0:
+                    continue  # a court without value is never built
+                start = sp
+                for v in range(a, maxv + 1):
+                    if si[GI_CAPC + v] - _caps(c, v, numeric, acehigh) <= 0:
+                        continue  # rule 2: a card that captures v stays in hand
+                    if bmode == 3:
+                        # attach (4.3): c on one item x
+                        y = lm
+                        while y:
+                            t = lowbit(y)
+                            y &= y - U1
+                            xv = _val(t, numeric)
+                            if xv == 0:
+                                continue
+                            if xv + a == v or (xv == a and a == v):
+                                m = BIT[t]
+                                if _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
+                                          raiseown):
+                                    if sp + 2 > cap:
+                                        return 1
+                                    sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(v)
+                                    sc[sp + 1] = m
+                                    sp += 2
+                        for k in range(K):
+                            m = u64[b, bcol + k]
+                            if m == 0:
+                                continue
+                            if i8[b, OWNER + k] == p and not raiseown:
+                                continue
+                            xv = np.int64(i8[b, BVAL + k])
+                            ok = xv == a and a == v
+                            if xv + a == v and _rank_sum(m) == xv:
+                                ok = True
+                            if ok and _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
+                                             raiseown):
+                                if sp + 2 > cap:
+                                    return 1
+                                sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(v)
+                                sc[sp + 1] = m
+                                sp += 2
+                        continue
+                    same = u64[b, bcol + v - 1]
+                    if same != 0 and i8[b, OWNER + v - 1] == p and not raiseown:
+                        continue  # building on your own build needs raise_own_build (RULES.md 3, 4.4)
+                    if bmode == 1:
+                        # standard (4.1): no raise; c alone or with loose cards summing to v - a
+                        cs0 = sp
+                        if a == v:
+                            if sp + 1 > cap:
+                                return 1
+                            sc[sp] = U0
+                            sp += 1
+                        else:
+                            gs = si[GI_GST + v - a]
+                            gk = si[GI_GCN + v - a]
+                            if sp + gk > cap:
+                                return 1
+                            for g in range(gk):
+                                sc[sp] = sc[gs + g]
+                                sp += 1
+                        ce0 = sp
+                        sp = _push_unions(sc, sp, cs0, ce0, same, v, si, v, b, u64, i8, c, p, bcol, numeric,
+                                          acehigh, resolve, raiseown)
+                        if sp < 0:
+                            return 1
+                        # move the results over the C list
+                        nres = sp - ce0
+                        for q in range(nres):
+                            sc[cs0 + q] = sc[ce0 + q]
+                        sp = cs0 + nres
+                        # one raise of a single build of another value (rules 4, 5, 7)
+                        for k in range(K):
+                            bb = u64[b, bcol + k]
+                            if bb == 0 or k == v - 1:
+                                continue
+                            if i8[b, OWNER + k] == p and not raiseown:
+                                continue
+                            bv = np.int64(i8[b, BVAL + k])
+                            if _rank_sum(bb) != bv:
+                                continue  # a multiple build never changes value (rule 4)
+                            r = v - bv - a
+                            if r < 0 or (r > 0 and not raisetable):
+                                continue
+                            cs1 = sp
+                            if r == 0:
+                                if sp + 1 > cap:
+                                    return 1
+                                sc[sp] = U0
+                                sp += 1
+                            else:
+                                gs = si[GI_GST + r]
+                                gk = si[GI_GCN + r]
+                                if sp + gk > cap:
+                                    return 1
+                                for g in range(gk):
+                                    sc[sp] = sc[gs + g]
+                                    sp += 1
+                            ce1 = sp
+                            sp = _push_unions(sc, sp, cs1, ce1, same | bb, v, si, v, b, u64, i8, c, p, bcol,
+                                              numeric, acehigh, resolve, raiseown)
+                            if sp < 0:
+                                return 1
+                            nres = sp - ce1
+                            for q in range(nres):
+                                sc[cs1 + q] = sc[ce1 + q]
+                            sp = cs1 + nres
+                    else:
+                        # reservation (4.2): c and the cards of the same-value reservation regroup freely, with
+                        # optionally the cards of one reservation of another value
+                        for extra in range(-1, K):
+                            fixed = same
+                            if extra >= 0:
+                                if extra == v - 1:
+                                    continue
+                                eb = u64[b, bcol + extra]
+                                if eb == 0:
+                                    continue
+                                if i8[b, OWNER + extra] == p and not raiseown:
+                                    continue
+                                fixed = same | eb
+                            nm_ = 1
+                            si[GI_MV] = a
+                            y = fixed
+                            while y:
+                                t = lowbit(y)
+                                y &= y - U1
+                                if nm_ >= 40:
+                                    break
+                                si[GI_MV + nm_] = _val(t, True)
+                                nm_ += 1
+                            cs1, ce1 = _cover(sc, sp, si, nm_, v)
+                            if cs1 < 0:
+                                return 1
+                            sp = ce1
+                            sp = _push_unions(sc, sp, cs1, ce1, fixed, v, si, v, b, u64, i8, c, p, bcol, numeric,
+                                              acehigh, resolve, raiseown)
+                            if sp < 0:
+                                return 1
+                            nres = sp - ce1
+                            for q in range(nres):
+                                sc[cs1 + q] = sc[ce1 + q]
+                            sp = cs1 + nres
+                end = _sort_pairs(sc, start, sp)
+                tot = _write(b, m8, mvc, M, tot, 2, c, sc, start, end)
+                sp = start
+        if tot == 0:
+            # the 4.4 obligations block every move (an ace covering its owner's builds of 1 and 14): any trail is
+            # allowed (decided here, README)
+            x = hm
+            while x:
+                c = lowbit(x)
+                x &= x - U1
+                if tot < M:
+                    m8[b, 0, tot] = 0
+                    m8[b, 1, tot] = c
+                    m8[b, 2, tot] = 0
+                    mvc[b, tot] = 0
+                tot += 1
+    n_out = tot if tot < M else M
+    for i in range(n_out, prev):
+        m8[b, 0, i] = -1
+        m8[b, 1, i] = -1
+        m8[b, 2, i] = 0
+        mvc[b, i] = 0
+    i16[b, nmcol] = n_out
+    i8[b, OVERFLOW] = 1 if tot > M else 0
+    return 0
