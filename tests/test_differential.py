@@ -212,3 +212,93 @@ def test_random_positions_match_reference(num_players, prune, slow):
             if g.is_deal_over():
                 del ref["match_scores"], mine["match_scores"]
             assert mine == ref, (hands, loose, builds, p, got[a])
+
+
+def _random_preset_position(rng: np.random.Generator, rules):
+    """Random hands, loose cards and builds for any rule set: builds of every value up to ``max_value`` (several of
+    one value with ``attach``; none with ``builds=none``), single and multiple, any owner, owners usually holding a
+    card that captures them; a random last trail (Cicera's pairing point)."""
+    P = rules.num_players
+    numeric = rules.court_values == "numeric"
+    top = 13 if numeric else 10
+    avail = [int(c) for c in rng.permutation(52)]
+
+    def take_value(x: int) -> int | None:
+        for i, c in enumerate(avail):
+            if c % 13 + 1 == x:
+                return avail.pop(i)
+        return None
+
+    builds = []
+    if rules.builds != "none":
+        used_values: set[int] = set()
+        for _ in range(int(rng.integers(0, 4))):
+            v = int(rng.integers(2, rules.max_value + 1))
+            if rules.builds != "attach" and v in used_values:
+                continue
+            x = int(rng.integers(max(1, v - top), min(v - 1, top) + 1))
+            cards = [take_value(x), take_value(v - x)]
+            if rng.random() < 0.3 and v <= top:
+                cards.append(take_value(v))
+            if None in cards:
+                continue
+            used_values.add(v)
+            builds.append((sorted(cards), v, int(rng.integers(P))))
+    hands = []
+    for q in range(P):
+        h = [avail.pop() for _ in range(int(rng.integers(1, 5)))]
+        for _cards, v, owner in builds:
+            if owner == q and rng.random() < 0.85:
+                c = take_value(1 if v == 14 else v)
+                if c is not None:
+                    h.append(c)
+        hands.append(h)
+    loose = [avail.pop() for _ in range(int(rng.integers(0, 9)))]
+    last_trail = loose[int(rng.integers(len(loose)))] if loose and rng.random() < 0.5 else None
+    return hands, loose, builds, int(rng.integers(P)), last_trail
+
+
+@pytest.mark.parametrize(("preset", "num_players", "prune"), [
+    ("matsuda", 2, True), ("matsuda", 2, False), ("cicera", 4, True), ("cicera", 4, False), ("bga", 2, True),
+    ("bga", 3, False), ("bga", 6, True), ("stadium", 2, True), ("stadium", 2, False), ("royal", 2, True),
+    ("royal", 4, False)])
+def test_random_preset_positions_match_reference(preset, num_players, prune):
+    """Hand-built positions of every preset: same moves, and the same position (in-play points too) after a move."""
+    from cassino_env.reference import Build, Game, Move
+
+    rules = make_rules(preset, num_players=num_players)
+    rng = np.random.default_rng(1000 + 100 * num_players + 10 * prune + len(preset))
+    for _ in range(300):
+        hands, loose, builds, p, last_trail = _random_preset_position(rng, rules)
+        st = core.from_position(rules, hands, loose, builds, to_move=p, prune=prune, max_moves=4096,
+                                last_trail=last_trail)
+        g = Game(rules=rules, hands=[set(h) for h in hands], loose=set(loose),
+                 builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=p,
+                 dealer=(p - 1) % num_players, last_trail=last_trail)
+        got = core.move_list(st, 0)
+        assert got == _ref_moves(g, prune), (hands, loose, builds, p)
+        if got:
+            a = int(rng.integers(len(got)))
+            core.step(st, np.array([a]))
+            g.apply(Move(*got[a][:3], got[a][3]))
+            ref = _ref_position(g)
+            mine = _core_position(st, 0)
+            if g.is_deal_over():
+                del ref["match_scores"], mine["match_scores"]
+            assert mine == ref, (hands, loose, builds, p, got[a])
+
+
+def test_stuck_owner_may_trail_in_both_engines():
+    """Royal: seat 0's one ace covers its builds of 1 and 14, so 4.4 bars every capture and trail; any trail is then
+    legal (README decision)."""
+    from cassino_env.cards import card_id as cid
+    from cassino_env.reference import Build, Game
+
+    rules = make_rules("royal", num_players=2)
+    builds = [([cid("AD"), cid("AS")], 1, 0), ([cid("7C"), cid("4D"), cid("3S")], 14, 0)]
+    hands = [[cid("AC")], [cid("8S")]]
+    loose = [cid("5C"), cid("JD")]
+    st = core.from_position(rules, hands, loose, builds, to_move=0)
+    g = Game(rules=rules, hands=[set(h) for h in hands], loose=set(loose),
+             builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=0, dealer=1)
+    assert core.move_list(st, 0) == _ref_moves(g, True) == [(core.TRAIL, cid("AC"), 0, ())]
