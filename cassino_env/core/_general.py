@@ -81,13 +81,15 @@ GI_GST = 16  # group starts per sum
 GI_GCN = 32  # group counts per sum
 GI_PST = 48  # P(v) starts
 GI_PCN = 64  # P(v) counts
-GI_MV = 80  # mandatory item values for _cover (up to 40)
+GI_MV = 80  # mandatory item values for _cover (up to 48: a build holds at most 48 cards besides c)
 GI_LVAL = 128  # loose values by position (up to 52)
 GI_JSTK = 192  # DFS index stack (up to 64)
 GI_SSTK = 256  # DFS sum stack (up to 64)
 GI_OWN = 320  # owned slots (up to 26)
 GI_NOWN = 350
-GI_SIZE = 352
+GI_NSLOT = 351
+GI_SLOT = 352  # non-empty build slots (up to 26)
+GI_SIZE = 384
 
 
 @njit(cache=True)
@@ -345,11 +347,16 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         lm = u64[b, P]
         bcol = P + 1
         nown = 0
+        nslot = 0
         for k in range(K):
-            if u64[b, bcol + k] != 0 and i8[b, OWNER + k] == p:
-                si[GI_OWN + nown] = k
-                nown += 1
+            if u64[b, bcol + k] != 0:
+                si[GI_SLOT + nslot] = k
+                nslot += 1
+                if i8[b, OWNER + k] == p:
+                    si[GI_OWN + nown] = k
+                    nown += 1
         si[GI_NOWN] = nown
+        si[GI_NSLOT] = nslot
         # --- trails (RULES.md 4.4: never while owning a build, under either owner rule) ---
         if nown == 0:
             x = hm
@@ -382,6 +389,18 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             if (hv >> w) & 1:
                 maxs = w
         # --- groups: loose valued subsets with sum <= maxs, bucketed by sum ---
+        # sums needed: the values held (captures, P(v)) and their differences (c's group in a build); every sum
+        # below maxs where a raise may take loose cards in or a reservation on the table regroups
+        if raisetable or (bmode == 2 and nslot > 0):
+            needg = (1 << (maxs + 1)) - 2
+        else:
+            needg = hv
+            y = hv
+            while y:
+                q = np.int64(lowbit(np.uint64(y)))
+                y &= y - 1
+                needg |= hv >> q
+            needg &= ~1
         sp = G_BASE
         n = 0
         for v in range(1, maxs + 1):
@@ -405,11 +424,12 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             if j < n and cs + si[GI_LVAL + j] <= maxs:
                 ns = cs + si[GI_LVAL + j]
                 nm = cm | sc[G_LB + j]
-                if sp + 2 > cap:
-                    return 1
-                sc[sp] = nm
-                sc[sp + 1] = np.uint64(ns)
-                sp += 2
+                if (needg >> ns) & 1:
+                    if sp + 2 > cap:
+                        return 1
+                    sc[sp] = nm
+                    sc[sp + 1] = np.uint64(ns)
+                    sp += 2
                 si[GI_JSTK + d] = j
                 si[GI_SSTK + d] = cs
                 sc[G_MSTK + d] = cm
@@ -521,8 +541,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     # builds of value a: each one group
                     bm_all = U0
                     nb = 0
-                    for k in range(K):
-                        if u64[b, bcol + k] != 0 and i8[b, BVAL + k] == a:
+                    for qs in range(nslot):
+                        k = si[GI_SLOT + qs]
+                        if i8[b, BVAL + k] == a:
                             bm_all |= u64[b, bcol + k]
                             si[GI_MV + nb] = k
                             nb += 1
@@ -631,10 +652,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                     sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(v)
                                     sc[sp + 1] = m
                                     sp += 2
-                        for k in range(K):
+                        for qs in range(nslot):
+                            k = si[GI_SLOT + qs]
                             m = u64[b, bcol + k]
-                            if m == 0:
-                                continue
                             if i8[b, OWNER + k] == p and not raiseown:
                                 continue
                             xv = np.int64(i8[b, BVAL + k])
@@ -679,9 +699,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                             sc[cs0 + q] = sc[ce0 + q]
                         sp = cs0 + nres
                         # one raise of a single build of another value (rules 4, 5, 7)
-                        for k in range(K):
+                        for qs in range(nslot):
+                            k = si[GI_SLOT + qs]
                             bb = u64[b, bcol + k]
-                            if bb == 0 or k == v - 1:
+                            if k == v - 1:
                                 continue
                             if i8[b, OWNER + k] == p and not raiseown:
                                 continue
@@ -717,9 +738,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     else:
                         # reservation (4.2): c and the cards of the same-value reservation regroup freely, with
                         # optionally the cards of one reservation of another value
-                        for extra in range(-1, K):
+                        for qe in range(-1, nslot):
                             fixed = same
-                            if extra >= 0:
+                            if qe >= 0:
+                                extra = si[GI_SLOT + qe]
                                 if extra == v - 1:
                                     continue
                                 eb = u64[b, bcol + extra]
@@ -728,20 +750,43 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 if i8[b, OWNER + extra] == p and not raiseown:
                                     continue
                                 fixed = same | eb
-                            nm_ = 1
-                            si[GI_MV] = a
-                            y = fixed
-                            while y:
-                                t = lowbit(y)
-                                y &= y - U1
-                                if nm_ >= 40:
-                                    break
-                                si[GI_MV + nm_] = _val(t, True)
-                                nm_ += 1
-                            cs1, ce1 = _cover(sc, sp, si, nm_, v)
-                            if cs1 < 0:
-                                return 1
-                            sp = ce1
+                            if fixed == 0:
+                                # nothing to regroup: c is a group alone or with loose cards summing to v - a
+                                cs1 = sp
+                                if a == v:
+                                    if sp + 1 > cap:
+                                        return 1
+                                    sc[sp] = U0
+                                    sp += 1
+                                else:
+                                    gs = si[GI_GST + v - a]
+                                    gk = si[GI_GCN + v - a]
+                                    if sp + gk > cap:
+                                        return 1
+                                    for g in range(gk):
+                                        sc[sp] = sc[gs + g]
+                                        sp += 1
+                                ce1 = sp
+                            else:
+                                nm_ = 1
+                                si[GI_MV] = a
+                                y = fixed
+                                fits = True
+                                while y:
+                                    t = lowbit(y)
+                                    y &= y - U1
+                                    tv = _val(t, True)
+                                    if tv > v:
+                                        fits = False  # a card above v is in no group of v
+                                        break
+                                    si[GI_MV + nm_] = tv
+                                    nm_ += 1
+                                if not fits:
+                                    continue
+                                cs1, ce1 = _cover(sc, sp, si, nm_, v)
+                                if cs1 < 0:
+                                    return 1
+                                sp = ce1
                             sp = _push_unions(sc, sp, cs1, ce1, fixed, v, si, v, b, u64, i8, c, p, bcol, numeric,
                                               acehigh, resolve, raiseown)
                             if sp < 0:
