@@ -187,3 +187,62 @@ def test_versus_first_plays_only_the_first_agent_against_the_others() -> None:
     assert [(e["a"], e["b"]) for e in r["pairs"]] == [("beginner", "random"), ("beginner", "greedy")]
     assert r["win_matrix"][1][2] is None
     assert set(r["ratings"]) == {"beginner", "random", "greedy"}
+
+
+def test_partners_are_seated_as_one_agent() -> None:
+    from train.evaluate import seat_agents
+
+    assert seat_agents(make_rules("cicera", 4)).tolist() == [[0, 1, 0, 1], [1, 0, 1, 0]]  # seats 0+2 vs 1+3
+    six = seat_agents(make_rules("bga", 6))  # partners p and p + 3
+    assert len(six) == 6 and (six[:, :3] == six[:, 3:]).all()
+    assert seat_agents(make_rules("classic", 3)).tolist() == [list(a) for a in arrangements(make_rules("classic", 3))]
+
+
+@pytest.mark.parametrize(("preset", "num_players"), [("classic", 2), ("matsuda", 2), ("cicera", 4), ("bga", 2),
+                                                     ("bga", 6), ("stadium", 2), ("royal", 3)])
+def test_the_bot_ladder_plays_every_preset(preset: str, num_players: int, tmp_path) -> None:
+    """``cassino eval --agents ladder --preset P``: the ladder of scripted bots, every pair, in every preset."""
+    from train.evaluate import LADDER
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = cli.main(["eval", "--agents", "ladder", "--preset", preset, "--num-players", str(num_players),
+                         "--deals", "4", "--seed", "1", "--batch-games", "64", "--json", "--out-dir", str(tmp_path)])
+    assert code == 0
+    report = json.loads(buf.getvalue())
+    assert (report["rules"], report["num_players"]) == (preset, num_players)
+    assert report["agents"] == list(LADDER)
+    assert len(report["pairs"]) == len(LADDER) * (len(LADDER) - 1) // 2
+    assert report["target"] == make_rules(preset, num_players).target  # 51 for cicera
+    assert all(e["deals"] >= 4 for e in report["pairs"])
+
+
+def test_eval_command_takes_a_preset_its_players_and_a_target(capsys, tmp_path) -> None:
+    assert cli.main(["eval", "--agents", "random,greedy", "--preset", "cicera", "--num-players", "2",
+                     "--deals", "4"]) == 2
+    assert "allows num_players 4" in capsys.readouterr().err
+    assert cli.main(["eval", "--agents", "random,greedy", "--preset", "nonesuch", "--deals", "4"]) == 2
+    assert "unknown preset" in capsys.readouterr().err
+    assert cli.main(["eval", "--agents", "random,greedy", "--preset", "matsuda", "--target", "51", "--deals", "4",
+                     "--json", "--out-dir", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["target"] == 51
+
+
+def test_seeds_outside_the_board_range_are_rejected(capsys) -> None:
+    from train.evaluate import SEED_MAX, SEED_MIN, board_seed
+
+    assert (SEED_MIN, SEED_MAX) == (0, 2**31 - 1)
+    for bad in (SEED_MAX + 1, SEED_MIN - 1, 2**40, -(2**40)):
+        with pytest.raises(ValueError, match="out of range"):
+            evaluate(["random", "greedy"], "classic", deals=2, seed=bad)
+    with pytest.raises(ValueError, match="board .* out of range"):
+        board_seed(0, 2**32)
+    assert board_seed(SEED_MAX, 2**32 - 1) == 2**63 - 1  # the largest board seed fits an int64
+    assert board_seed(SEED_MIN, 0) == 0
+    assert cli.main(["eval", "--agents", "random,greedy", "--deals", "2", "--seed", str(2**31)]) == 2
+    assert "seed 2147483648 is out of range" in capsys.readouterr().err
+    # the extremes of the range play and differ from each other
+    a = evaluate(["random", "greedy"], "classic", deals=6, seed=SEED_MAX)
+    b = evaluate(["random", "greedy"], "classic", deals=6, seed=SEED_MIN)
+    assert a["pairs"][0]["deals"] >= 6 and b["pairs"][0]["deals"] >= 6
+    assert strip_times(a)["pairs"] != strip_times(b)["pairs"]

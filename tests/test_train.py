@@ -26,9 +26,12 @@ from train.ppo_selfplay import (  # noqa: E402
     TrainOptions,
     args_to_dict,
     compute_gae,
+    evaluate_deals,
     load_config,
     make_args,
+    preset_config,
     resolve_args,
+    rotate_learner_side,
     split_games,
     train,
 )
@@ -95,6 +98,21 @@ def test_plot_draws_a_png(tiny_run: tuple[Path, subprocess.CompletedProcess], tm
     assert cli.main(["plot", str(run_dir)]) == 0
     assert (run_dir / "learning_curves.png").is_file()
     assert cli.main(["plot", str(tmp_path / "nothing")]) == 2
+
+
+def test_every_preset_has_a_config_the_trainer_loads() -> None:
+    from cassino_env.rules import PRESETS, make_rules
+
+    for preset in PRESETS:
+        path = CONFIGS_DIR / f"ppo_{preset}.yaml"
+        assert path.is_file(), path.name
+        assert preset_config(preset) == path
+        args = resolve_args(TrainOptions(config=path))
+        assert args.preset == preset
+        rules = make_rules(args.preset, args.num_players)  # a player count the preset allows
+        assert args.num_steps % (52 - rules.table_cards) == 0
+        assert resolve_args(TrainOptions(preset=preset)) == args  # --preset alone reads the preset's config
+    assert make_args(load_config(CONFIGS_DIR / "ppo_cicera.yaml")).num_players == 4
 
 
 def test_default_config_mirrors_args() -> None:
@@ -183,3 +201,57 @@ def test_gae_runs_along_each_seat_trajectory() -> None:
                 delta = credit.rewards[t, b] + gamma * values[nt, b] - values[t, b]
                 want[t, b] = delta + gamma * lam * want[nt, b]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_learner_side_rotates_over_sides() -> None:
+    games = np.arange(6)
+    assert rotate_learner_side(games, 0, 2).tolist() == [0, 1, 0, 1, 0, 1]
+    assert rotate_learner_side(games, 1, 2).tolist() == [1, 0, 1, 0, 1, 0]
+    assert rotate_learner_side(games, 2, 3).tolist() == [2, 0, 1, 2, 0, 1]  # six players: three partnerships
+    side_of_seat = np.arange(4) % 2  # four players: the learner plays both partners
+    assert np.flatnonzero(side_of_seat == rotate_learner_side(np.array([0]), 0, 2)[0]).tolist() == [0, 2]
+
+
+def test_training_evaluation_seats_partners_together() -> None:
+    """evaluate_deals plays each deal once per side with the agent in both partners' seats: greedy partners beat
+    random partners on almost every deal (split partnerships would win about half)."""
+    from agents.registry import make_agent
+    from cassino_env.rules import make_rules
+
+    rules = make_rules("cicera", 4)
+    res = evaluate_deals(make_agent("greedy", rules), make_agent("random", rules), rules, deals=12, seed=0)
+    assert res["games"] == 24  # 12 deals x 2 sides
+    assert res["winrate"] >= 0.8 and res["points"] > 5
+    res = evaluate_deals(make_agent("random", rules), make_agent("greedy", rules), rules, deals=12, seed=0)
+    assert res["winrate"] <= 0.2 and res["points"] < -5
+
+
+#: Tiny sizes for a preset's config: three iterations of 16 games x 48 moves (2,304 env steps), with the config's
+#: opponents (pool and bots) and one evaluation at the end.
+TINY_OVERRIDES = dict(threads=1, total_timesteps=3 * 768, num_envs=16, hidden=16, embed=8, num_minibatches=2,
+                      update_epochs=1, snapshot_every=768, eval_every=0, eval_deals=2, eval_opponents=["greedy"],
+                      checkpoint_every=0, final_eval_deals=0, progress_every_s=1e9, max_train_seconds=0.0)
+
+
+@pytest.mark.parametrize(("preset", "num_players"), [("classic", None), ("matsuda", None), ("cicera", None),
+                                                     ("bga", None), ("bga", 6), ("stadium", None), ("royal", None)])
+def test_every_preset_config_trains(preset: str, num_players: int | None, tmp_path: Path) -> None:
+    """configs/ppo_<preset>.yaml, shrunk to a few thousand env steps, trains end to end (bga also with six players
+    in three partnerships) and leaves a checkpoint for its rules."""
+    from agents.ppo_agent import read_checkpoint
+    from cassino_env.rules import make_rules
+
+    values = load_config(CONFIGS_DIR / f"ppo_{preset}.yaml")
+    values.update(TINY_OVERRIDES, run_dir=str(tmp_path))
+    if num_players is not None:
+        values["num_players"] = num_players
+    args = make_args(values)
+    assert args.pool_rate > 0 and args.bot_rates  # the learner-side games are exercised too
+    final = train(args)
+    rules = make_rules(preset, args.num_players)
+    ckpt = read_checkpoint(final)
+    assert (ckpt["preset"], ckpt["num_players"]) == (preset, rules.num_players)
+    assert ckpt["train"]["global_step"] == 3 * 768
+    scalars = load_scalars(tmp_path)
+    assert np.isfinite(scalars["losses/value_loss"][1]).all()
+    assert "charts/points_vs_greedy" in scalars and "eval/winrate_vs_greedy" in scalars

@@ -5,13 +5,15 @@ Usage::
     cassino train                                   # configs/ppo_classic.yaml: ~20 min on 2 CPU cores, then the
                                                     # head-to-head table of the final checkpoint vs the bot ladder
     cassino train --config configs/ppo_tiny.yaml    # a tiny run (seconds)
+    cassino train --config configs/ppo_cicera.yaml  # another preset: configs/ppo_<preset>.yaml, one per preset
     cassino train --total-timesteps 200000 --seed 3 --run-dir runs/try
     cassino train --resume runs/RUN/checkpoints/latest.pt   # continue a run where it stopped
     tensorboard --logdir runs                       # curves; `cassino plot RUN_DIR` draws them to a PNG
 
 Options come from :class:`Args` (one documented field each); ``--config FILE`` reads a YAML file that mirrors
-:class:`Args` field for field (``configs/ppo_classic.yaml`` is the default), and every option given on the command
-line overrides the file. Runs are written to ``runs/{preset}__{exp_name}__{seed}__{unix time}`` unless
+:class:`Args` field for field (``configs/ppo_classic.yaml`` is the default; ``--preset P`` without ``--config``
+reads ``configs/ppo_P.yaml``: every preset has one), and every option given on the command line overrides the
+file. Runs are written to ``runs/{preset}__{exp_name}__{seed}__{unix time}`` unless
 ``--run-dir`` names the folder: TensorBoard event files, ``config.yaml`` and ``checkpoints/`` (``step_N.pt`` every
 ``checkpoint_every`` env steps, ``final.pt`` at the end, ``latest.pt`` a copy of the newest; format in
 :mod:`agents.ppo_agent`).
@@ -30,14 +32,18 @@ How the game is turned into PPO data
   side's (zero-sum). It arrives every 24 decisions instead of once a match (~3 deals), its scale follows the game's
   scoring items (cards, spades, casinos, aces, sweeps) so the critic learns which captures matter, and maximising the
   deal margin is what wins matches; ``reward_scale`` brings it to about +-1 for the critic.
+* **Sides.** Rewards are paid per side (a player, or a partnership: 4 seats are sides ``seat % 2``, 6 seats sides
+  ``seat % 3``, RULES.md 1): partners get the same reward, each seat keeps its own trajectory, and the same network
+  plays every seat, so partners are trained as one team on their shared reward.
 * **Masks.** Each transition stores its legal-move mask and move table; the update recomputes log-probabilities and
   the entropy over the legal moves only.
 
 Opponents
 ---------
 Games are split once, by the rates in the config, into: self-play games (the current policy plays every seat and
-every seat's moves are trained on), pool games and bot games (the current policy plays one *learner* seat, rotating
-by deal, and only its moves are trained on). The **pool** holds snapshots of past weights: the initial weights, then
+every seat's moves are trained on), pool games and bot games (the current policy plays one *learner side*, every
+seat of it, rotating by deal, and only its moves are trained on; with partnerships the learner's partner is the
+learner too, never the opponent). The **pool** holds snapshots of past weights: the initial weights, then
 a copy every ``snapshot_every`` env steps; it keeps the newest ``pool_size`` (oldest dropped) and at each iteration
 one snapshot, drawn uniformly, plays the pool games. **Bots** (``agents.registry.make_agent`` specs, e.g. ``greedy``)
 play the bot games at ``bot_rates``.
@@ -113,8 +119,9 @@ class Args:
     # --- environment ------------------------------------------------------------------------------------------------
     preset: str = "classic"
     """rule preset (RULES.md 6)"""
-    num_players: int = 2
-    """seats per game"""
+    num_players: int | None = None
+    """seats per game; null: the preset's first allowed count (RULES.md 6: 2, or 4 for cicera); 4 and 6 seats play
+    partnerships"""
     reward: str = "points"
     """env reward: points (deal margin, zero-sum, every deal) or win (+-1 per match)"""
     reward_scale: float = 0.1
@@ -256,7 +263,8 @@ def _options_type() -> type:
     defaults = args_to_dict(Args())
     fields: list[Any] = [("config", Annotated[Path | None, tyro.conf.arg(
         help="YAML file mirroring these options; options given here override it", metavar="FILE",
-        help_behavior_hint=f"(default: {DEFAULT_CONFIG.relative_to(DEFAULT_CONFIG.parent.parent)})")], None)]
+        help_behavior_hint="(default: configs/ppo_PRESET.yaml for --preset PRESET, else configs/ppo_classic.yaml)")],
+        None)]
     for f in dataclasses.fields(Args):
         t = hints[f.name]
         inner = [a for a in typing.get_args(t) if a is not type(None)] if type(None) in typing.get_args(t) else [t]
@@ -274,11 +282,23 @@ def _options_type() -> type:
 TrainOptions = _options_type()
 
 
+def preset_config(preset: str | None) -> Path:
+    """The config file used when no ``--config`` is given: ``configs/ppo_<preset>.yaml`` for a preset that has one,
+    else :data:`DEFAULT_CONFIG`.
+
+    >>> preset_config("cicera").name, preset_config(None).name, preset_config("nonesuch").name
+    ('ppo_cicera.yaml', 'ppo_classic.yaml', 'ppo_classic.yaml')
+    """
+    path = CONFIGS_DIR / f"ppo_{preset}.yaml"
+    return path if preset and path.is_file() else DEFAULT_CONFIG
+
+
 def resolve_args(options: Any) -> Args:
-    """Merge: built-in defaults < config file (``options.config`` or the default file) < options given."""
+    """Merge: built-in defaults < config file < options given. The file is ``options.config``, or without one
+    the preset's own (``--preset cicera`` reads ``configs/ppo_cicera.yaml``, see :func:`preset_config`)."""
     given = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
              if f.name != "config" and getattr(options, f.name) is not None}
-    values = load_config(options.config if options.config is not None else DEFAULT_CONFIG)
+    values = load_config(options.config if options.config is not None else preset_config(given.get("preset")))
     values.update(given)
     return make_args(values)
 
@@ -304,6 +324,18 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
 # Opponents
 # ----------------------------------------------------------------------------------------------------------------------
 SELF, POOL = 0, 1  # controller ids; bot j is 2 + j
+
+
+def rotate_learner_side(games: np.ndarray, deal_number: int, num_sides: int) -> np.ndarray:
+    """int64[B]: the side the current policy plays in each pool or bot game during its ``deal_number``-th deal.
+
+    It rotates by game and by deal so the learner plays every side (and so every seat: the dealer moves one seat
+    per deal) equally often; the learner plays every seat of its side, the opponent every seat of the others.
+
+    >>> rotate_learner_side(np.arange(4), 0, 2).tolist(), rotate_learner_side(np.arange(4), 1, 2).tolist()
+    ([0, 1, 0, 1], [1, 0, 1, 0])
+    """
+    return (np.asarray(games, dtype=np.int64) + int(deal_number)) % num_sides
 
 
 def split_games(num_envs: int, pool_rate: float, bot_rates: dict[str, float]) -> np.ndarray:
@@ -375,9 +407,10 @@ def make_bots(names: typing.Iterable[str], rules: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------------------------------
 def evaluate_deals(agent: Any, opponent: Any, rules: Any, deals: int, seed: int,
                    max_moves: int = 64) -> dict[str, float]:
-    """Play ``deals`` duplicate deals: each deal (a fresh match's first deal, seeded) is played P times with
-    ``agent`` in each seat in turn and ``opponent`` in the others. A game is won when the agent's side scores more
-    deal points than every other side; a tie counts half.
+    """Play ``deals`` duplicate deals: each deal (a fresh match's first deal, seeded) is played once per side with
+    ``agent`` in every seat of that side (both partners of a partnership: seats 0 and 2, or 1 and 3, with four
+    players) and ``opponent`` in every other seat. A game is won when the agent's side scores more deal points than
+    every other side; a tie counts half.
 
     Returns:
         ``{"winrate": share of games won, "points": mean deal margin of the agent's side (points),
@@ -387,31 +420,32 @@ def evaluate_deals(agent: Any, opponent: Any, rules: Any, deals: int, seed: int,
     from cassino_env import core
     from cassino_env.vector import CassinoVectorEnv
 
-    P = rules.num_players
-    env = CassinoVectorEnv(deals * P, rules, max_moves=max_moves, with_view=True)
-    seeds = np.repeat(seed + np.arange(deals, dtype=np.int64), P)
+    P, S = rules.num_players, rules.num_sides
+    env = CassinoVectorEnv(deals * S, rules, max_moves=max_moves, with_view=True)
+    seeds = np.repeat(seed + np.arange(deals, dtype=np.int64), S)
     env.state = core.init(env.rules, seeds, max_moves=max_moves)
     obs = env.observe()
-    me = np.tile(np.arange(P), deals)  # the agent's seat in each game
-    my_side = me % rules.num_sides
+    my_side = np.tile(np.arange(S), deals)  # the agent's side in each game
+    side_of_seat = np.arange(P) % S
     rng = np.random.default_rng([seed, 7])
     deal_len = 52 - rules.table_cards
     for _ in range(deal_len):
         actions = np.zeros(env.num_envs, dtype=np.int64)
-        mine = obs["current_player"] == me
+        mine = side_of_seat[obs["current_player"].astype(np.int64)] == my_side
         for rows, who in ((np.flatnonzero(mine), agent), (np.flatnonzero(~mine), opponent)):
             if len(rows):
                 actions[rows] = who.act(slice_obs(obs, rows), rng)
         obs, _, terminated, _, info = env.step(actions)
     assert terminated.all(), "every game ends its deal after 52 - table_cards moves"
     totals = info["result"].deal_totals.astype(np.float64)  # [G, S]
-    mine_pts = totals[np.arange(len(me)), my_side]
+    games = np.arange(len(my_side))
+    mine_pts = totals[games, my_side]
     others = totals.copy()
-    others[np.arange(len(me)), my_side] = -np.inf
+    others[games, my_side] = -np.inf
     best_other = others.max(axis=1)
     won = np.where(mine_pts > best_other, 1.0, np.where(mine_pts == best_other, 0.5, 0.0))
-    rest_mean = (totals.sum(axis=1) - mine_pts) / max(rules.num_sides - 1, 1)
-    return {"winrate": float(won.mean()), "points": float((mine_pts - rest_mean).mean()), "games": float(len(me))}
+    rest_mean = (totals.sum(axis=1) - mine_pts) / max(S - 1, 1)
+    return {"winrate": float(won.mean()), "points": float((mine_pts - rest_mean).mean()), "games": float(len(my_side))}
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -582,7 +616,8 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     if ckpt is not None and (ckpt["preset"] != rules.preset or ckpt["num_players"] != rules.num_players):
         raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
                               f"not {rules.preset!r} with {rules.num_players}")
-    B, T, P = args.num_envs, args.num_steps, rules.num_players
+    B, T, P, S = args.num_envs, args.num_steps, rules.num_players, rules.num_sides
+    side_of_seat = np.arange(P) % S  # RULES.md 1: partners sit opposite, seats p and p + S
     batch_steps = B * T
     num_iterations = max(args.total_timesteps // batch_steps, 1)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(args)
@@ -695,9 +730,9 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         for t in range(T):
             t0 = time.time()
             if t % deal_len == 0:
-                learner_seat = (games + deals_done + t // deal_len) % P
+                learner_side = rotate_learner_side(games, deals_done + t // deal_len, S)
             cp = obs["current_player"].astype(np.int64)
-            mine = is_self | (cp == learner_seat)
+            mine = is_self | (side_of_seat[cp] == learner_side)
             obs_buf[t] = obs["observation"]
             kind_buf[t], card_buf[t], value_buf[t] = obs["move_kind"], obs["move_card"], obs["move_value"]
             cards_buf[t] = obs["move_cards"].view(np.int64)
@@ -725,7 +760,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             deal_return += reward
             if terminated.any():
                 ended = np.flatnonzero(terminated)
-                ep_returns.append(deal_return[ended, learner_seat[ended]])
+                ep_returns.append(deal_return[ended, learner_side[ended]])  # seat s is on side s
                 ep_ctrl.append(ctrl[ended])
                 deal_return[ended] = 0.0
             t_inf += t1 - t0
@@ -858,7 +893,7 @@ def final_evaluation(path: Path, rules: Any, args: Args) -> dict[str, Any]:
     specs = [f"checkpoint:{path}", *args.final_eval_opponents]
     print(f"evaluating {path} against {', '.join(args.final_eval_opponents)} on {args.final_eval_deals:,} "
           "duplicate deals each ...", flush=True)
-    result = evaluate(specs, rules, deals=args.final_eval_deals, seed=args.seed + 20_000_000)
+    result = evaluate(specs, rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
     print(format_table(result), flush=True)
     print(f"(evaluation took {_fmt_time(time.time() - t0)})", flush=True)
     return result
