@@ -31,7 +31,8 @@ import tyro
 COMMANDS: dict[str, tuple[str, str]] = {
     "moves": ("cassino_env.cli:moves", "print the legal moves of a JSON position, one JSON object a line"),
     "bench": ("cassino_env.cli:bench", "measure an engine's speed in games and moves per second"),
-    "eval": ("train.evaluate:main", "play agents against each other in duplicate format: win rates, margins, ratings"),
+    "eval": ("train.evaluate:main",
+             "play agents against each other in duplicate format, any preset: win rates, margins, ratings"),
     "play": ("cassino_env.play:main", "play against a bot or a trained agent in the terminal"),
     "train": ("train.ppo_selfplay:main", "train a self-play PPO agent, then evaluate it against the bot ladder"),
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),

@@ -143,3 +143,18 @@ def test_bench_help_shows_its_options(capsys: pytest.CaptureFixture[str]) -> Non
 def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(args) == 2
     assert "usage: cassino" in capsys.readouterr().err
+
+
+def test_eval_and_train_help_show_the_preset_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every preset is reachable from the command line: eval takes the preset, its player count, the target and
+    seed 004's session length; train takes the preset (and reads configs/ppo_PRESET.yaml for it)."""
+    with pytest.raises(SystemExit):
+        cli.main(["eval", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--agents", "--preset", "--num-players", "--session-wins", "--target", "--seed", "--deals"):
+        assert option in out
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--config", "--preset", "--num-players"):
+        assert option in out
