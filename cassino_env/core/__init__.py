@@ -1,4 +1,5 @@
-"""The batched rules core: B Cassino matches (``classic`` preset) as numpy arrays, stepped by numba kernels.
+"""The batched rules core: B Cassino matches of any rule set (every RULES.md 6 preset and every switch of section 3)
+as numpy arrays, stepped by numba kernels.
 
 Pgx-style: a :class:`State` of arrays with a leading batch axis, a legal move table recomputed by every
 :func:`init` and :func:`step`, and auto-reset of finished deals and matches. No Python loop over games runs in the
@@ -26,11 +27,16 @@ field               dtype[shape]          meaning
 ==================  ====================  ==============================================================================
 ``hand``            uint64[B, P]          bit c set when seat p holds card c
 ``loose``           uint64[B]             loose table cards
-``build_cards``     uint64[B, 10]         column v-1: cards of the build of value v (0: none). Builds of equal value
-                                          merge (RULES.md 4.1 rule 6), so there is at most one per value.
-``build_owner``     int8[B, 10]           column v-1: owner seat of the build of value v, -1 for none
+``build_cards``     uint64[B, K]          cards of the build in slot k (0: empty slot). Where builds of equal value
+                                          merge (``standard``, ``reservation``: RULES.md 4.1 rule 6) slot v-1 holds
+                                          the build of value v and K is the largest build value (10; 13 with numeric
+                                          courts; 14 with ``ace_high``); with ``attach`` builds K = 26 and a new
+                                          build takes the first free slot
+``build_value``     int8[B, K]            declared value of the build in slot k (0: empty)
+``build_owner``     int8[B, K]            owner seat of the build in slot k, -1 for none
 ``captured``        uint64[B, P]          cards captured by seat p this deal (partners pool them when scoring)
 ``sweeps``          int16[B, P]           sweeps by seat p this deal
+``in_play``         int16[B, P]           Cicera's in-play points (RULES.md 5.3) of seat p this deal, sweeps apart
 ``match_scores``    int16[B, S]           match totals per side (points) of the deals scored so far in this match
 ``deck``            int8[B, 52]           this deal's shuffled deck (positions before ``stock_pos`` are dealt)
 ``stock_pos``       int8[B]               the stock is ``deck[b, stock_pos[b]:]``, front dealt first
@@ -43,7 +49,8 @@ field               dtype[shape]          meaning
 ``deal_index``      int64[B]              deals finished in this match (the deal counter of the deck RNG)
 ``move_kind``       int8[B, M]            0 trail, 1 capture, 2 build, -1 padding
 ``move_card``       int8[B, M]            hand card played (-1 padding)
-``move_value``      int8[B, M]            capture value (court: its rank 11..13) or declared build value; 0 trail
+``move_value``      int8[B, M]            capture value (court: its rank 11..13; an ace captured high: 14) or
+                                          declared build value; 0 trail
 ``move_cards``      uint64[B, M]          table cards taken (capture) or used (build), whole builds included
 ``num_moves``       int16[B]              listed moves, ``min(legal moves, M)``
 ``overflow``        bool[B]               more than M legal moves: only the first M (canonical order) are listed
@@ -57,7 +64,9 @@ Moves
 -----
 The move table lists the legal moves of ``current_player`` in canonical order: trails, captures, builds; then by
 played card id; then by the sorted card-id list of ``move_cards`` (a prefix first); then by value. The exact rules
-are restated in :mod:`cassino_env.core._movegen`. With ``prune=True`` (default) a capture strictly contained in
+are restated in :mod:`cassino_env.core._movegen` (the specialised generator of the classic switches) and
+:mod:`cassino_env.core._general` (every other rule set; :func:`uses_classic_generator` tells which one a rule set
+gets). With ``prune=True`` (default) a capture strictly contained in
 another capture by the same card is not listed. Overflow policy: a list longer than M keeps its first M moves in
 canonical order and sets ``overflow[b]``; trails come first, so a list never loses all its moves.
 ``legal_mask(state)`` is ``bool[B, M]``, True on the first ``num_moves[b]`` entries.
@@ -66,8 +75,9 @@ Stepping
 --------
 ``step(state, actions)`` plays ``actions[b]`` (an index < ``num_moves[b]``; checked for every game before anything
 changes, else :class:`ActionIndexError` naming the game) in each game: it moves the card, passes the turn, deals a
-new round when every hand is empty, and at the end of a deal gives the residue to the last capturer, scores the deal
-(RULES.md 5.1) and adds it to the match totals. A match ends after a deal in which a side reaches the target with the
+new round when every hand is empty, and at the end of a deal gives the residue as ``residue_to`` says, scores the
+deal (RULES.md 5, by ``scoring``: ``StepResult.deal_items`` follows :data:`ITEMS`, :func:`items_of` names the items
+of a rule set) and adds it to the match totals. A match ends after a deal in which a side reaches the target with the
 unique highest total (a tie for highest plays another deal). With ``auto_reset=True`` (default) the next deal (dealer
 +1) or a new match (match counter +1, totals 0, dealer P-1) is dealt in the same step; with ``auto_reset=False``
 the game stops with ``current_player == -1`` (cards left in place for inspection, later actions ignored) until

@@ -33,7 +33,8 @@ Owner obligations (RULES.md 4.4), checked on every candidate: a player owning a 
 not trail (``no_trail``, and ``resolve_next_turn`` too); with ``resolve_next_turn`` the move must take one of the
 player's builds whole — by capture, or by building where ``raise_own_build`` holds; afterwards every build the
 player still owns (or has just made) must have a card of its value left in hand. When these block every move (an
-ace that alone covers its owner's builds of 1 and of 14 under ``ace_high``), every trail is legal: decided here.
+ace that alone covers its owner's builds of 1 and of 14 under ``ace_high``), every trail is legal: decided here,
+and applied to both generators by the batch driver (``_kernels._list``).
 
 Algorithm (per game, per step): the loose valued cards are searched once for every subset whose sum is at most the
 largest value the hand can capture (the groups, bucketed by sum); ``P(v)``, every union of disjoint groups of sum
@@ -798,19 +799,6 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 end = _sort_pairs(sc, start, sp)
                 tot = _write(b, m8, mvc, M, tot, 2, c, sc, start, end)
                 sp = start
-        if tot == 0:
-            # the 4.4 obligations block every move (an ace covering its owner's builds of 1 and 14): any trail is
-            # allowed (decided here, README)
-            x = hm
-            while x:
-                c = lowbit(x)
-                x &= x - U1
-                if tot < M:
-                    m8[b, 0, tot] = 0
-                    m8[b, 1, tot] = c
-                    m8[b, 2, tot] = 0
-                    mvc[b, tot] = 0
-                tot += 1
     n_out = tot if tot < M else M
     for i in range(n_out, prev):
         m8[b, 0, i] = -1

@@ -21,6 +21,7 @@ from ._bits import (
     SPADE_MASK,
     U0,
     below,
+    lowbit,
     mix64,
     popcount,
     shuffle_into,
@@ -33,6 +34,7 @@ from ._layout import (
     CFG_H,
     CFG_INPLAY,
     CFG_K,
+    CFG_M,
     CFG_P,
     CFG_RESET,
     CFG_RESLAST,
@@ -379,9 +381,27 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
 def _list(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """Recompute game b's move table with the generator its rules need; return the scratch buffer to keep."""
     if cfg[CFG_GENERAL] == 0:
-        return list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
-    while gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si) != 0:
-        sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+        sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+    else:
+        while gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si) != 0:
+            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+    P = cfg[CFG_P]
+    nmcol = P + cfg[CFG_S]
+    p = i8[b, CUR]
+    if p >= 0 and i16[b, nmcol] == 0:
+        # RULES.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
+        # written by hand with an owner lacking a capturing card): every trail is legal (decided here, README)
+        n = 0
+        x = u64[b, p]
+        while x and n < cfg[CFG_M]:
+            c = lowbit(x)
+            x &= x - np.uint64(1)
+            m8[b, 0, n] = 0
+            m8[b, 1, n] = c
+            m8[b, 2, n] = 0
+            mvc[b, n] = 0
+            n += 1
+        i16[b, nmcol] = n
     return sc
 
 

@@ -7,10 +7,12 @@ increasing id, and stops after K sets. Every subtree is entered only if it holds
 work is proportional to K times the depth, whatever the table.
 
 Feasibility works on *count vectors*: whether a set of loose numerals splits into groups of value ``v`` depends only
-on how many cards of each value it holds. A vector packs the counts of values 1..10 in 4-bit fields (value i at
-bits ``4(i-1)``, at most 5 per value: four loose cards plus the played card). ``box(lo, hi, v)`` answers "is there a
-multiset of groups of ``v`` whose cards u satisfy ``lo <= u <= hi`` field by field", i.e. can every card counted in
-``lo`` be covered by disjoint groups of ``v`` drawing any extra cards from ``hi - lo``. It branches on which group
+on how many cards of each value it holds. A vector packs the counts of values 1..14 in 4-bit fields (value i at
+bits ``4(i-1)``; at most 4 per value, as a rank has four cards; value 14 never occurs on the table but keeps the
+arithmetic of ``v = 14`` uniform). Values 11..13 are numeric courts (RULES.md 3), used by the general generator.
+``box(lo, hi, v)`` answers "is there a multiset of groups of ``v`` whose cards u satisfy ``lo <= u <= hi`` field by
+field", i.e. can every card counted in ``lo`` be covered by disjoint groups of ``v`` drawing any extra cards from
+``hi - lo``. It branches on which group
 (an integer partition of ``v``, precomputed) covers one card of the smallest value in ``lo``, with memoisation.
 
 A component lists the sets ``L | F`` in canonical order where ``F`` is a fixed set of build cards that must be in
@@ -29,11 +31,12 @@ from numba import njit
 
 from ._bits import BIT, GOLDEN, RANK, U0, U1, highbit, lexrank, lowbit, mix64, popcount
 
-NIB_H = np.uint64(0x8888888888)  # guard bit of each of the 10 fields
-NIB_LOW = np.uint64(0x7777777777)
-NIB_ONE = np.array([0] + [1 << (4 * (i - 1)) for i in range(1, 11)], dtype=np.uint64)
+NFIELDS = 14
+NIB_H = np.uint64(int("8" * NFIELDS, 16))  # guard bit of each of the 14 fields
+NIB_LOW = np.uint64(int("7" * NFIELDS, 16))
+NIB_ONE = np.array([0] + [1 << (4 * (i - 1)) for i in range(1, NFIELDS + 1)], dtype=np.uint64)
 S3 = np.uint64(3)
-S44 = np.uint64(44)
+S56 = np.uint64(56)
 F15 = np.uint64(15)
 MEMO_BITS = 18
 MEMO_SIZE = 1 << MEMO_BITS
@@ -50,23 +53,26 @@ def _partitions(n: int, largest: int) -> list[list[int]]:
     return out
 
 
+PW = 15  # row width of the partition index: v * PW + i
+
+
 def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     vecs: list[int] = []
-    start = np.zeros(11 * 11, dtype=np.int64)
-    count = np.zeros(11 * 11, dtype=np.int64)
-    for v in range(1, 11):
-        parts = [p for p in _partitions(v, v) if max(p.count(i) for i in set(p)) <= 5]
-        for i in range(1, v + 1):
-            start[v * 11 + i] = len(vecs)
+    start = np.zeros(PW * PW, dtype=np.int64)
+    count = np.zeros(PW * PW, dtype=np.int64)
+    for v in range(1, 15):
+        parts = [p for p in _partitions(v, min(v, 13)) if max(p.count(i) for i in set(p)) <= 5]
+        for i in range(1, min(v, 13) + 1):
+            start[v * PW + i] = len(vecs)
             for p in parts:
                 if i in p:
                     vecs.append(sum(p.count(j) << (4 * (j - 1)) for j in set(p)))
-            count[v * 11 + i] = len(vecs) - start[v * 11 + i]
+            count[v * PW + i] = len(vecs) - start[v * PW + i]
     return np.array(vecs, dtype=np.uint64), start, count
 
 
-#: Group types: PART_VEC[PART_START[v*11+i] : + PART_COUNT[v*11+i]] are the partitions of v that contain part i, as
-#: count vectors (parts repeated more than 5 times are left out: no box allows them).
+#: Group types: PART_VEC[PART_START[v*PW+i] : + PART_COUNT[v*PW+i]] are the partitions of v (1..14, parts up to 13)
+#: that contain part i, as count vectors (parts repeated more than 5 times are left out: no box allows them).
 PART_VEC, PART_START, PART_COUNT = _tables()
 
 
@@ -98,7 +104,7 @@ def box(lo, hi, v, mk, mv):
     wh = weight(hi)
     if ((wl + v - 1) // v) * v > wh:
         return False
-    k2 = hi | (np.uint64(v) << S44)
+    k2 = hi | (np.uint64(v) << S56)
     h = mix64(lo * GOLDEN ^ k2) & MEMO_MASK
     for _ in range(64):
         hh = np.int64(h)
@@ -110,7 +116,7 @@ def box(lo, hi, v, mk, mv):
         h = (h + U1) & MEMO_MASK
     i = highbit(lo) // 4 + 1  # the largest value to cover: its groups have the fewest completions
     res = False
-    base = v * 11 + i
+    base = v * PW + i
     for k in range(PART_START[base], PART_START[base] + PART_COUNT[base]):
         g = PART_VEC[k]
         if ((hi | NIB_H) - g) & NIB_H == NIB_H:  # g fits under hi
@@ -142,9 +148,9 @@ def maximal_vectors(nvec, v, mk, mv, out):
     skipped. Returns -1 if ``out`` is too small.
     """
     n = 0
-    choice = np.zeros(12, dtype=np.int64)
-    dec = np.zeros(12, dtype=np.uint64)
-    rest = np.zeros(12, dtype=np.uint64)  # rest[k]: nvec restricted to values > k
+    choice = np.zeros(16, dtype=np.int64)
+    dec = np.zeros(16, dtype=np.uint64)
+    rest = np.zeros(16, dtype=np.uint64)  # rest[k]: nvec restricted to values > k
     for k in range(v + 1):
         rest[k] = (nvec >> np.uint64(4 * k)) << np.uint64(4 * k)
     level = 1
