@@ -11,9 +11,11 @@ any preset and any seat.
 Strategies
 ----------
 A move's score is a weighted sum of the features below, in *points* (RULES.md 5): a card set ``X`` is worth
-``V(X) = w_cards * |X| + w_spades * spades(X) + points(X)``, where ``points`` are the cards' own points (aces, big and
-little casino; 10D, 2S and JH in cicera) and ``w_cards = most-cards points / 27``, ``w_spades = most-spades points /
-7`` (two sides; a card is worth its share of the "most" items). "The threat" is the next seat to move, an opponent;
+``V(X) = w_cards * |X| + w_spades * spades(X) + points(X)``, where ``points`` are the cards' own points under the
+rules' scoring (standard and bga: each ace 1, 10D 2, 2S 1; cicera: 10D 1, 2S 1, JH 1, aces nothing, and the spades
+of a napula its share: AS, 2S, 3S one point each, 4S a half, 5S a quarter) and ``w_cards = most-cards points /
+(52 / sides + 1)``, ``w_spades = most-spades points / (13 / sides + 0.5)`` (a card is worth its share of the "most"
+items: 3 and 1 in standard and bga, 2 and 1 in cicera). "The threat" is the next seat to move, an opponent;
 "P(v)" is the chance that the threat holds a card capturing value ``v``, from the cards the bot has not seen.
 
 ======================  ==================================================================================
@@ -21,10 +23,13 @@ feature                 meaning
 ======================  ==================================================================================
 ``gain``                ``V`` of the cards a capture takes, the played card included
 ``sweep``               sweep points a capture earns now (it empties the table)
+``bonus``               Cicera's other in-play points a capture earns now (RULES.md 5.3): pairing the card
+                        the previous player just trailed, one suit throughout, three or more table cards
 ``sweep_risk``          ``P(threat can sweep the table left) * sweep points``
 ``exposure``            the threat's expected take from the table left: ``sum_v P(v) * V(what v captures)``,
                         ``what v captures`` = loose cards and builds of value ``v`` and pairs of loose numerals
-                        summing to ``v``, plus the capturing card
+                        summing to ``v``, plus the capturing card (in Cicera also the in-play point for pairing
+                        a card just trailed)
 ``own_builds``          builds of the bot's side left on the table, each ``(1 - P(v)) * V(build + a card)``:
                         what the bot expects to collect next turn (protect and complete own builds)
 ``trail_value``         ``V`` of a trailed card
@@ -37,7 +42,7 @@ feature                 meaning
 bot               strategy (weights in :data:`STYLES`)
 ================  ======================================================================================
 ``random``        a uniformly random legal move (the caller's generator)
-``greedy``        ``gain + sweep``: the move that scores most now; it never builds (a build scores 0 now and
+``greedy``        ``gain + sweep + bonus``: the move that scores most now; it never builds (a build scores 0 now and
                   trails come first in the table, so a tie between a trail and a build goes to the trail)
 ``beginner``      greedy, but trails its least valuable card and avoids a trail or build after which a sweep
                   is *possible* (some unseen card could sweep the table)
@@ -73,12 +78,11 @@ import numpy as np
 from numba import njit
 
 from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, NUM_CARDS, RANK
-from cassino_env.obs import build_values
 from cassino_env.rules import RuleSet
 
 #: Feature names, in the order of the feature axis of :func:`move_features` and of a bot's weights.
-FEATURES = ("gain", "sweep", "sweep_risk", "exposure", "own_builds", "trail_value", "keep", "steal")
-F_GAIN, F_SWEEP, F_SWEEP_RISK, F_EXPOSE, F_OWN_BUILDS, F_TRAIL, F_KEEP, F_STEAL = range(len(FEATURES))
+FEATURES = ("gain", "sweep", "sweep_risk", "exposure", "own_builds", "trail_value", "keep", "steal", "bonus")
+F_GAIN, F_SWEEP, F_SWEEP_RISK, F_EXPOSE, F_OWN_BUILDS, F_TRAIL, F_KEEP, F_STEAL, F_BONUS = range(len(FEATURES))
 NF = len(FEATURES)
 
 #: How a bot estimates P(v), the chance that the threat holds a card capturing ``v``, from ``s`` such cards among
@@ -91,9 +95,12 @@ PROB_ANY, PROB_LINEAR, PROB_HYPER = 0, 1, 2
 COURT_BIT = 16
 
 # cfg entries of the kernel (int64 array)
-_C_P, _C_S, _C_SWEEP, _C_PAIR_ALL, _C_ONE_GROUP, _C_HAND, _C_MAXV, _C_SWEEP_LAST, _C_NPTS = range(9)
-_NCFG = 9
+_C_P, _C_S, _C_SWEEP, _C_PAIR_ALL, _C_ONE_GROUP, _C_HAND, _C_MAXV, _C_SWEEP_LAST, _C_NPTS, _C_IN_PLAY = range(10)
+_NCFG = 10
 _SPADES = np.uint64(((1 << 13) - 1) << 39)
+#: uint64[4]: the 13 cards of each suit.
+_SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)
+_SPADE_IDS = {r: 39 + r - 1 for r in range(1, 14)}  # rank -> card id of that spade
 
 
 @dataclass(frozen=True)
@@ -102,8 +109,8 @@ class RuleTables:
 
     Attributes:
         rules: the rule set.
-        cfg: int64[9] — seats, sides, sweep points, court pair take all, one-group capture, hand size, largest
-            capture value, sweeps on the last play count, number of point cards.
+        cfg: int64[10] — seats, sides, sweep points, court pair take all, one-group capture, hand size, largest
+            capture value, sweeps on the last play count, number of point cards, in-play bonuses.
         cap_bits: uint32[52] — the capture values of each card played from hand (bit v; see :data:`COURT_BIT`).
         same_cap: uint64[52] — the cards that share a capture value with each card (itself included).
         item_val: int8[52] — the value of each card lying loose on the table (an ace is 1; a pairing-only court of
@@ -140,10 +147,14 @@ class RuleTables:
                 cap[c] = 1 << (COURT_BIT + r)
                 item[c] = COURT_BIT + r
         pts: dict[int, float] = {}
-        if rules.scoring == "cicera":  # RULES.md 5.3: 2S, 10D, JH one point each; napula needs AS 2S 3S
-            pts = {LITTLE_CASINO: 2.0, BIG_CASINO: 1.0, JACK_OF_HEARTS: 1.0, 39: 1.0, 41: 1.0}
+        if rules.scoring == "cicera":
+            # RULES.md 5.3: 2S, 10D, JH one point each, aces nothing; a napula (AS 2S 3S, then the run) scores its
+            # length: its first three spades a point each, 4S and 5S a share of the longer runs they extend
+            pts = {BIG_CASINO: 1.0, JACK_OF_HEARTS: 1.0, _SPADE_IDS[1]: 1.0, _SPADE_IDS[3]: 1.0, _SPADE_IDS[4]: 0.5,
+                   _SPADE_IDS[5]: 0.25}
+            pts[LITTLE_CASINO] = 2.0  # little casino 1, and napula's second card 1
             most_cards = 2.0
-        else:  # RULES.md 5.1 / 5.2: aces 1, big casino 2, little casino 1
+        else:  # RULES.md 5.1 / 5.2: aces 1, big casino 2, little casino 1 (bga: a tie for most shares, 2 each)
             pts = {BIG_CASINO: 2.0, LITTLE_CASINO: 1.0, 0: 1.0, 13: 1.0, 26: 1.0, 39: 1.0}
             most_cards = 3.0
         S = rules.num_sides
@@ -153,6 +164,7 @@ class RuleTables:
         cfg[_C_ONE_GROUP] = int(rules.capture_mode == "one_group")
         cfg[_C_HAND], cfg[_C_MAXV] = rules.hand_size, rules.max_value
         cfg[_C_SWEEP_LAST], cfg[_C_NPTS] = int(rules.sweep_on_last_play), len(pts)
+        cfg[_C_IN_PLAY] = int(rules.in_play_bonuses)
         same = np.array([sum(1 << d for d in range(NUM_CARDS) if cap[c] & cap[d]) for c in range(NUM_CARDS)],
                         dtype=np.uint64)
         return cls(rules=rules, cfg=cfg, cap_bits=cap, same_cap=same, item_val=item,
@@ -289,8 +301,8 @@ def _sweep_values(vals, n, cfg, order, bins, choice):
 
 @njit(cache=True)
 def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bowner, captured, stock_size,
-                  mk, mc, mv, mcards, nmoves, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w, flags,
-                  scores, feats):
+                  mk, mc, mv, mcards, nmoves, last_trail, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w,
+                  flags, scores, feats):
     """Score every listed move of every game (see the module docstring); fill ``scores`` (-inf past the list)
     and, when ``feats`` has B rows, the raw features. ``flags``: probability mode, race-aware weights, whether
     the features of the table left are needed, whether ``keep`` is needed. Returns int64[B]: the best move per game
@@ -419,6 +431,14 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                         f[F_STEAL] += _value(bcards[b, k], cw, sw, pcards, pvals)
                 if (table_now & ~cards) == 0 and (cfg[_C_SWEEP_LAST] != 0 or not last_play):
                     f[F_SWEEP] = sweep_pts
+                if cfg[_C_IN_PLAY] != 0:  # RULES.md 5.3 in-play points other than the sweep
+                    lt = last_trail[b]
+                    if lt >= 0 and cards == (one << np.uint64(lt)) and lt % 13 == c % 13:
+                        f[F_BONUS] += 1.0
+                    if (cards & ~_SUIT_MASK[c // 13]) == 0:
+                        f[F_BONUS] += 1.0
+                    if _popcount(cards) >= 3:
+                        f[F_BONUS] += 1.0
             elif kind == 0:
                 f[F_TRAIL] = _value(cbit, cw, sw, pcards, pvals)
             if kind != 1 and need_keep and (rest & same_cap[c]) == 0:
@@ -469,6 +489,8 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                             hit |= umask[v]
                     f[F_SWEEP_RISK] = _p_hit(_popcount(hit), U, h, prob_mode) * sweep_pts
                 if h > 0:
+                    if cfg[_C_IN_PLAY] != 0 and kind == 0:  # the threat pairs the card just trailed: +1 (5.3)
+                        f[F_EXPOSE] += pv[item_val[c]]
                     # what the threat could take: builds, loose cards, pairs of loose numerals, by value
                     for k in range(nbld):
                         f[F_EXPOSE] += pv[tb_val[k]] * (_value(tb_cards[k], cw, sw, pcards, pvals) + cw)
@@ -516,7 +538,7 @@ def _view_inputs(obs: dict[str, Any]) -> tuple:
             np.asarray(view["stock_size"]).astype(np.int64),
             np.ascontiguousarray(obs["move_kind"]), np.ascontiguousarray(obs["move_card"]),
             np.ascontiguousarray(obs["move_value"]), np.ascontiguousarray(obs["move_cards"]),
-            nmoves)
+            nmoves, np.asarray(view["last_trail"]).astype(np.int64))
 
 
 _ALL = np.uint64((1 << NUM_CARDS) - 1)
@@ -534,10 +556,11 @@ def state_inputs(state) -> tuple:
     builds = np.bitwise_or.reduce(state.build_cards, axis=1)
     seen = hand | state.loose | builds | np.bitwise_or.reduce(state.captured, axis=1)
     return (cur, hand, np.bitwise_count(state.hand).astype(np.int64), _ALL & ~seen, state.loose,
-            np.ascontiguousarray(state.build_cards), np.ascontiguousarray(build_values(state)).astype(np.int64),
+            np.ascontiguousarray(state.build_cards), state.build_value.astype(np.int64),
             state.build_owner.astype(np.int64), np.ascontiguousarray(state.captured),
             (52 - state.stock_pos).astype(np.int64), state.move_kind, state.move_card,
-            state.move_value, state.move_cards, state.num_moves.astype(np.int64))
+            state.move_value, state.move_cards, state.num_moves.astype(np.int64),
+            state.last_trail.astype(np.int64))
 
 
 # --- bots ---------------------------------------------------------------------------------------------------------
@@ -570,11 +593,11 @@ def _w(**kw: float) -> tuple[float, ...]:
 #: The ladder. Weights are in points per point of feature (see the module docstring); they were chosen by
 #: duplicate matches between variants (``cassino eval``), keeping each change that raised the mean margin.
 STYLES: dict[str, Style] = {
-    "greedy": Style(_w(gain=1, sweep=1), PROB_ANY),
-    "beginner": Style(_w(gain=1, sweep=1, trail_value=-1, sweep_risk=-1), PROB_ANY),
-    "intermediate": Style(_w(gain=1, sweep=1, sweep_risk=-1, own_builds=1, steal=0.5, trail_value=-0.25),
+    "greedy": Style(_w(gain=1, sweep=1, bonus=1), PROB_ANY),
+    "beginner": Style(_w(gain=1, sweep=1, bonus=1, trail_value=-1, sweep_risk=-1), PROB_ANY),
+    "intermediate": Style(_w(gain=1, sweep=1, bonus=1, sweep_risk=-1, own_builds=1, steal=0.5, trail_value=-0.25),
                           PROB_LINEAR),
-    "advanced": Style(_w(gain=1, sweep=1, sweep_risk=-1, exposure=-1, own_builds=1, steal=1, keep=-0.2),
+    "advanced": Style(_w(gain=1, sweep=1, bonus=1, sweep_risk=-1, exposure=-1, own_builds=1, steal=1, keep=-0.2),
                       PROB_HYPER),
 }
 

@@ -5,22 +5,25 @@
 This environment follows the conventions of PettingZoo's classic environments (``pettingzoo/classic``). It is a thin
 layer over the batched rules core (:mod:`cassino_env.core`, one game) and holds no rules of its own.
 
-| Import             | `import cassino_env; env = cassino_env.env(num_players=2)`                     |
-|--------------------|--------------------------------------------------------------------------------|
-| Actions            | Discrete                                                                       |
-| Parallel API       | No                                                                             |
-| Manual Control     | No                                                                             |
-| Agents             | `agents = ['player_0', 'player_1', ...]` (seat order; seat p moves after p-1)  |
-| Agents             | 2, 3 or 4 (as the preset allows; 4 play as partnerships 0+2 vs 1+3)            |
-| Action Shape       | (1)                                                                            |
-| Action Values      | [0, 511] (`moves`, default) or [0, 523] (`card_value`)                         |
-| Observation Shape  | dict: `observation` (D,), `action_mask` (A,), `moves` (A, 56); D = 525/649/663 |
-| Observation Values | `observation` [0, 1] (scores and sweeps may exceed 1), `action_mask` {0, 1}    |
+| Import             | `import cassino_env; env = cassino_env.env(rules="classic", num_players=2)`             |
+|--------------------|-----------------------------------------------------------------------------------------|
+| Actions            | Discrete                                                                                |
+| Parallel API       | No                                                                                      |
+| Manual Control     | No                                                                                      |
+| Agents             | `agents = ['player_0', 'player_1', ...]` (seat order; seat p moves after p-1)           |
+| Agents             | 2, 3, 4 or 6 as the preset allows (4: partnerships 0+2 vs 1+3; 6: p and p+3)            |
+| Action Shape       | (1)                                                                                     |
+| Action Values      | [0, 511] (`moves`, default) or [0, 523] (`card_value`)                                  |
+| Observation Shape  | dict: `observation` (D,), `action_mask` (A,), `moves` (A, 56); D = 527/652/667/862      |
+| Observation Values | `observation` [0, 1] (scores, sweeps, in-play points may exceed 1), `action_mask` {0, 1} |
 
 Cassino is a fishing card game: each player in turn plays one card from hand to *capture* table cards of equal
 value or sums (``RULES.md`` 1, 3), to *build* a pile that only a card of its value can later take (4), or to *trail*
-it face up. After every card is played the deal is scored: most cards 3, most spades 1, big casino (10♦) 2, little
-casino (2♠) 1, each ace 1, each sweep 1 (5.1); a match is played to 21 (2.6). ``RULES.md`` is the rules contract.
+it face up. After every card is played the deal is scored: in the classic preset most cards 3, most spades 1, big
+casino (10♦) 2, little casino (2♠) 1, each ace 1, each sweep 1 (5.1); a match is played to 21 (2.6). Every preset of
+``RULES.md`` 6 runs: `classic` (2, 3, 4 players), `matsuda` (2), `cicera` (4, partnerships; 12-card hands, one round
+a deal, in-play points, to 51), `bga` (2, 3, 4, 6; numeric courts, ace high, ties for most shared), `stadium` (2) and
+`royal` (2, 3, 4; numeric courts, ace high). ``RULES.md`` is the rules contract.
 
 >>> import numpy as np, cassino_env
 >>> env = cassino_env.env(num_players=2)
@@ -43,11 +46,11 @@ cassino_env.env(rules="classic", num_players=None, render_mode=None, action_enco
                 episode="deal", illegal_action="raise", illegal_reward=-1.0, max_moves=512, prune=True)
 ```
 
-`rules`: a preset name of ``RULES.md`` 6 (`"classic"`, ...), a `RuleSet` (`cassino_env.make_rules`) or a mapping
-`{"preset": NAME, SWITCH: VALUE}`. Only rule sets the core implements run (classic today); others raise
-`NotImplementedError`.
+`rules`: a preset name of ``RULES.md`` 6 (`"classic"`, `"matsuda"`, `"cicera"`, `"bga"`, `"stadium"`, `"royal"`),
+a `RuleSet` (`cassino_env.make_rules`, any switches of ``RULES.md`` 3) or a mapping `{"preset": NAME, SWITCH: VALUE}`.
 
-`num_players`: seats (2, 3 or 4 for classic); default the preset's first allowed count (2).
+`num_players`: seats, a count the preset allows (``RULES.md`` 6; `RulesError` otherwise); default the preset's first
+(2; 4 for cicera).
 
 `render_mode`: `None`, `"ansi"` (`render()` returns the text) or `"human"` (prints it, also after every step).
 
@@ -66,7 +69,7 @@ side gets `illegal_reward`, the other sides 0; `infos[offender]["illegal_action"
 
 `max_moves`: the width M of the legal-move list (default `cassino_env.actions.MAX_MOVES` = 512, chosen by
 measurement: ``scripts/measure_moves.py``). A longer list keeps its first M moves in canonical order (trails first,
-so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of random play overflow 512.
+so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of random classic play overflow 512.
 
 `prune`: drop captures strictly contained in another capture with the same card (the core's default).
 
@@ -81,26 +84,32 @@ move action a plays. Rows of illegal actions, and every row of an agent that is 
 
 The vector is `cassino_env.obs.encode` (the project's one encoding): what that seat may know and nothing else -- never
 another hand or the stock order. Seats and sides are relative to the viewer (relative seat r is seat
-`(viewer + r) % P`; relative side s likewise). Index table for P seats and S sides (2 players: D = 525; 3: 649;
-4 in partnerships: 663):
+`(viewer + r) % P`; relative side s likewise). Index table for P seats and S sides, D = 277 + 70 P + 55 S (2
+players: D = 527; 3: 652; 4 in partnerships: 667; 6 in three partnerships: 862), the same for every preset:
 
 | block               | start                     | length     | meaning (1.0 = yes unless stated)                     |
 |---------------------|---------------------------|------------|-------------------------------------------------------|
 | `hand`              | 0                         | 52         | the viewer holds card c                               |
 | `loose`             | 52                        | 52         | card c lies loose on the table                        |
 | `build_owned_by`    | 104                       | 52 P       | card c is in a build owned by relative seat r         |
-| `build_value`       | 104 + 52 P                | 52         | value of the build holding card c / 14                |
+| `build_value`       | 104 + 52 P                | 52         | declared value (1..14) of the build holding c / 14    |
 | `captured_by`       | 156 + 52 P                | 52 S       | card c is in the captured pile of relative side s     |
 | `unseen`            | 156 + 52 (P + S)          | 52         | card c is in another hand or the stock                |
 | `last_trail`        | 208 + 52 (P + S)          | 52         | card c was trailed on the preceding turn              |
-| `builds`            | 260 + 52 (P + S)          | 14 (P + 1) | per value v = 1..14: a build of v; its owner one-hot  |
-| `hand_sizes`        | 274 + 66 P + 52 S         | P          | cards held by relative seat r / hand_size             |
+| `builds`            | 260 + 52 (P + S)          | 14 (P + 1) | per value v = 1..14: a build of v; its owner(s)       |
+| `hand_sizes`        | 274 + 66 P + 52 S         | P          | cards held by relative seat r / hand_size (4; 12)     |
 | `captured_count`    | 274 + 67 P + 52 S         | S          | cards captured by relative side s / 52                |
 | `spades_count`      | 274 + 67 P + 53 S         | S          | spades captured by relative side s / 13               |
 | `sweeps`            | 274 + 67 P + 54 S         | P          | sweeps this deal by relative seat r / 4 (may be > 1)  |
-| `match_scores`      | 274 + 68 P + 54 S         | S          | match total of relative side s / target (may be > 1)  |
-| `seat_from_dealer`  | 274 + 68 P + 55 S         | P          | one-hot: the viewer sits r seats after the dealer     |
-| `progress`          | 274 + 69 P + 55 S         | 3          | stock / 52; rounds dealt / rounds per deal; played/52 |
+| `in_play`           | 274 + 68 P + 54 S         | P          | cicera in-play points of relative seat r / 4 (> 1 ok) |
+| `match_scores`      | 274 + 69 P + 54 S         | S          | match total of relative side s / target (may be > 1)  |
+| `seat_from_dealer`  | 274 + 69 P + 55 S         | P          | one-hot: the viewer sits r seats after the dealer     |
+| `progress`          | 274 + 70 P + 55 S         | 3          | stock / 52; rounds dealt / rounds per deal; played/52 |
+
+Values are the preset's (``RULES.md`` 1, 3): courts are 11-13 where `court_values` is numeric, a build may be
+declared 14 and an ace captures as 14 (a move value of 14) where `ace_high`; with `attach` builds several builds may
+share a value (`builds` then marks each owner). Blocks a preset never uses stay 0 (builds in cicera; `in_play`
+outside it).
 
 `state()` returns the full privileged state for centralised critics: float32[D + 52 P + 52 + P] = the encoding seen
 by seat 0 (so relative = absolute seats), then every hand (block p: seat p holds card c), then the stock order (card
@@ -132,7 +141,10 @@ Every id has readable text and back: `env.unwrapped.action_to_string(a)` ("captu
 ### Rewards
 
 Rewards arrive when a deal ends (every seat gets its reward then, whoever played the last card; PettingZoo's
-`_cumulative_rewards` holds it until the seat next acts or sees its termination). Partners share their side's reward.
+`_cumulative_rewards` holds it until the seat next acts or sees its termination). Partners share their side's reward
+(cicera and 4-player games: seats 0+2 and 1+3; 6 players: seats p and p+3). Deal points are the preset's scoring
+(``RULES.md`` 5: standard, bga with shared points for tied "most" items, cicera with napula and in-play points), as
+itemised in `last_result.deal_items` (`cassino_env.core.ITEMS`).
 
 | `reward`   | when                 | seat of side s gets                                                          |
 |------------|----------------------|------------------------------------------------------------------------------|
@@ -153,12 +165,16 @@ explicit position.
 ### Version History
 
 * v0: Initial release: classic preset, `moves` and `card_value` (table version 1) encodings, `MAX_MOVES` 512.
+  Every preset of ``RULES.md`` 6 (matsuda, cicera, bga with 6 players, stadium, royal); the observation gained the
+  `in_play` block (D 525 -> 527 for 2 players).
 """
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -188,9 +204,10 @@ from .actions import (
 )
 from .cards import card_text
 from .core import _kernels as _K
+from .core._cacheguard import sources_hash
 from .core._layout import NITEMS, R_ACTOR, R_DEAL_DONE, R_MATCH_DONE, R_POINTS, R_WINNER, res_layout
 from .errors import PositionError
-from .obs import MOVE_FEATURES, _encode, build_values, fill_move_rows, obs_layout, obs_size
+from .obs import MOVE_FEATURES, _encode, fill_move_rows, obs_layout, obs_size
 from .render import render_text
 from .rules import RuleSet
 from .vector import EnvConfigError, check_reward_episode, resolve_rules, step_rewards
@@ -198,6 +215,37 @@ from .vector import EnvConfigError, check_reward_episode, resolve_rules, step_re
 ILLEGAL_ACTIONS = ("raise", "terminate")
 RENDER_MODES = ("ansi", "human")
 _F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_kernel_cache() -> None:
+    """Drop this module's cached numba kernels when a source they call into has changed.
+
+    numba's ``cache=True`` re-compiles a function only when *its own* file changes, but ``_step_one`` and
+    ``_observe_one`` below compile in the core's kernels (:mod:`cassino_env.core`) and the kernels of :mod:`.obs`
+    and :mod:`.actions`: after an edit there they would run stale code. As the core's own guard
+    (:mod:`cassino_env.core._cacheguard`) does for the core, this hashes those sources and deletes ``aec``'s cache
+    files when the hash changed. Best effort: an unwritable cache folder is left alone.
+    """
+    here = Path(__file__).resolve().parent
+    cache = here / "__pycache__"
+    try:
+        h = hashlib.sha256(sources_hash().encode())
+        for name in ("obs.py", "actions.py"):
+            h.update((here / name).read_bytes())
+        digest = h.hexdigest()
+        stamp = cache / "aec_kernels.sha256"
+        if stamp.is_file() and stamp.read_text().strip() == digest:
+            return
+        if cache.is_dir():
+            for f in list(cache.glob("aec.*.nbi")) + list(cache.glob("aec.*.nbc")):
+                f.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
+        stamp.write_text(digest + "\n")
+    except OSError:
+        pass
+
+
+_check_kernel_cache()  # before the kernels below are first called (numba loads its cache then)
 
 
 class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
@@ -258,11 +306,11 @@ def _step_one(act, u64, i8, i16, i64, m8, mvc, res, cfg, rl, encoding, num_moves
 
 
 @njit(cache=True)
-def _observe_one(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, match_scores, stock_pos,
-                 dealer, last_trail, params, out, kind, card, value, cards, to_move, moves):
+def _observe_one(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, in_play, match_scores,
+                 stock_pos, dealer, last_trail, params, out, kind, card, value, cards, to_move, moves):
     """The observation vector of seat ``viewer[0]`` and the move feature rows of ``to_move``, one numba call."""
-    _encode(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, match_scores, stock_pos, dealer,
-            last_trail, params, out)
+    _encode(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, in_play, match_scores, stock_pos,
+            dealer, last_trail, params, out)
     fill_move_rows(kind[0], card[0], value[0], cards[0], to_move, moves)
 
 
@@ -279,11 +327,13 @@ def _step_result(res: np.ndarray, P: int, S: int) -> core.StepResult:
 
 
 def _obs_high(P: int, S: int) -> np.ndarray:
-    """float32[D]: upper bounds of the observation vector (1, except sweeps and match scores)."""
+    """float32[D]: upper bounds of the observation vector (1, except sweeps, in-play points and match scores)."""
     layout = obs_layout(P, S)
     high = np.ones(obs_size(P, S), dtype=np.float32)
     a, n = layout["sweeps"]
     high[a:a + n] = 13.0  # sweeps / 4, and a seat plays fewer than 52 cards a deal
+    a, n = layout["in_play"]
+    high[a:a + n] = 39.0  # in-play points / 4: at most 3 a play (RULES.md 5.3), fewer than 52 plays a deal
     a, n = layout["match_scores"]
     high[a:a + n] = _F32_MAX  # a tie for the lead at the target plays on: no finite bound
     return high
@@ -357,7 +407,6 @@ class raw_env(AECEnv, EzPickle):
         self._np_random = np.random.default_rng()  # instance-owned; re-seeded by reset(seed=...)
         self.core_state: core.State | None = None
         self.last_result: core.StepResult | None = None
-        self._bvals: np.ndarray | None = None
         self._seat = -1  # seat to move, -1 when nobody (episode over)
         self._rewarded = False
         self._last_move: str | None = None
@@ -398,12 +447,10 @@ class raw_env(AECEnv, EzPickle):
         else:
             self.core_state = self._new_game(int(self._np_random.integers(0, 2**62)))
         st = self.core_state
-        bv = build_values(st)
-        self._bvals = np.ascontiguousarray(bv) if not bv.flags.writeable else bv
         # the kernels' array arguments, bound once per state (views stay valid: the core steps in place)
         tables = (st.move_kind, st.move_card, st.move_value, st.move_cards)
-        self._obs_args = (st.hand, st.loose, st.build_cards, self._bvals, st.build_owner, st.captured, st.sweeps,
-                          st.match_scores, st.stock_pos, st.dealer, st.last_trail, self._params)
+        self._obs_args = (st.hand, st.loose, st.build_cards, st.build_value, st.build_owner, st.captured, st.sweeps,
+                          st.in_play, st.match_scores, st.stock_pos, st.dealer, st.last_trail, self._params)
         self._tables = tables
         self._step_args = (self._act, st._u64, st._i8, st._i16, st._i64, st._m8, st._mvc, self._res, st._cfg, st._rl,
                            self._encoding, st.num_moves, *tables, CV_BUILD_ID, self._to_move)
@@ -555,8 +602,7 @@ class raw_env(AECEnv, EzPickle):
         P, D = self._P, self._obs_dim
         out = np.zeros((1, D + 53 * P + 52), dtype=np.float32)
         self._viewer[0] = 0
-        _encode(self._viewer, st.hand, st.loose, st.build_cards, self._bvals, st.build_owner, st.captured, st.sweeps,
-                st.match_scores, st.stock_pos, st.dealer, st.last_trail, self._params, out[:, :D])
+        _encode(self._viewer, *self._obs_args, out[:, :D])
         bits = np.arange(52, dtype=np.uint64)
         out[0, D:D + 52 * P] = ((st.hand[0][:, None] >> bits) & np.uint64(1)).reshape(-1)
         stock = st.stock(0)

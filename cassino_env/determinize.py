@@ -6,10 +6,13 @@ and the order of the stock — is hidden. :func:`determinize` deals the unseen c
 the other hands (their sizes kept) and the stock, and returns a batched core :class:`~cassino_env.core.State`
 with one game per sample, ready to be stepped (and cloned with :func:`take`).
 
-A sample keeps everything the seat knows: its hand, the table (loose cards, builds, values, owners), captured
-piles, sweeps, match totals, dealer, last capturer, last trail, hand and stock sizes, and the seat's move table. It
-also keeps what the rules let the seat infer: the owner of a build holds a card that captures it (RULES.md 4.4), so
-each other seat that owns builds is dealt such a card. Samples are uniform over the deals consistent with these
+A sample keeps everything the seat knows: its hand, the table (loose cards, builds with their declared values and
+owners), captured piles, sweeps, in-play points (Cicera), match totals, dealer, last capturer, last trail, hand and
+stock sizes, and the seat's move table. It also keeps what the rules let the seat infer: the owner of a build holds
+a card that captures it (RULES.md 4.4), so each other seat that owns builds is dealt such a card for each value it
+owns -- a card of that value, with numeric courts a court of it, and for a build of 14 (``ace_high``) an ace. One
+card serves every build of its value (with ``attach`` several builds may share one) and an ace serves builds of 1
+and of 14 alike. Samples are uniform over the deals consistent with these
 facts (rejection sampling; after :data:`MAX_REJECTION_ROUNDS` rounds a sample still failing is repaired by swapping a
 capturing card into the owner's hand). Nothing else (e.g. what an opponent's past play suggests) is modelled.
 
@@ -76,7 +79,9 @@ def take(state: core.State, index: np.ndarray) -> core.State:
 
 
 def capture_values(rules: RuleSet) -> np.ndarray:
-    """bool[52, 15]: ``[c, v]`` when a card c played from hand captures value v (RULES.md 1 value, 3 ace_high)."""
+    """bool[52, 15]: ``[c, v]`` when a card c played from hand captures value v (RULES.md 1 value, 3 ace_high): its
+    rank for numerals (and courts where ``court_values`` is numeric), also 14 for an ace where ``ace_high``. Courts
+    that only pair capture no value (they are never built)."""
     out = np.zeros((NUM_CARDS, 15), dtype=bool)
     for c in range(NUM_CARDS):
         r = int(RANK[c])
@@ -133,14 +138,14 @@ def _sample_row(rules: RuleSet, view: dict[str, np.ndarray], r: int, k: int, rng
             samples[idx] = rng.permuted(np.broadcast_to(unseen, (len(idx), len(unseen))), axis=1)
             bad[idx] = failing(samples[idx])
             rounds += 1
-        for i in np.flatnonzero(bad):  # repair: swap capturing cards into the owners' hands, one per build
+        for i in np.flatnonzero(bad):  # repair: swap capturing cards into the owners' hands
             row = samples[i]
-            reserved: set[int] = set()
+            reserved: set[int] = set()  # positions holding a card some need relies on
             for owner, value in needs:
                 a, b = block_of[owner]
-                have = [t for t in range(a, b) if t not in reserved and caps[row[t], value]]
-                if have:
-                    reserved.add(have[0])
+                have = [t for t in range(a, b) if caps[row[t], value]]
+                if have:  # already held (one card may serve several values: an ace, 1 and 14)
+                    reserved.add(next((t for t in have if t in reserved), have[0]))
                     continue
                 outside = [j for j in range(len(row)) if not a <= j < b and j not in reserved and caps[row[j], value]]
                 free = [t for t in range(a, b) if t not in reserved]
@@ -181,10 +186,10 @@ def determinize(rules: RuleSet, view: dict[str, np.ndarray], moves: dict[str, np
     st.loose[:] = view["loose"][row]
     st.build_cards[:] = view["build_cards"][row]
     st.build_owner[:] = view["build_owner"][row]
-    if "build_value" in _array_fields(st):  # a core that stores build values explicitly
-        st.build_value[:] = view["build_value"][row]  # type: ignore[attr-defined]
+    st.build_value[:] = view["build_value"][row]
     st.captured[:] = view["captured"][row]
     st.sweeps[:] = view["sweeps"][row]
+    st.in_play[:] = view["in_play"][row]
     st.match_scores[:] = view["match_scores"][row]
     st.dealer[:] = view["dealer"][row]
     st.last_capturer[:] = view["last_capturer"][row]

@@ -2,9 +2,12 @@
 
 The encoding is a view of the batched core's state (:mod:`cassino_env.core`) through one seat's eyes: its own hand,
 the table, every build with its value and owner, every side's captured cards (they were face up when taken), the
-cards it has not seen, the stock size, round and deal progress, scores, sweeps, its seat relative to the dealer and
-the last trailed card. Other hands and the stock order never enter it. Seats and sides are *relative to the
-viewer*: relative seat ``r`` is seat ``(viewer + r) % P``; relative side ``s`` is side ``(side(viewer) + s) % S``.
+cards it has not seen, the stock size, round and deal progress, scores, sweeps, in-play points (Cicera, RULES.md
+5.3), its seat relative to the dealer and the last trailed card. One layout serves every preset of RULES.md 6: values
+run to 14 (numeric courts 11-13, an ace captured high 14), hands are normalised by the preset's ``hand_size`` (12 in
+Cicera), and blocks a preset never fills (builds in Cicera, in-play points outside it) stay 0. Other hands and the
+stock order never enter it. Seats and sides are *relative to the viewer*: relative seat ``r`` is seat
+``(viewer + r) % P``; relative side ``s`` is side ``(side(viewer) + s) % S``.
 
 Layout of ``observation`` (float32[D]; P seats, S sides, 52 cards in card-id order, RULES.md 1):
 
@@ -19,11 +22,14 @@ block                  length      meaning (1.0 = yes unless stated)
 ``unseen``             52          card c is in another hand or the stock (not visible to the viewer)
 ``last_trail``         52          card c was trailed on the immediately preceding turn
 ``builds``             14 * (P+1)  per build value v = 1..14: a build of v exists; then its owner (relative seat
-                                   one-hot, P entries)
+                                   one-hot, P entries; with ``attach`` builds several builds may share a value:
+                                   every owner of one is marked)
 ``hand_sizes``         P           cards in the hand of relative seat r / hand_size
 ``captured_count``     S           cards captured by relative side s / 52
 ``spades_count``       S           spades captured by relative side s / 13
 ``sweeps``             P           sweeps this deal by relative seat r / 4
+``in_play``            P           Cicera's in-play points this deal of relative seat r / 4 (RULES.md 5.3; 0 in
+                                   presets without ``in_play_bonuses``)
 ``match_scores``       S           match total of relative side s / target
 ``seat_from_dealer``   P           one-hot: the viewer sits r seats after the dealer (r = 1 moves first)
 ``progress``           3           stock size / 52; rounds dealt / rounds per deal; cards played / 52
@@ -45,8 +51,8 @@ def obs_layout(num_players: int, num_sides: int) -> dict[str, tuple[int, int]]:
     P, S = num_players, num_sides
     sizes = [("hand", 52), ("loose", 52), ("build_owned_by", 52 * P), ("build_value", 52),
              ("captured_by", 52 * S), ("unseen", 52), ("last_trail", 52), ("builds", NUM_VALUES * (P + 1)),
-             ("hand_sizes", P), ("captured_count", S), ("spades_count", S), ("sweeps", P), ("match_scores", S),
-             ("seat_from_dealer", P), ("progress", 3)]
+             ("hand_sizes", P), ("captured_count", S), ("spades_count", S), ("sweeps", P), ("in_play", P),
+             ("match_scores", S), ("seat_from_dealer", P), ("progress", 3)]
     out, start = {}, 0
     for name, n in sizes:
         out[name] = (start, n)
@@ -71,8 +77,8 @@ def _popcount(x):
 
 
 @njit(cache=True)
-def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured, sweeps, match_scores, stock_pos,
-            dealer, last_trail, params, out):
+def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play, match_scores,
+            stock_pos, dealer, last_trail, params, out):
     # params: P, S, hand_size, target, table_cards, rounds_per_deal
     P, S, H, target, T, R = params[0], params[1], params[2], params[3], params[4], params[5]
     B = out.shape[0]
@@ -89,7 +95,8 @@ def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured
     o_cc = o_hs + P
     o_sc = o_cc + S
     o_sw = o_sc + S
-    o_ms = o_sw + P
+    o_ip = o_sw + P
+    o_ms = o_ip + P
     o_sd = o_ms + S
     o_pr = o_sd + P
     one = np.uint64(1)
@@ -133,6 +140,7 @@ def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured
             rq = (q - me) % P
             row[o_hs + rq] = _popcount(hand[b, q]) / H
             row[o_sw + rq] = sweeps[b, q] / 4.0
+            row[o_ip + rq] = in_play[b, q] / 4.0
         for c in range(52):
             if not visible & (one << np.uint64(c)):
                 row[o_unseen + c] = 1.0
@@ -151,13 +159,9 @@ def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured
 
 
 def build_values(state) -> np.ndarray:
-    """int8[B, K]: the declared value of each build slot of a core state (column v-1 holds value v unless the
-    core keeps explicit values)."""
-    explicit = getattr(state, "build_value", None)
-    if explicit is not None:
-        return explicit
-    K = state.build_cards.shape[1]
-    return np.broadcast_to(np.arange(1, K + 1, dtype=np.int8), state.build_cards.shape)
+    """int8[B, K]: the declared value of each build slot of a core state (``state.build_value``; 0 for an empty
+    slot). Slots are not values: with ``attach`` builds take the first free slot (:mod:`cassino_env.core._layout`)."""
+    return state.build_value
 
 
 def encode(state, viewer: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -177,9 +181,9 @@ def encode(state, viewer: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
     if out is None:
         out = np.empty((B, obs_size(P, S)), dtype=np.float32)
     params = np.array([P, S, rules.hand_size, rules.target, rules.table_cards, rules.rounds_per_deal], dtype=np.int64)
-    _encode(np.asarray(viewer, dtype=np.int64), state.hand, state.loose, state.build_cards,
-            np.ascontiguousarray(build_values(state)), state.build_owner, state.captured, state.sweeps,
-            state.match_scores, state.stock_pos, state.dealer, state.last_trail, params, out)
+    _encode(np.asarray(viewer, dtype=np.int64), state.hand, state.loose, state.build_cards, state.build_value,
+            state.build_owner, state.captured, state.sweeps, state.in_play, state.match_scores, state.stock_pos,
+            state.dealer, state.last_trail, params, out)
     return out
 
 
@@ -261,7 +265,8 @@ def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray
     Returns:
         ``viewer`` int8[B]; ``hand`` uint64[B] (the viewer's cards); ``loose`` uint64[B]; ``build_cards``
         uint64[B, K]; ``build_value`` int8[B, K]; ``build_owner`` int8[B, K] (-1: empty slot); ``captured``
-        uint64[B, P]; ``sweeps`` int16[B, P]; ``hand_sizes`` int8[B, P]; ``stock_size`` int8[B]; ``dealer``
+        uint64[B, P]; ``sweeps`` int16[B, P]; ``in_play`` int16[B, P] (Cicera's in-play points, RULES.md 5.3);
+        ``hand_sizes`` int8[B, P]; ``stock_size`` int8[B]; ``dealer``
         int8[B]; ``last_capturer`` int8[B] (-1 none); ``last_trail`` int8[B] (-1 none); ``match_scores`` int16[B, S];
         ``unseen`` uint64[B] (cards in other hands or the stock).
     """
@@ -279,10 +284,11 @@ def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray
         "hand": hand,
         "loose": state.loose.copy(),
         "build_cards": state.build_cards.copy(),
-        "build_value": np.array(build_values(state), dtype=np.int8),
+        "build_value": state.build_value.copy(),
         "build_owner": state.build_owner.copy(),
         "captured": state.captured.copy(),
         "sweeps": state.sweeps.copy(),
+        "in_play": state.in_play.copy(),
         "hand_sizes": hand_sizes,
         "stock_size": (52 - state.stock_pos).astype(np.int8),
         "dealer": state.dealer.copy(),

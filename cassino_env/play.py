@@ -1,15 +1,17 @@
 """Play Cassino in the terminal against any agent: ``cassino play --opponent advanced``.
 
 The person plays one seat; the agent (a bot, ``ismcts`` or ``checkpoint:PATH``, see :mod:`agents.registry`) plays
-every other seat (with four players that includes the person's partner). Before each of the person's turns the
-table, the builds with their values and owners, and the person's hand are drawn, followed by the numbered legal
-moves. A move is chosen by its number or typed as text (the action strings of :mod:`cassino_env.actions`)::
+every other seat (in partnerships, 4 or 6 players, that includes the person's partner). Before each of the person's
+turns the table, the builds with their values and owners, and the person's hand are drawn, followed by the numbered
+legal moves. A move is chosen by its number or typed as text (the action strings of :mod:`cassino_env.actions`)::
 
     trail 8S      capture 3C 5H with 8S      capture with 8S      build 9 with 2C on 7D      build 9 with 2C
 
 Input that is not a legal move is answered with the reason (the rule it breaks, from the reference engine) and the
 person is asked again. ``?`` lists the forms, ``q`` quits. At the end of each deal its score is shown item by item
-(RULES.md 5), then the match totals.
+(RULES.md 5: the items of the preset's scoring, e.g. napula and in-play points in Cicera), then the match totals.
+Every preset plays: where courts are numeric or an ace may count 14 a ``values`` line says so, builds show their
+declared value (up to 14), and in Cicera each seat's in-play points so far are shown.
 
 >>> import io
 >>> out = io.StringIO()
@@ -34,6 +36,7 @@ HELP = """Choose a move by its number, or type it:
   capture with 8S           take the most cards 8S can take
   build 9 with 2C on 7D     play 2C onto 7D, declaring 9 (list every table card used)
   build 9 with 2C           the build of 9 with 2C that uses the most table cards
+  capture 5C 9D with AS as 14  an ace capturing as 14 (presets with ace high: bga, royal)
 Cards: rank A 2-10 J Q K (or T) and suit C D H S (or ♣ ♦ ♥ ♠), any case. Other commands: ? help, q quit."""
 
 _SUITS_PRETTY = "♣♦♥♠"
@@ -66,7 +69,7 @@ def _seat_name(q: int, seat: int, opponent: str, rules: RuleSet) -> str:
 
 def draw(state: Any, seat: int, opponent: str, ascii_only: bool = False) -> str:
     """The person's view of game 0 of a core state: scores, other seats, table, builds, the person's hand."""
-    from .obs import build_values
+    from .render import values_note
 
     rules = state.rules
     P, S = rules.num_players, rules.num_sides
@@ -77,25 +80,33 @@ def draw(state: Any, seat: int, opponent: str, ascii_only: bool = False) -> str:
     scores = " · ".join(f"{side_names[s]} {int(state.match_scores[0, s])}" for s in range(S))
     lines = [f"── deal {int(state.deal_index[0]) + 1}, round {round_no} of {rules.rounds_per_deal} · stock {stock} "
              f"· match {scores} (to {rules.target}) ──"]
+    note = values_note(rules)
+    if note:
+        lines.append(f"  values: {note}")
+
+    def in_play(q: int) -> str:
+        return f" · in-play {int(state.in_play[0, q])}" if rules.in_play_bonuses else ""
+
     for q in list(range(seat + 1, P)) + list(range(seat)):
         pile = int(state.captured[0, q])
         spades = sum(1 for c in range(39, 52) if pile >> c & 1)
         n = int(state.hand[0, q]).bit_count()
         lines.append(f"  {_seat_name(q, seat, opponent, rules)}: {n} card{'' if n == 1 else 's'} in hand · "
-                     f"captured {pile.bit_count()} ({spades} spades) · sweeps {int(state.sweeps[0, q])}")
+                     f"captured {pile.bit_count()} ({spades} spades) · sweeps {int(state.sweeps[0, q])}{in_play(q)}")
     lines.append(f"  table:  {_boxes(int(state.loose[0]), ascii_only)}")
-    values = build_values(state)
     builds = []
     for k in range(state.build_cards.shape[1]):
         cards = int(state.build_cards[0, k])
         if cards:
             owner = int(state.build_owner[0, k])
             whose = "yours" if owner == seat else f"seat {owner}'s"
-            builds.append(f"[build of {int(values[0, k])}: {' '.join(_cards(cards, ascii_only))} · {whose}]")
+            builds.append(f"[build of {int(state.build_value[0, k])}: {' '.join(_cards(cards, ascii_only))} · "
+                          f"{whose}]")
     lines.append(f"  builds: {'  '.join(builds) if builds else '(none)'}")
     pile = int(state.captured[0, seat])
     spades = sum(1 for c in range(39, 52) if pile >> c & 1)
-    lines.append(f"  you:    captured {pile.bit_count()} ({spades} spades) · sweeps {int(state.sweeps[0, seat])}")
+    lines.append(f"  you:    captured {pile.bit_count()} ({spades} spades) · sweeps {int(state.sweeps[0, seat])}"
+                 f"{in_play(seat)}")
     lines.append(f"  hand:   {_boxes(int(state.hand[0, seat]), ascii_only)}")
     return "\n".join(lines)
 
@@ -117,7 +128,8 @@ def _why_illegal(state: Any, kind: int, card: int, value: int, cards: tuple[int,
     rules = state.rules
     game = Game(rules=rules, hands=[set(h) for h in pos["hands"]], loose=set(pos["loose"]),
                 builds=[Build(frozenset(c), v, o) for c, v, o in pos["builds"]],
-                captured=[set(c) for c in pos["captured"]], sweeps=list(pos["sweeps"]), stock=list(pos["stock"]),
+                captured=[set(c) for c in pos["captured"]], sweeps=list(pos["sweeps"]),
+                bonus_points=list(pos["in_play"]), stock=list(pos["stock"]),
                 to_move=pos["to_move"], dealer=pos["dealer"], last_capturer=pos["last_capturer"],
                 last_trail=pos["last_trail"], match_scores=list(pos["match_scores"]))
     if cards is None:  # "capture with 8S" / "build 9 with 2C" with nothing of that kind legal
@@ -184,7 +196,8 @@ def _ask(state: Any, obs: dict[str, Any], inp: IO[str], out: IO[str], seat: int,
 
 
 def _deal_report(result: Any, b: int, rules: RuleSet, seat: int) -> str:
-    from .core import ITEMS
+    """The score of a deal that ended, item by item: the items of the rules' scoring only (RULES.md 5)."""
+    from .core import ITEMS, items_of
 
     S, P = rules.num_sides, rules.num_players
     names = ["+".join("you" if q == seat else f"seat {q}" for q in range(s, P, S)) for s in range(S)]
@@ -192,7 +205,8 @@ def _deal_report(result: Any, b: int, rules: RuleSet, seat: int) -> str:
     lines = [f"  {'item':<14}" + "".join(f"{n:>{width}}" for n in names)]
     lines.append(f"  {'cards taken':<14}" + "".join(f"{int(result.deal_cards[b, s]):>{width}}" for s in range(S)))
     lines.append(f"  {'spades taken':<14}" + "".join(f"{int(result.deal_spades[b, s]):>{width}}" for s in range(S)))
-    for k, item in enumerate(ITEMS):
+    for item in items_of(rules):
+        k = ITEMS.index(item)
         pts = [int(result.deal_items[b, s, k]) for s in range(S)]
         lines.append(f"  {item.replace('_', ' '):<14}" + "".join(f"{p:>{width}}" for p in pts))
     lines.append(f"  {'deal points':<14}" + "".join(f"{int(result.deal_totals[b, s]):>{width}}" for s in range(S)))
@@ -270,7 +284,7 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
     Args:
         opponent: agent spec: random, greedy, beginner, intermediate, advanced, ismcts, ismcts:N, checkpoint:PATH.
         preset: rule preset of RULES.md section 6.
-        num_players: seats (the agent plays every seat but yours; with 4 players, your partner too).
+        num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
         seat: your seat; seat 0 moves first.
         seed: seed of the deals.
         deals: stop after this many deals (0: play the whole match).

@@ -1,7 +1,9 @@
 """Text rendering of one game of a core state: the table, builds with their owners, the viewer's hand and scores.
 
 Cards are written with suit symbols (``10♦``, ``A♠``). Only what the viewer may see is drawn: the viewer's own hand,
-the other hands as sizes, the stock as its size.
+the other hands as sizes, the stock as its size. Builds show their declared value (up to 14 where ``ace_high``); a
+``values:`` line says how courts and aces count where that differs from classic (numeric courts J 11, Q 12, K 13; an
+ace capturing as 14), and presets with in-play points (Cicera, RULES.md 5.3) get an ``in-play`` column.
 
 >>> import numpy as np
 >>> from cassino_env import core
@@ -25,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .cards import NUM_CARDS, RANKS
-from .obs import build_values
 
 SUIT_SYMBOLS = "♣♦♥♠"
 
@@ -42,6 +43,16 @@ def pretty_cards(cards) -> str:
         m = int(cards)
         cards = [c for c in range(NUM_CARDS) if m >> c & 1]
     return " ".join(pretty_card(c) for c in sorted(cards))
+
+
+def values_note(rules) -> str | None:
+    """How courts and aces count under ``rules`` (RULES.md 1, 3), or None for classic values (A 1, courts pair)."""
+    parts = []
+    if rules.court_values == "numeric":
+        parts.append("J 11 · Q 12 · K 13")
+    if rules.ace_high:
+        parts.append("A 1, or 14 when it captures")
+    return " · ".join(parts) or None
 
 
 def render_text(state, b: int = 0, viewer: int | None = None, names: Sequence[str] | None = None,
@@ -71,32 +82,36 @@ def render_text(state, b: int = 0, viewer: int | None = None, names: Sequence[st
                  f"deal {int(state.deal_index[b]) + 1} | stock {stock}")
     to_move = names[cur] if cur >= 0 else "nobody (deal over)"
     lines.append(f"dealer: {names[int(state.dealer[b])]}    to move: {to_move}")
+    note = values_note(rules)
+    if note:
+        lines.append(f"values: {note}")
     if last_move:
         lines.append(f"last:   {last_move}")
     loose = int(state.loose[b])
     lines.append(f"table:  {pretty_cards(loose) if loose else '(no loose cards)'}")
     builds = []
-    values = build_values(state)
     for k in range(state.build_cards.shape[1]):
         cards = int(state.build_cards[b, k])
         if cards:
-            value = int(values[b, k])
+            value = int(state.build_value[b, k])
             builds.append(f"{value} = {pretty_cards(cards)} ({names[int(state.build_owner[b, k])]})")
     lines.append("builds: " + (" · ".join(builds) if builds else "(none)"))
     if viewer is not None:
         hand = int(state.hand[b, viewer])
         lines.append(f"hand:   {names[viewer]}: {pretty_cards(hand) if hand else '(empty)'}")
     width = max(len(n) for n in names)
-    lines.append(f"{'seat':<{width}}  hand  captured  spades  sweeps")
+    in_play = rules.in_play_bonuses
+    lines.append(f"{'seat':<{width}}  hand  captured  spades  sweeps" + ("  in-play" if in_play else ""))
     for p in range(P):
         pile = int(state.captured[b, p])
         spades = sum(1 for c in range(39, 52) if pile >> c & 1)
         lines.append(f"{names[p]:<{width}}  {int(state.hand[b, p]).bit_count():>4}  {pile.bit_count():>8}  "
-                     f"{spades:>6}  {int(state.sweeps[b, p]):>6}")
+                     f"{spades:>6}  {int(state.sweeps[b, p]):>6}"
+                     + (f"  {int(state.in_play[b, p]):>7}" if in_play else ""))
     sides = ["+".join(names[q] for q in range(s, P, S)) for s in range(S)]
     scores = " · ".join(f"{sides[s]} {int(state.match_scores[b, s])}" for s in range(S))
     lines.append(f"score:  {scores} (target {rules.target})")
     return "\n".join(lines)
 
 
-__all__ = ["SUIT_SYMBOLS", "pretty_card", "pretty_cards", "render_text"]
+__all__ = ["SUIT_SYMBOLS", "pretty_card", "pretty_cards", "render_text", "values_note"]

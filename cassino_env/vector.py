@@ -2,12 +2,13 @@
 
 A thin layer over :mod:`cassino_env.core` (no rules of its own): each call plays one move in every game, for that
 game's acting seat, and returns what the *next* acting seat sees. Finished episodes reset automatically (the core
-deals the next deal, or a new match, in the same step), as Gymnasium's vector environments do.
+deals the next deal, or a new match, in the same step), as Gymnasium's vector environments do. Every preset of
+RULES.md 6 runs, at every player count it allows (``rules="cicera"``, ``rules="bga", num_players=6``, ...).
 
 >>> env = CassinoVectorEnv(num_envs=4, rules="classic", seed=0)
 >>> obs, info = env.reset()
 >>> obs["observation"].shape, obs["action_mask"].shape, obs["current_player"].tolist()
-((4, 525), (4, 512), [0, 0, 0, 0])
+((4, 527), (4, 512), [0, 0, 0, 0])
 >>> rng = np.random.default_rng(0)
 >>> actions = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
 >>> obs, rewards, terminated, truncated, info = env.step(actions)
@@ -33,7 +34,8 @@ Rewards are ``float32[B, P]`` for every seat of every game at every step (0 exce
 so a seat is credited rewards that arrive between its own turns:
 
 * ``reward="points"``: at the end of each deal, seat i gets its side's deal points minus the mean deal points of
-  the other sides (RULES.md 5): zero-sum; partners get the same reward.
+  the other sides (RULES.md 5, the preset's scoring: standard, bga or cicera with its in-play points): zero-sum;
+  partners (4 players: seats 0+2, 1+3; 6 players: p and p+3) get the same reward.
 * ``reward="win"``: at the end of a match, +1 for the seats of the winning side and -1 for every other seat.
 
 ``episode="deal"`` ends an episode (``terminated``) after every deal; ``episode="match"`` after every match.

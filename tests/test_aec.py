@@ -1,7 +1,7 @@
 """The PettingZoo AEC env (cassino_env.aec): PettingZoo's own tests, then what they miss (they play one episode).
 
-Every test runs on every preset and player count the core supports (found by trying ``core.init``), so presets the
-core gains later are tested without edits here.
+The parametrized tests run on every preset of RULES.md 6 at every player count it allows (classic 2/3/4, matsuda 2,
+cicera 4, bga 2/3/4/6, stadium 2, royal 2/3/4).
 """
 
 from __future__ import annotations
@@ -28,24 +28,14 @@ from cassino_env.actions import (
 )
 from cassino_env.aec import raw_env
 from cassino_env.cards import card_id
+from cassino_env.determinize import capture_values
+from cassino_env.errors import RulesError
 from cassino_env.obs import encode, move_features, obs_size
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError
 
-
-def _supported() -> list[tuple[str, int]]:
-    out = []
-    for preset, (counts, _) in PRESETS.items():
-        for n in counts:
-            try:
-                core.init(make_rules(preset, num_players=n), np.zeros(1, dtype=np.int64))
-            except NotImplementedError:
-                continue
-            out.append((preset, n))
-    return out
-
-
-SUPPORTED = _supported()
+#: Every preset of RULES.md 6 at every player count it allows.
+SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
 IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 ENCODINGS = ("moves", "card_value")
 
@@ -140,10 +130,17 @@ def test_bad_arguments_name_the_argument(kwargs):
         raw_env(**kwargs)
 
 
-def test_unsupported_rules_raise_not_implemented():
-    unsupported = [(p, n) for p, (counts, _) in PRESETS.items() for n in counts if (p, n) not in SUPPORTED]
-    for preset, n in unsupported[:3]:
-        with pytest.raises(NotImplementedError):
+def test_every_preset_constructs_and_unlisted_counts_are_refused():
+    assert len(SUPPORTED) == 13
+    for preset, n in SUPPORTED:
+        e = raw_env(rules=preset, num_players=n)
+        assert e.rules == make_rules(preset, num_players=n)
+        assert e.possible_agents == [f"player_{p}" for p in range(n)]
+        assert e.observation_space("player_0")["observation"].shape == (obs_size(n, e.rules.num_sides),)
+    assert raw_env(rules="cicera").rules.num_players == 4  # the preset's first allowed count
+    assert raw_env(rules={"preset": "bga", "num_players": 6}).rules.sides == ((0, 3), (1, 4), (2, 5))
+    for preset, n in (("classic", 6), ("matsuda", 3), ("cicera", 2), ("stadium", 4)):
+        with pytest.raises(RulesError, match="allows num_players"):
             raw_env(rules=preset, num_players=n)
 
 
@@ -452,12 +449,13 @@ def test_overflow_is_flagged_and_keeps_the_first_moves():
 # --- what an observation holds ----------------------------------------------------------------------------------------
 
 
-def _permute_hidden(pos: dict, viewer: int, rnd: random.Random) -> dict:
+def _permute_hidden(pos: dict, viewer: int, rnd: random.Random, rules) -> dict:
     """The position with every card the viewer cannot see (other hands, the stock) dealt anew, sizes kept.
 
-    Deals that break what the viewer can infer -- a build's owner holds a card of its value (RULES.md 4.4) -- are
-    drawn again: they are not positions of the game.
+    Deals that break what the viewer can infer -- a build's owner holds a card that captures it (RULES.md 4.4; an
+    ace for a build of 14 where ``ace_high``) -- are drawn again: they are not positions of the game.
     """
+    caps = capture_values(rules)
     P = len(pos["hands"])
     hidden = [c for q in range(P) if q != viewer for c in pos["hands"][q]] + list(pos["stock"])
     while True:
@@ -468,7 +466,7 @@ def _permute_hidden(pos: dict, viewer: int, rnd: random.Random) -> dict:
             if q != viewer:
                 hands[q] = hidden[k:k + len(pos["hands"][q])]
                 k += len(pos["hands"][q])
-        if all(any(c % 13 + 1 == value for c in hands[owner]) for _, value, owner in pos["builds"]):
+        if all(any(caps[c, value] for c in hands[owner]) for _, value, owner in pos["builds"]):
             return {**pos, "hands": hands, "stock": hidden[k:]}
 
 
@@ -492,7 +490,7 @@ def test_observation_is_unchanged_when_hidden_cards_are_permuted(preset, n, enco
             agent = f"player_{viewer}"
             want = e.observe(agent)
             for _ in range(2):
-                other.reset(options={"position": _permute_hidden(pos, viewer, rnd)})
+                other.reset(options={"position": _permute_hidden(pos, viewer, rnd, e.rules)})
                 got = other.observe(agent)
                 for key in ("observation", "action_mask", "moves"):
                     assert np.array_equal(got[key], want[key]), (seed, viewer, key)

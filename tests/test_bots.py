@@ -1,5 +1,7 @@
-"""Bots and search (agents.bots, agents.ismcts, agents.registry): only legal moves, over thousands of games, at any
-seat and player count; the documented choices in small positions; agent specs."""
+"""Bots and search (agents.bots, agents.ismcts, agents.registry): only legal moves, over thousands of games and whole
+matches of every preset at every seat and player count; the documented choices in small positions (classic, and the
+values and scoring of the other presets: aces high, numeric courts, Cicera's points); greedy beats random in every
+preset; agent specs."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ from agents.bots import FEATURES, STYLES, RuleTables, make_bot
 from agents.ismcts import ISMCTSAgent
 from agents.registry import AgentSpecError, make_agent
 from cassino_env import core
-from cassino_env.cards import card_id
+from cassino_env.cards import card_id, card_text
 from cassino_env.obs import public_view
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv
 
 BOTS = ("random", "greedy", "beginner", "intermediate", "advanced")
+SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
+IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
 def obs_of(state: core.State) -> dict:
@@ -29,6 +33,13 @@ def obs_of(state: core.State) -> dict:
 
 def ids(*texts: str) -> list[int]:
     return [card_id(t) for t in texts]
+
+
+def position_of(preset: str, hands: list[list[int]], loose: list[int]) -> core.State:
+    """A two-player position of ``preset`` for seat 0 whose other cards all lie in the stock."""
+    used = {c for h in hands for c in h} | set(loose)
+    return core.from_position(make_rules(preset), hands=hands, loose=loose, stock=[c for c in range(52)
+                                                                                      if c not in used])
 
 
 def position(hands: list[list[int]], loose: list[int], builds: tuple = (), last_round: bool = False) -> core.State:
@@ -68,19 +79,43 @@ def test_bots_play_only_legal_moves_in_thousands_of_games(num_players: int) -> N
     assert deals >= 2000
 
 
-@pytest.mark.parametrize("num_players", [2, 3, 4])
-def test_ismcts_plays_only_legal_moves(num_players: int) -> None:
-    env = CassinoVectorEnv(6, "classic", num_players=num_players, seed=10 + num_players)
-    agent = ISMCTSAgent(env.rules, simulations=24, min_samples=2)
+@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+def test_every_bot_plays_whole_matches_of_every_preset(preset: str, num_players: int) -> None:
+    # Seat q of game b is played by bot (b + q) % 5; games run until each has finished a match (auto-reset).
+    B = 40
+    env = CassinoVectorEnv(B, preset, num_players=num_players, seed=7, episode="match", reward="win")
+    bots = [make_bot(n, env.rules) for n in BOTS]
+    obs, _ = env.reset()
+    rng = np.random.default_rng(1)
+    finished = np.zeros(B, dtype=bool)
+    for _ in range(3000):
+        who = (np.arange(B) + obs["current_player"].astype(np.int64)) % len(bots)
+        actions = np.zeros(B, dtype=np.int64)
+        for k, bot in enumerate(bots):
+            rows = np.flatnonzero(who == k)
+            if rows.size:
+                actions[rows] = a = bot.act(slice_obs(obs, rows), rng)
+                assert (obs["action_mask"][rows, a] == 1).all(), bot.name
+        obs, _, terminated, _, _ = env.step(actions)
+        finished |= terminated
+        if finished.all():
+            break
+    assert finished.all()
+
+
+@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+def test_ismcts_plays_only_legal_moves(preset: str, num_players: int) -> None:
+    env = CassinoVectorEnv(4, preset, num_players=num_players, seed=10 + num_players)
+    agent = ISMCTSAgent(env.rules, simulations=16, min_samples=2)
     obs, _ = env.reset()
     rng = np.random.default_rng(0)
     deals = 0
-    for _ in range(52):
+    for _ in range(52 - env.rules.table_cards):
         a = agent.act(obs, rng)
-        assert (obs["action_mask"][np.arange(6), a] == 1).all()
+        assert (obs["action_mask"][np.arange(4), a] == 1).all()
         obs, _, _, _, info = env.step(a)
         deals += int(info["result"].deal_done.sum())
-    assert deals >= 6
+    assert deals == 4
 
 
 def test_greedy_takes_the_most_valuable_capture_and_breaks_ties_by_table_order() -> None:
@@ -163,7 +198,7 @@ def test_ismcts_takes_an_obvious_sweep_and_is_reproducible() -> None:
 
 def test_rule_tables_read_every_preset() -> None:
     # Bots read the rules through RuleTables only: courts with no value pair by rank, numeric courts have values,
-    # an ace high also captures 14.
+    # an ace high also captures 14; the point cards are the scoring's (RULES.md 5).
     for preset, (counts, _) in PRESETS.items():
         t = RuleTables.of(make_rules(preset, counts[0]))
         assert t.cap_bits.shape == (52,)
@@ -175,6 +210,83 @@ def test_rule_tables_read_every_preset() -> None:
     assert classic.cap_bits[ks] != 1 << 13
     assert classic.cap_bits[ace] == 1 << 1
     assert set(STYLES) == {"greedy", "beginner", "intermediate", "advanced"}
+
+    def points(t: RuleTables) -> dict[str, float]:
+        return {card_text(int(c)): float(v) for c, v in zip(t.point_cards, t.point_values, strict=True)}
+
+    for preset in ("classic", "bga", "royal", "matsuda", "stadium"):
+        assert points(RuleTables.of(make_rules(preset))) == {"AC": 1, "AD": 1, "AH": 1, "AS": 1, "10D": 2, "2S": 1}
+    cicera = RuleTables.of(make_rules("cicera"))
+    pts = points(cicera)
+    assert pts["10D"] == 1  # big casino is 1 in cicera, not 2
+    assert pts["JH"] == 1
+    assert "AC" not in pts and "AD" not in pts and "AH" not in pts  # aces score nothing (AS: napula only)
+    assert pts["2S"] == 2  # little casino, and the napula's second card
+    assert pts["AS"] == pts["3S"] == 1
+    assert cicera.w_cards == pytest.approx(2 / 27)  # most cards is 2 points in cicera, 3 elsewhere
+    assert classic.w_cards == pytest.approx(3 / 27)
+    assert cicera.cfg[9] == 1 and classic.cfg[9] == 0  # in-play bonuses
+
+
+def _one(obs: dict) -> dict:
+    return {k: (v[0] if not isinstance(v, dict) else {kk: vv[0] for kk, vv in v.items()}) for k, v in obs.items()}
+
+
+def test_greedy_takes_cicera_in_play_points() -> None:
+    # RULES.md 5.3 / 7 case 12: taking, by pairing, the card the previous player just trailed is a point. Table 7C
+    # and 7D (7D just trailed), hand 7S: one group only, so the 7 takes one of them; 7C comes first in the table's
+    # order, but the 7D pays the in-play point.
+    rules = make_rules("cicera")
+    st = core.from_position(rules, hands=[ids("7S"), ids("2C"), ids("3C"), ids("4C")], loose=ids("7C", "7D"),
+                            to_move=0, last_trail=card_id("7D"))
+    moves = core.move_list(st, 0)
+    greedy = make_bot("greedy", rules)
+    m = moves[act_one(greedy, _one(obs_of(st)), np.random.default_rng(0))]
+    assert (m[0], m[3]) == (core.CAPTURE, (card_id("7D"),))
+    _, feats = greedy.features(obs_of(st))
+    bonus = feats[0, :len(moves), FEATURES.index("bonus")]
+    assert [float(bonus[moves.index(x)]) for x in moves if x[0] == core.CAPTURE] == [0.0, 1.0]
+    # one suit throughout and three or more table cards: 2 points (6H takes AH 2H 3H, and sweeps)
+    st = core.from_position(rules, hands=[ids("6H"), ids("2C"), ids("3C"), ids("4C")], loose=ids("AH", "2H", "3H"),
+                            to_move=0)
+    moves = core.move_list(st, 0)
+    _, feats = greedy.features(obs_of(st))
+    i = next(i for i, x in enumerate(moves) if x[0] == core.CAPTURE)
+    assert feats[0, i, FEATURES.index("bonus")] == 2.0  # same suit, three cards
+    assert feats[0, i, FEATURES.index("sweep")] == 1.0
+    classic = make_bot("greedy", make_rules("classic"))
+    st = core.from_position(make_rules("classic"), hands=[ids("6H"), ids("2C")], loose=ids("AH", "2H", "3H"),
+                            to_move=0)
+    _, feats = classic.features(obs_of(st))
+    assert not feats[0, :, FEATURES.index("bonus")].any()  # no in-play points outside cicera
+
+
+def test_aces_high_and_numeric_courts_in_the_bots_values() -> None:
+    # royal: trailing the 4C next to a loose 10H leaves 10+4 = 14, which an unseen ace sweeps (as 14); in classic
+    # nothing captures 14. The ace's capture as 14 is valued with the ace's point.
+    adv = {p: make_bot("advanced", make_rules(p)) for p in ("royal", "classic")}
+    for preset, bot in adv.items():
+        st = position_of(preset, [ids("4C", "9S"), ids("2D", "3D", "5D", "6D")], ids("10H"))
+        moves = core.move_list(st, 0)
+        _, feats = bot.features(obs_of(st))
+        risk = feats[0, moves.index((core.TRAIL, card_id("4C"), 0, ())), FEATURES.index("sweep_risk")]
+        assert (risk > 0) == (preset == "royal"), preset
+    rules = make_rules("royal")
+    st = position_of("royal", [ids("AS", "3D"), ids("2D", "5D", "6D", "7D")], ids("10H", "4C", "KD"))
+    moves = core.move_list(st, 0)
+    greedy = make_bot("greedy", rules)
+    m = moves[int(greedy.act(obs_of(st), np.random.default_rng(0))[0])]
+    assert m == (core.CAPTURE, card_id("AS"), 14, tuple(sorted(ids("10H", "4C"))))
+    _, feats = greedy.features(obs_of(st))
+    tables = RuleTables.of(rules)
+    i = moves.index(m)
+    want = 3 * tables.w_cards + tables.w_spades + 1.0  # AS 10H 4C: three cards, a spade, the ace's point
+    assert feats[0, i, FEATURES.index("gain")] == pytest.approx(want)
+    # numeric courts: a Q (12) takes 3+3+6 (RULES.md 7 case 13), and greedy values it
+    st = position_of("matsuda", [ids("QS"), ids("2D", "5D", "7D", "8D")], ids("3H", "3C", "6D", "10D"))
+    m = core.move_list(st, 0)[int(make_bot("greedy", make_rules("matsuda")).act(obs_of(st),
+                                                                               np.random.default_rng(0))[0])]
+    assert m[:3] == (core.CAPTURE, card_id("QS"), 12)
 
 
 def test_registry_specs() -> None:

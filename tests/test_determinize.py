@@ -1,6 +1,7 @@
 """Determinisation (cassino_env.determinize): samples keep everything the seat knows and only re-deal unseen cards.
 
-Each check runs on mid-deal states reached by random play, for 2, 3 and 4 players (4 in partnerships).
+Each check runs on mid-deal states reached by random play, for every preset of RULES.md 6 at every player count it
+allows; the build owners' obligations are checked for ace-high builds of 14 and side-by-side attach builds.
 """
 
 from __future__ import annotations
@@ -9,25 +10,34 @@ import numpy as np
 import pytest
 
 from cassino_env import core
+from cassino_env import determinize as det_module
+from cassino_env.cards import card_id
 from cassino_env.determinize import capture_values, determinize, moves_of, take
 from cassino_env.obs import public_view
-from cassino_env.rules import make_rules
+from cassino_env.rules import PRESETS, make_rules
 
 ALL = (1 << 52) - 1
+SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
+IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
-def mid_deal_states(num_players: int, games: int = 48, steps: int = 13, seed: int = 0) -> core.State:
+def ids(*texts: str) -> list[int]:
+    return [card_id(t) for t in texts]
+
+
+def mid_deal_states(num_players: int, games: int = 48, steps: int = 13, seed: int = 0,
+                    preset: str = "classic") -> core.State:
     """``games`` games after ``steps`` random moves (some mid-round, some just after a deal)."""
-    st = core.init(make_rules("classic", num_players), np.arange(games) + 1000 * seed)
+    st = core.init(make_rules(preset, num_players), np.arange(games) + 1000 * seed)
     rng = np.random.default_rng(seed)
     for _ in range(steps):
         core.step(st, np.floor(rng.random(games) * st.num_moves).astype(np.int64))
     return st
 
 
-@pytest.mark.parametrize("num_players", [2, 3, 4])
-def test_samples_keep_what_the_seat_knows(num_players: int) -> None:
-    st = mid_deal_states(num_players, steps=13 + num_players)
+@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+def test_samples_keep_what_the_seat_knows(preset: str, num_players: int) -> None:
+    st = mid_deal_states(num_players, steps=13 + num_players, preset=preset)
     view = public_view(st)
     K = 6
     d = determinize(st.rules, view, moves_of(st), K, np.random.default_rng(1))
@@ -37,7 +47,8 @@ def test_samples_keep_what_the_seat_knows(num_players: int) -> None:
     g = np.arange(d.batch_size)
     # the seat's own cards, the table, the piles, the scores and the turn are exactly the real ones
     assert (d.hand[g, me] == st.hand[row, me]).all()
-    for name in ("loose", "build_cards", "build_owner", "captured", "sweeps", "match_scores", "dealer",
+    for name in ("loose", "build_cards", "build_value", "build_owner", "captured", "sweeps", "in_play",
+                 "match_scores", "dealer",
                  "last_capturer", "last_trail", "current_player", "stock_pos", "move_kind", "move_card",
                  "move_value", "move_cards", "num_moves"):
         assert (getattr(d, name) == getattr(st, name)[row]).all(), name
@@ -62,16 +73,14 @@ def test_samples_keep_what_the_seat_knows(num_players: int) -> None:
         assert int(total[gi]).bit_count() + (52 - int(d.stock_pos[gi])) == 52
 
 
-@pytest.mark.parametrize("num_players", [2, 4])
-def test_samples_are_playable_and_list_the_same_moves_as_a_fresh_position(num_players: int) -> None:
-    st = mid_deal_states(num_players, games=12, steps=21, seed=3)
+@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+def test_samples_are_playable_and_list_the_same_moves_as_a_fresh_position(preset: str, num_players: int) -> None:
+    st = mid_deal_states(num_players, games=12, steps=21, seed=3, preset=preset)
     d = determinize(st.rules, public_view(st), moves_of(st), 3, np.random.default_rng(2))
     # the copied move table is the one the engine would generate for the sampled position
     for gi in range(0, d.batch_size, 5):
         pos = core.position(d, gi)
-        fresh = core.from_position(st.rules, pos["hands"], pos["loose"], pos["builds"], pos["to_move"],
-                                   pos["dealer"], pos["stock"], pos["captured"], pos["sweeps"], pos["last_capturer"],
-                                   pos["match_scores"], last_trail=pos["last_trail"], max_moves=d.max_moves)
+        fresh = core.from_position(st.rules, **pos, max_moves=d.max_moves)
         assert core.move_list(fresh, 0) == core.move_list(d, gi)
     # every sample plays to the end of its deal (auto-reset off) without an illegal state
     rng = np.random.default_rng(0)
@@ -98,6 +107,45 @@ def test_build_owners_are_dealt_a_capturing_card() -> None:
     assert all(any(caps[c, 9] for c in h) for h in held)
     # the owner's other card is spread over the rest of the unseen cards, not fixed
     assert len({c for h in held for c in h if not caps[c, 9]}) > 10
+
+
+@pytest.mark.parametrize("rounds", [det_module.MAX_REJECTION_ROUNDS, 0])  # 0: every failing sample is repaired
+@pytest.mark.parametrize("preset", ["royal", "bga"])
+def test_an_owner_of_a_build_of_14_is_dealt_an_ace(preset: str, rounds: int, monkeypatch) -> None:
+    # ace_high (RULES.md 3): a build of 14 is captured only by an ace played as 14. Seat 1 owns KD+AC = 14 and holds
+    # two unseen cards; seat 0 views. Also a build of 1 (AD | AH, a multiple build) of seat 1: the same ace serves.
+    monkeypatch.setattr(det_module, "MAX_REJECTION_ROUNDS", rounds)
+    rules = make_rules(preset)
+    seen = ids("3S", "7C", "KD", "AC", "AD", "AH", "9H", "AS", "5D")
+    rest = [c for c in range(52) if c not in seen]
+    st = core.from_position(rules, hands=[ids("3S", "7C"), ids("AS", "5D")], loose=ids("9H"),
+                            builds=[(ids("KD", "AC"), 14, 1), (ids("AD", "AH"), 1, 1)], to_move=0, stock=rest)
+    d = determinize(rules, public_view(st), moves_of(st), 300, np.random.default_rng(5))
+    caps = capture_values(rules)
+    assert caps[card_id("AS"), 14] and caps[card_id("AS"), 1] and not caps[card_id("KS"), 14]
+    held = [[c for c in range(52) if int(h) >> c & 1] for h in d.hand[:, 1]]
+    assert all(card_id("AS") in h for h in held)  # the only unseen ace
+    assert len({c for h in held for c in h if c != card_id("AS")}) > 10  # the other card varies
+    assert (d.build_value == st.build_value).all()
+
+
+@pytest.mark.parametrize("rounds", [det_module.MAX_REJECTION_ROUNDS, 0])
+def test_attach_builds_of_one_value_need_one_card(rounds: int, monkeypatch) -> None:
+    # stadium (attach, RULES.md 4.3): seat 1 owns two builds of 6 side by side and a build of 8, and holds two
+    # cards: one 6 serves both builds of 6, so every sample deals seat 1 one 6 and one 8.
+    monkeypatch.setattr(det_module, "MAX_REJECTION_ROUNDS", rounds)
+    rules = make_rules("stadium")
+    seen = ids("3S", "7C", "4C", "2C", "4D", "2D", "5H", "3H", "6S", "8S")
+    rest = [c for c in range(52) if c not in seen]
+    st = core.from_position(rules, hands=[ids("3S", "7C"), ids("6S", "8S")],
+                            builds=[(ids("4C", "2C"), 6, 1), (ids("4D", "2D"), 6, 1), (ids("5H", "3H"), 8, 1)],
+                            to_move=0, stock=rest)
+    view = public_view(st)
+    assert sorted(int(v) for v in view["build_value"][0] if v) == [6, 6, 8]
+    d = determinize(rules, view, moves_of(st), 300, np.random.default_rng(7))
+    for h in d.hand[:, 1]:
+        ranks = sorted(c % 13 + 1 for c in range(52) if int(h) >> c & 1)
+        assert ranks == [6, 8]
 
 
 def test_unseen_cards_are_dealt_uniformly() -> None:

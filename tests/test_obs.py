@@ -1,4 +1,6 @@
-"""The observation encoding (cassino_env.obs): layout, content on a known position, hidden information, move rows."""
+"""The observation encoding (cassino_env.obs): layout, content on known positions (classic, royal's numeric courts
+and 14-builds, stadium's side-by-side builds, cicera's 12-card hands and in-play points), hidden information and
+bounds for every preset and player count, move rows."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from cassino_env import core
 from cassino_env.aec import _obs_high
 from cassino_env.cards import card_id
+from cassino_env.determinize import capture_values
 from cassino_env.obs import (
     MOVE_FEATURES,
     encode,
@@ -21,20 +24,8 @@ from cassino_env.obs import (
 )
 from cassino_env.rules import PRESETS, make_rules
 
-
-def _supported() -> list[tuple[str, int]]:
-    out = []
-    for preset, (counts, _) in PRESETS.items():
-        for n in counts:
-            try:
-                core.init(make_rules(preset, num_players=n), np.zeros(1, dtype=np.int64))
-            except NotImplementedError:
-                continue
-            out.append((preset, n))
-    return out
-
-
-SUPPORTED = _supported()
+#: Every preset of RULES.md 6 at every player count it allows.
+SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
 IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
@@ -51,15 +42,16 @@ def _random_states(rules, games: int, seed: int) -> list[core.State]:
     return out
 
 
-@pytest.mark.parametrize(("P", "S"), [(2, 2), (3, 3), (4, 2), (6, 2), (6, 6)])
+@pytest.mark.parametrize(("P", "S"), [(2, 2), (3, 3), (4, 2), (6, 3), (6, 6)])
 def test_layout_is_contiguous(P, S):
     layout = obs_layout(P, S)
     start = 0
     for _name, (a, n) in layout.items():
         assert a == start
         start += n
-    assert start == obs_size(P, S)
+    assert start == obs_size(P, S) == 277 + 70 * P + 55 * S  # the formula of the AEC env's docstring
     assert layout["builds"][1] == 14 * (P + 1)
+    assert layout["in_play"][1] == P
 
 
 def test_encoding_of_a_known_position():
@@ -100,14 +92,71 @@ def test_encoding_of_a_known_position():
     assert block("captured_count").tolist() == pytest.approx([0, 2 / 52, 1 / 52])
     assert block("spades_count").tolist() == pytest.approx([0, 1 / 13, 1 / 13])
     assert block("sweeps").tolist() == pytest.approx([0, 0.25, 0])
+    assert not block("in_play").any()  # classic has no in-play points
     assert block("match_scores").tolist() == pytest.approx([7 / 21, 0, 3 / 21])
     assert block("seat_from_dealer").tolist() == [0, 1, 0]
     rounds = (52 - 12 - 4) // 12
     assert block("progress").tolist() == pytest.approx([12 / 52, rounds / 4, (52 - 12 - 4 - 4) / 52])
 
 
-def _permute_hidden(pos: dict, viewer: int, rnd: random.Random) -> dict:
-    """Other hands and the stock dealt anew (sizes kept, build owners keep a card of their build's value)."""
+def test_encoding_of_royal_and_stadium_builds():
+    # royal: numeric courts, ace high. Seat 1 owns a build of 14 (KD + AC) and seat 0 a build of 12 (QH);
+    # a loose JS. Values are the declared ones (not slot indices): 14/14 and 12/14.
+    rules = make_rules("royal")
+    st = core.from_position(rules, hands=[[card_id("5C"), card_id("QC")], [card_id("AH"), card_id("QS")]],
+                            loose=[card_id("JS")], builds=[([card_id("KD"), card_id("AC")], 14, 1),
+                                                           ([card_id("10C"), card_id("2D")], 12, 0)], to_move=0)
+    row = encode(st, np.array([0]))[0]
+    L = obs_layout(2, 2)
+
+    def block(name):
+        a, n = L[name]
+        return row[a:a + n]
+
+    assert block("build_value")[card_id("KD")] == pytest.approx(1.0)
+    assert block("build_value")[card_id("10C")] == pytest.approx(12 / 14)
+    builds = block("builds").reshape(14, 3)
+    assert builds[13].tolist() == [1, 0, 1]  # a build of 14, owned by relative seat 1
+    assert builds[11].tolist() == [1, 1, 0]  # a build of 12, the viewer's
+    assert builds.sum() == 4
+    # stadium: attach builds of equal value stand side by side (two builds of 6, one per seat)
+    rules = make_rules("stadium")
+    st = core.from_position(rules, hands=[[card_id("6C"), card_id("9D")], [card_id("6H"), card_id("9S")]],
+                            builds=[([card_id("4C"), card_id("2C")], 6, 0), ([card_id("4D"), card_id("2D")], 6, 1)],
+                            to_move=0)
+    row = encode(st, np.array([0]))[0]
+    a, n = L["builds"]
+    builds = row[a:a + n].reshape(14, 3)
+    assert builds[5].tolist() == [1, 1, 1]  # value 6: two owners marked
+    assert builds.sum() == 3
+    owned = row[L["build_owned_by"][0]:L["build_owned_by"][0] + 104].reshape(2, 52)
+    assert set(np.flatnonzero(owned[0])) == {card_id("4C"), card_id("2C")}
+    assert set(np.flatnonzero(owned[1])) == {card_id("4D"), card_id("2D")}
+
+
+def test_encoding_of_cicera_hands_and_in_play_points():
+    rules = make_rules("cicera")
+    assert rules.hand_size == 12
+    st = core.init(rules, np.arange(4))
+    L = obs_layout(4, 2)
+    x = encode(st, st.current_player)
+    a, n = L["hand_sizes"]
+    assert (x[:, a:a + n] == 1.0).all()  # twelve cards each, normalised by the preset's hand size
+    a, n = L["progress"]
+    assert x[:, a + 1].tolist() == [1.0] * 4  # the one round of the deal is dealt
+    assert x[:, a].tolist() == [0.0] * 4  # no stock
+    # in-play points per relative seat / 4, as the core counts them
+    st = core.from_position(rules, hands=[[card_id("7H")], [card_id("2C")], [card_id("3C")], [card_id("4C")]],
+                            loose=[card_id("7C")], to_move=0, in_play=[1, 0, 5, 2])
+    row = encode(st, np.array([1]))[0]
+    a, n = L["in_play"]
+    assert row[a:a + n].tolist() == pytest.approx([0, 5 / 4, 2 / 4, 1 / 4])  # seats 1, 2, 3, 0 from seat 1
+
+
+def _permute_hidden(pos: dict, viewer: int, rnd: random.Random, rules) -> dict:
+    """Other hands and the stock dealt anew (sizes kept, build owners keep a card that captures their build's
+    value: an ace for a build of 14 where ``ace_high``, RULES.md 4.4)."""
+    caps = capture_values(rules)
     P = len(pos["hands"])
     hidden = [c for q in range(P) if q != viewer for c in pos["hands"][q]] + list(pos["stock"])
     while True:
@@ -118,7 +167,7 @@ def _permute_hidden(pos: dict, viewer: int, rnd: random.Random) -> dict:
             if q != viewer:
                 hands[q] = hidden[k:k + len(pos["hands"][q])]
                 k += len(pos["hands"][q])
-        if all(any(c % 13 + 1 == value for c in hands[owner]) for _, value, owner in pos["builds"]):
+        if all(any(caps[c, value] for c in hands[owner]) for _, value, owner in pos["builds"]):
             return {**pos, "hands": hands, "stock": hidden[k:]}
 
 
@@ -132,7 +181,7 @@ def test_encoding_and_public_view_ignore_hidden_cards(preset, n):
         for viewer in range(n):
             v = np.array([viewer])
             want, view = encode(st, v), public_view(st, v)
-            new = _permute_hidden(pos, viewer, rnd)
+            new = _permute_hidden(pos, viewer, rnd, rules)
             changed += new["hands"] != pos["hands"]
             other = core.from_position(rules, **new, auto_reset=False)
             assert np.array_equal(encode(other, v), want)
@@ -149,12 +198,21 @@ def test_encoding_stays_in_the_env_bounds(preset, n):
     high = _obs_high(n, rules.num_sides)
     st = core.init(rules, np.arange(64), auto_reset=True)
     rng = np.arange(64, dtype=np.uint64)
+    a_ip, _ = obs_layout(n, rules.num_sides)["in_play"]
+    a_bv, _ = obs_layout(n, rules.num_sides)["build_value"]
+    seen_in_play = 0
     for _ in range(300):
         for viewer in range(n):
             x = encode(st, np.full(64, viewer))
             assert (x >= 0).all()
             assert (x <= high).all()
+            # in-play points of relative seat r = seat (viewer + r) % n, / 4
+            rel = (viewer + np.arange(n)) % n
+            assert np.array_equal(x[:, a_ip:a_ip + n] * 4, st.in_play[:, rel].astype(np.float32))
+            assert (x[:, a_bv:a_bv + 52] * 14 <= rules.max_value + 1e-4).all()
+        seen_in_play += int(st.in_play.any())
         core.step(st, core.random_actions(st, rng))
+    assert (seen_in_play > 0) == rules.in_play_bonuses
 
 
 def test_public_view_counts_and_unseen():

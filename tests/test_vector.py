@@ -1,4 +1,5 @@
-"""The batched vector env (cassino_env.vector): spaces, rewards and episodes, seeding, threads, bad input."""
+"""The batched vector env (cassino_env.vector): spaces, rewards and episodes for every preset and player count,
+seeding, threads, bad input."""
 
 from __future__ import annotations
 
@@ -11,20 +12,8 @@ from cassino_env.obs import encode, obs_size, public_view
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError, step_rewards
 
-
-def _supported() -> list[tuple[str, int]]:
-    out = []
-    for preset, (counts, _) in PRESETS.items():
-        for n in counts:
-            try:
-                core.init(make_rules(preset, num_players=n), np.zeros(1, dtype=np.int64))
-            except NotImplementedError:
-                continue
-            out.append((preset, n))
-    return out
-
-
-SUPPORTED = _supported()
+#: Every preset of RULES.md 6 at every player count it allows.
+SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
 IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
@@ -65,6 +54,9 @@ def test_rewards_and_episodes(preset, n, reward, episode):
     env = CassinoVectorEnv(B, rules=preset, num_players=n, seed=0, reward=reward, episode=episode, with_view=False)
     env.reset()
     S = env.num_sides
+    assert env.rules == make_rules(preset, num_players=n)
+    assert S == (n // 2 if n in (4, 6) else n)  # partnerships of two with 4 and 6 players
+    others = [k for k, item in enumerate(core.ITEMS) if item not in core.items_of(env.rules)]
     rng = _rng(B, 1)
     ends = 0
     for _ in range(600 if episode == "match" else 150):
@@ -76,6 +68,8 @@ def test_rewards_and_episodes(preset, n, reward, episode):
         assert np.allclose(rewards.sum(axis=1), 0.0) or reward == "win"
         for q in range(S, n):  # partners share their side's reward
             assert np.array_equal(rewards[:, q], rewards[:, q - S])
+        assert not res.deal_items[:, :, others].any()  # only the items of the preset's scoring (RULES.md 5)
+        assert np.array_equal(res.deal_totals, res.deal_items.sum(axis=2))
         paid = rewards.any(axis=1)
         if reward == "points":
             assert not (paid & ~res.deal_done).any()
@@ -125,9 +119,10 @@ def test_seeding():
     assert np.array_equal(d.state.hand, a.state.hand)
 
 
-def test_parallel_equals_serial():
-    serial = CassinoVectorEnv(200, num_players=4, seed=5, with_view=False)
-    threaded = CassinoVectorEnv(200, num_players=4, seed=5, with_view=False, parallel=True)
+@pytest.mark.parametrize(("preset", "n"), [("classic", 4), ("cicera", 4), ("bga", 6), ("stadium", 2)])
+def test_parallel_equals_serial(preset, n):
+    serial = CassinoVectorEnv(200, preset, num_players=n, seed=5, with_view=False)
+    threaded = CassinoVectorEnv(200, preset, num_players=n, seed=5, with_view=False, parallel=True)
     os_, _ = serial.reset()
     ot, _ = threaded.reset()
     rng = _rng(200)
