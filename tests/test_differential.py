@@ -147,6 +147,18 @@ def test_presets_match_reference(preset, num_players, games):
     assert _play(rules, seeds, True, rng, trail_bias=0.2) > 0
 
 
+@pytest.mark.parametrize(("preset", "num_players", "prune"), [
+    ("matsuda", 2, True), ("matsuda", 2, False), ("cicera", 4, True), ("cicera", 4, False), ("bga", 3, True),
+    ("bga", 2, False), ("stadium", 2, True), ("stadium", 2, False), ("royal", 2, True), ("royal", 3, False),
+    ("classic", 2, True)])
+def test_presets_crowded_path_matches_reference(preset, num_players, prune):
+    """The general generator's crowded-table path (forced on every table here) lists the same moves."""
+    rules = make_rules(preset, num_players=num_players)
+    seeds = np.arange(120, dtype=np.int64) + 90_000 + 1000 * num_players + 17 * len(preset) + 7 * prune
+    rng = np.random.default_rng(11 + num_players + 31 * len(preset) + prune)
+    assert _play(rules, seeds, prune, rng, trail_bias=0.4, slow=True, general=True) > 0
+
+
 @pytest.mark.parametrize(("preset", "num_players"), [("matsuda", 2), ("cicera", 4), ("bga", 3), ("stadium", 2),
                                                      ("royal", 2), ("classic", 2), ("classic", 4)])
 def test_presets_unpruned_match_reference(preset, num_players):

@@ -67,10 +67,12 @@ from ._layout import (
     CFG_RAISETABLE,
     CFG_RESOLVE,
     CFG_S,
+    CFG_SLOW,
     CUR,
     OVERFLOW,
     OWNER,
 )
+from ._lexgen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays
 
 # sc (uint64, growable): loose bits by value [0, 64), DFS mask stack [64, 128), then a bump region.
 G_LB = 0
@@ -90,7 +92,14 @@ GI_OWN = 320  # owned slots (up to 26)
 GI_NOWN = 350
 GI_NSLOT = 351
 GI_SLOT = 352  # non-empty build slots (up to 26)
+GI_TOT = 380  # trails written before a hand-over to the crowded-table path
 GI_SIZE = 384
+
+VISIT_CAP = 16384  # more loose subsets searched than this: the table is crowded, list by general_slow
+GROUP_CAP = 4096  # more loose groups than this: the table is crowded, list by general_slow
+UNION_CAP = 256  # more unions of groups for one value than this: the same
+COVER_ITEMS = 6  # a reservation regrouped with more cards than this (played card included): count-vector search
+PRODUCT_CAP = 4096  # more (group, union) pairs for one build than this: the same
 
 
 @njit(cache=True)
@@ -323,7 +332,8 @@ def _write(b, m8, mvc, M, tot, kind, c, sc, start, end):
 def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """Recompute game b's move table for any rule switches (module docstring).
 
-    Returns 0 when done, 1 when the scratch buffer ``sc`` is too small (the caller retries with a larger one).
+    Returns 0 when done, 1 when the scratch buffer ``sc`` is too small (the caller retries with a larger one), 2
+    when the table is crowded: the trails are written and :func:`general_slow` must list the rest.
     """
     P = cfg[CFG_P]
     M = cfg[CFG_M]
@@ -370,6 +380,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     m8[b, 2, tot] = 0
                     mvc[b, tot] = 0
                 tot += 1
+        ntrails = tot
         # --- capture values held ---
         for w in range(16):
             si[GI_CAPC + w] = 0
@@ -385,6 +396,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             if acehigh and RANK[c] == 1:
                 si[GI_CAPC + 14] += 1
                 hv |= 1 << 14
+        if cfg[CFG_SLOW] != 0:  # test hook: every table goes down the crowded-table path
+            si[GI_TOT] = tot
+            return 2
         maxs = 0
         for w in range(15):
             if (hv >> w) & 1:
@@ -421,10 +435,15 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         j = 0
         cs = 0
         cm = U0
+        visited = 0
         while True:
             if j < n and cs + si[GI_LVAL + j] <= maxs:
                 ns = cs + si[GI_LVAL + j]
                 nm = cm | sc[G_LB + j]
+                visited += 1
+                if visited > VISIT_CAP:
+                    si[GI_TOT] = tot
+                    return 2
                 if (needg >> ns) & 1:
                     if sp + 2 > cap:
                         return 1
@@ -446,6 +465,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 cs = si[GI_SSTK + d]
                 cm = sc[G_MSTK + d]
         ng = (sp - flat) // 2
+        if ng > GROUP_CAP:
+            si[GI_TOT] = tot
+            return 2
         for s in range(16):
             si[GI_GCN + s] = 0
         for i in range(ng):
@@ -463,9 +485,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             si[GI_GCN + s] += 1
         sp += ng
         # --- P(v) for each value held: unions of disjoint groups of sum v (the empty set first) ---
+        needp = (not onegroup) or bmode == 1 or bmode == 2
         for v in range(1, maxs + 1):
             si[GI_PCN + v] = 0
-            if not (hv >> v) & 1:
+            if not needp or not (hv >> v) & 1:
                 continue
             gs = si[GI_GST + v]
             k = si[GI_GCN + v]
@@ -483,6 +506,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         j += 1
                     if j < k:
                         nm = cm | sc[gs + j]
+                        if sp - start > UNION_CAP:
+                            si[GI_TOT] = tot
+                            return 2
                         if sp + 1 > cap:
                             return 1
                         sc[sp] = nm
@@ -569,6 +595,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         continue
                     ps = si[GI_PST + a]
                     pc = si[GI_PCN + a]
+                    if not prune and pc << nb > PRODUCT_CAP:
+                        si[GI_TOT] = ntrails
+                        return 2
                     for i in range(pc):
                         L = sc[ps + i]
                         if prune:
@@ -690,6 +719,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 sc[sp] = sc[gs + g]
                                 sp += 1
                         ce0 = sp
+                        if (ce0 - cs0) * si[GI_PCN + v] > PRODUCT_CAP:
+                            si[GI_TOT] = ntrails
+                            return 2
                         sp = _push_unions(sc, sp, cs0, ce0, same, v, si, v, b, u64, i8, c, p, bcol, numeric,
                                           acehigh, resolve, raiseown)
                         if sp < 0:
@@ -728,6 +760,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                     sc[sp] = sc[gs + g]
                                     sp += 1
                             ce1 = sp
+                            if (ce1 - cs1) * si[GI_PCN + v] > PRODUCT_CAP:
+                                si[GI_TOT] = ntrails
+                                return 2
                             sp = _push_unions(sc, sp, cs1, ce1, same | bb, v, si, v, b, u64, i8, c, p, bcol,
                                               numeric, acehigh, resolve, raiseown)
                             if sp < 0:
@@ -771,6 +806,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                             else:
                                 nm_ = 1
                                 si[GI_MV] = a
+                                mand = NIB_ONE[a]
                                 y = fixed
                                 fits = True
                                 while y:
@@ -781,13 +817,32 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                         fits = False  # a card above v is in no group of v
                                         break
                                     si[GI_MV + nm_] = tv
+                                    mand += NIB_ONE[tv]
                                     nm_ += 1
                                 if not fits:
+                                    continue
+                                if nm_ > COVER_ITEMS:
+                                    # a large reservation: the covering search would be exponential in its cards;
+                                    # list the sets by the count-vector search instead (same sets, M + 1 at most)
+                                    if not _legal(2, c, v, fixed, p, b, u64, i8, si, bcol, numeric, acehigh,
+                                                  resolve, raiseown):
+                                        continue
+                                    if sp + 2 * (M + 1) + 2 > cap:
+                                        return 1
+                                    lev = U0
+                                    for q in range(1, v + 1):
+                                        if q <= 13 and (numeric or q <= 10):
+                                            lev |= lm & RANK_MASK[q]
+                                    mk, mv = new_memo_arrays(4096)
+                                    sp = component(lev, fixed, mand, v, 0, M + 1, v, sc[:1], 0, mk, mv, sc, sp)
                                     continue
                                 cs1, ce1 = _cover(sc, sp, si, nm_, v)
                                 if cs1 < 0:
                                     return 1
                                 sp = ce1
+                            if (ce1 - cs1) * si[GI_PCN + v] > PRODUCT_CAP:
+                                si[GI_TOT] = ntrails
+                                return 2
                             sp = _push_unions(sc, sp, cs1, ce1, fixed, v, si, v, b, u64, i8, c, p, bcol, numeric,
                                               acehigh, resolve, raiseown)
                             if sp < 0:
@@ -808,3 +863,302 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     i16[b, nmcol] = n_out
     i8[b, OVERFLOW] = 1 if tot > M else 0
     return 0
+
+
+# --- crowded tables --------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _compact(buf, w, lim):
+    """Sort and de-duplicate the (key, mask) pairs of buf[:w]; keep the first ``lim`` pairs; return the new end."""
+    w = _sort_pairs(buf, 0, w)
+    return min(w, 2 * lim)
+
+
+@njit(cache=True)
+def _push(buf, w, lim, key, m):
+    """Append one pair, compacting first when the buffer is full; return the new end."""
+    if w + 2 > buf.shape[0]:
+        w = _compact(buf, w, lim)
+    buf[w] = key
+    buf[w + 1] = m
+    return w + 2
+
+
+@njit(cache=True)
+def _one_group_lex(loose, a, numeric, tag, limit, buf, w, lim):
+    """Append the first ``limit`` loose sets summing to ``a`` in canonical order (one group, RULES.md 3).
+
+    Preorder search over the valued loose cards in increasing id; a child is entered only if the sum still needed
+    can be made from the cards after it (suffix subset-sum bitmasks), so the work grows with the output.
+    """
+    n = 0
+    ids = np.empty(52, dtype=np.int64)
+    vals = np.empty(52, dtype=np.int64)
+    x = loose
+    while x:
+        c = lowbit(x)
+        x &= x - U1
+        v = _val(c, numeric)
+        if v:
+            ids[n] = c
+            vals[n] = v
+            n += 1
+    reach = np.zeros(n + 1, dtype=np.int64)  # reach[k]: bit s set when cards k.. can make sum s
+    reach[n] = 1
+    for k in range(n - 1, -1, -1):
+        reach[k] = (reach[k + 1] | (reach[k + 1] << vals[k])) & 0x7FFF
+    st_j = np.empty(n + 1, dtype=np.int64)
+    st_s = np.empty(n + 1, dtype=np.int64)
+    st_m = np.empty(n + 1, dtype=np.uint64)
+    found = 0
+    d = 0
+    st_j[0] = 0
+    st_s[0] = 0
+    st_m[0] = U0
+    while d >= 0:
+        j = st_j[d]
+        pushed = False
+        while j < n:
+            ns = st_s[d] + vals[j]
+            if ns <= a and (reach[j + 1] >> (a - ns)) & 1:
+                st_j[d] = j + 1
+                d += 1
+                st_j[d] = j + 1
+                st_s[d] = ns
+                st_m[d] = st_m[d - 1] | BIT[ids[j]]
+                pushed = True
+                if ns == a:
+                    m = st_m[d]
+                    w = _push(buf, w, lim, lexrank(m) * np.uint64(16) + np.uint64(tag), m)
+                    found += 1
+                    if found >= limit:
+                        return w
+                break
+            j += 1
+        if not pushed:
+            d -= 1
+    return w
+
+
+@njit(cache=True)
+def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
+    """List the captures and builds of a crowded table (after the trails), first ``M`` in canonical order, exactly.
+
+    Same moves and order as :func:`gen_general`, produced per played card by the output-sensitive searches of
+    :mod:`._lexgen` (unions of groups, with fixed builds and a mandatory count vector for the played card or the
+    cards of a reservation being regrouped) and :func:`_one_group_lex`; each card's list is cut after the budget plus
+    one, so the work grows with ``M``, not with the table.
+    """
+    P = cfg[CFG_P]
+    M = cfg[CFG_M]
+    prune = cfg[CFG_PRUNE] != 0
+    numeric = cfg[CFG_NUMERIC] != 0
+    acehigh = cfg[CFG_ACEHIGH] != 0
+    pairall = cfg[CFG_PAIRALL] != 0
+    onegroup = cfg[CFG_ONEGROUP] != 0
+    bmode = cfg[CFG_BUILDS]
+    raiseown = cfg[CFG_RAISEOWN] != 0
+    raisetable = cfg[CFG_RAISETABLE] != 0
+    resolve = cfg[CFG_RESOLVE] != 0
+    maxv = cfg[CFG_MAXV]
+    nmcol = P + cfg[CFG_S]
+    p = i8[b, CUR]
+    hm = u64[b, p]
+    lm = u64[b, P]
+    bcol = P + 1
+    nslot = si[GI_NSLOT]
+    tot = si[GI_TOT]
+    mk, mv = new_memo_arrays()
+    mvs = np.empty(256, dtype=np.uint64)
+    lim0 = M + 1
+    buf = np.empty(4 * lim0 + 64, dtype=np.uint64)
+    le = np.zeros(15, dtype=np.uint64)  # le[v]: loose valued cards of value <= v
+    acc = U0
+    for v in range(1, 15):
+        if v <= 13 and (numeric or v <= 10):
+            acc |= lm & RANK_MASK[v]
+        le[v] = acc
+    # --- captures, by played card id ---
+    x = hm
+    while x and tot <= M:
+        c = lowbit(x)
+        x &= x - U1
+        lim = M - tot + 1
+        w = 0
+        a0 = _val(c, numeric)
+        if a0 == 0:
+            r = np.int64(RANK[c])
+            y = lm & RANK_MASK[r]
+            if pairall:
+                if y and _legal(1, c, r, y, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                    w = _push(buf, w, lim, lexrank(y) * np.uint64(16) + np.uint64(r), y)
+            else:
+                while y:
+                    t = lowbit(y)
+                    y &= y - U1
+                    if _legal(1, c, r, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                        w = _push(buf, w, lim, lexrank(BIT[t]) * np.uint64(16) + np.uint64(r), BIT[t])
+        else:
+            for alt in range(2):
+                if alt == 0:
+                    a = a0
+                elif acehigh and RANK[c] == 1:
+                    a = 14
+                else:
+                    break
+                bm_all = U0
+                nb = 0
+                for qs in range(nslot):
+                    k = si[GI_SLOT + qs]
+                    if i8[b, BVAL + k] == a:
+                        bm_all |= u64[b, bcol + k]
+                        si[GI_MV + nb] = k
+                        nb += 1
+                if onegroup:
+                    w = _compact(buf, w, lim)
+                    w = _one_group_lex(le[a], a, numeric, a, lim, buf, w, lim)
+                    for q in range(nb):
+                        m = u64[b, bcol + si[GI_MV + q]]
+                        if _legal(1, c, a, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                            w = _push(buf, w, lim, lexrank(m) * np.uint64(16) + np.uint64(a), m)
+                    continue
+                if prune:
+                    if not _legal(1, c, a, bm_all, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                        continue
+                    if alt == 0 and a == 1 and acehigh and bm_all == 0:
+                        # the ace's capture as 1 (every loose ace) is dropped when a legal capture as 14 holds
+                        # every loose ace (RULES.md 3 ace_high; pruning compares an ace's two values)
+                        b14 = U0
+                        for qs in range(nslot):
+                            k = si[GI_SLOT + qs]
+                            if i8[b, BVAL + k] == 14:
+                                b14 |= u64[b, bcol + k]
+                        if _legal(1, c, 14, b14, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown) \
+                                and box(loose_vector(le[1]), loose_vector(le[14]), 14, mk, mv):
+                            continue
+                    nmv = maximal_vectors(loose_vector(le[a]), a, mk, mv, mvs)
+                    while nmv < 0:
+                        mvs = np.empty(2 * mvs.shape[0], dtype=np.uint64)
+                        nmv = maximal_vectors(loose_vector(le[a]), a, mk, mv, mvs)
+                    w = _compact(buf, w, lim)
+                    w = component(le[a], bm_all, U0, a, 1, lim, a, mvs, nmv, mk, mv, buf, w)
+                else:
+                    for sub in range(1 << nb):
+                        fixed = U0
+                        for q in range(nb):
+                            if (sub >> q) & 1:
+                                fixed |= u64[b, bcol + si[GI_MV + q]]
+                        if not _legal(1, c, a, fixed, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
+                                      raiseown):
+                            continue
+                        w = _compact(buf, w, lim)
+                        w = component(le[a], fixed, U0, a, 0, lim, a, mvs, 0, mk, mv, buf, w)
+        w = _compact(buf, w, lim)
+        n = w // 2
+        for i in range(min(n, lim - 1)):
+            m8[b, 0, tot + i] = 1
+            m8[b, 1, tot + i] = c
+            m8[b, 2, tot + i] = np.int64(buf[2 * i] & np.uint64(15))
+            mvc[b, tot + i] = buf[2 * i + 1]
+        tot += n
+    # --- builds, by played card id ---
+    x = hm if bmode != 0 else U0
+    while x and tot <= M:
+        c = lowbit(x)
+        x &= x - U1
+        a = _val(c, numeric)
+        if a == 0:
+            continue
+        lim = M - tot + 1
+        w = 0
+        for v in range(a, maxv + 1):
+            if si[GI_CAPC + v] - _caps(c, v, numeric, acehigh) <= 0:
+                continue  # rule 2
+            if bmode == 3:
+                y = lm
+                while y:
+                    t = lowbit(y)
+                    y &= y - U1
+                    xv = _val(t, numeric)
+                    if xv != 0 and (xv + a == v or (xv == a and a == v)):
+                        if _legal(2, c, v, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                            w = _push(buf, w, lim, lexrank(BIT[t]) * np.uint64(16) + np.uint64(v), BIT[t])
+                for qs in range(nslot):
+                    k = si[GI_SLOT + qs]
+                    m = u64[b, bcol + k]
+                    if i8[b, OWNER + k] == p and not raiseown:
+                        continue
+                    xv = np.int64(i8[b, BVAL + k])
+                    ok = xv == a and a == v
+                    if xv + a == v and _rank_sum(m) == xv:
+                        ok = True
+                    if ok and _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                        w = _push(buf, w, lim, lexrank(m) * np.uint64(16) + np.uint64(v), m)
+                continue
+            same = u64[b, bcol + v - 1]
+            if same != 0 and i8[b, OWNER + v - 1] == p and not raiseown:
+                continue
+            if bmode == 1:
+                if _legal(2, c, v, same, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                    mand = U0 if v == a else NIB_ONE[a]
+                    w = _compact(buf, w, lim)
+                    w = component(le[v], same, mand, v, 0, lim, v, mvs, 0, mk, mv, buf, w)
+                for qs in range(nslot):
+                    k = si[GI_SLOT + qs]
+                    bb = u64[b, bcol + k]
+                    if k == v - 1 or (i8[b, OWNER + k] == p and not raiseown):
+                        continue
+                    bv = np.int64(i8[b, BVAL + k])
+                    if _rank_sum(bb) != bv:
+                        continue
+                    r = v - bv - a
+                    if r < 0 or (r > 0 and not raisetable):
+                        continue
+                    if not _legal(2, c, v, bb | same, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                        continue
+                    mand = U0 if r == 0 else NIB_ONE[bv + a]
+                    w = _compact(buf, w, lim)
+                    w = component(le[v], bb | same, mand, v, 0, lim, v, mvs, 0, mk, mv, buf, w)
+            else:
+                for qe in range(-1, nslot):
+                    fixed = same
+                    if qe >= 0:
+                        extra = si[GI_SLOT + qe]
+                        if extra == v - 1:
+                            continue
+                        if i8[b, OWNER + extra] == p and not raiseown:
+                            continue
+                        fixed = same | u64[b, bcol + extra]
+                    mand = NIB_ONE[a]
+                    fits = True
+                    y = fixed
+                    while y:
+                        t = lowbit(y)
+                        y &= y - U1
+                        tv = _val(t, True)
+                        if tv > v:
+                            fits = False
+                            break
+                        mand += NIB_ONE[tv]
+                    if not fits or not _legal(2, c, v, fixed, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
+                                              raiseown):
+                        continue
+                    w = _compact(buf, w, lim)
+                    w = component(le[v], fixed, mand, v, 0, lim, v, mvs, 0, mk, mv, buf, w)
+        w = _compact(buf, w, lim)
+        n = w // 2
+        for i in range(min(n, lim - 1)):
+            m8[b, 0, tot + i] = 2
+            m8[b, 1, tot + i] = c
+            m8[b, 2, tot + i] = np.int64(buf[2 * i] & np.uint64(15))
+            mvc[b, tot + i] = buf[2 * i + 1]
+        tot += n
+    n_out = tot if tot < M else M
+    for i in range(n_out, M):
+        m8[b, 0, i] = -1
+        m8[b, 1, i] = -1
+        m8[b, 2, i] = 0
+        mvc[b, i] = 0
+    i16[b, nmcol] = n_out
+    i8[b, OVERFLOW] = 1 if tot > M else 0

@@ -26,7 +26,7 @@ from ._bits import (
     popcount,
     shuffle_into,
 )
-from ._general import GI_SIZE, gen_general
+from ._general import GI_SIZE, gen_general, general_slow
 from ._layout import (
     BVAL,
     CFG_BUILDS,
@@ -383,7 +383,13 @@ def _list(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     if cfg[CFG_GENERAL] == 0:
         sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
     else:
-        while gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si) != 0:
+        while True:
+            r = gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+            if r == 0:
+                break
+            if r == 2:
+                general_slow(b, u64, i8, i16, m8, mvc, cfg, si)  # a crowded table: output-sensitive listing
+                break
             sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
     P = cfg[CFG_P]
     nmcol = P + cfg[CFG_S]

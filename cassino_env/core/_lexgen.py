@@ -40,7 +40,6 @@ S56 = np.uint64(56)
 F15 = np.uint64(15)
 MEMO_BITS = 18
 MEMO_SIZE = 1 << MEMO_BITS
-MEMO_MASK = np.uint64(MEMO_SIZE - 1)
 
 
 def _partitions(n: int, largest: int) -> list[list[int]]:
@@ -77,9 +76,12 @@ PART_VEC, PART_START, PART_COUNT = _tables()
 
 
 @njit(cache=True)
-def new_memo_arrays():
-    """Empty memo table for :func:`box`: keys uint64[2 * MEMO_SIZE], results int8[MEMO_SIZE] (0 empty)."""
-    return np.zeros(2 * MEMO_SIZE, dtype=np.uint64), np.zeros(MEMO_SIZE, dtype=np.int8)
+def new_memo_arrays(size=MEMO_SIZE):
+    """Empty memo table for :func:`box`: keys uint64[2 * size], results int8[size] (0 empty); size a power of two.
+
+    A full table only stops memoising (:func:`box` stays exact), so a small one suits occasional use.
+    """
+    return np.zeros(2 * size, dtype=np.uint64), np.zeros(size, dtype=np.int8)
 
 
 @njit(cache=True)
@@ -105,7 +107,8 @@ def box(lo, hi, v, mk, mv):
     if ((wl + v - 1) // v) * v > wh:
         return False
     k2 = hi | (np.uint64(v) << S56)
-    h = mix64(lo * GOLDEN ^ k2) & MEMO_MASK
+    msk = np.uint64(mv.shape[0] - 1)
+    h = mix64(lo * GOLDEN ^ k2) & msk
     for _ in range(64):
         hh = np.int64(h)
         r = mv[hh]
@@ -113,7 +116,7 @@ def box(lo, hi, v, mk, mv):
             break
         if mk[2 * hh] == lo and mk[2 * hh + 1] == k2:
             return r == 2
-        h = (h + U1) & MEMO_MASK
+        h = (h + U1) & msk
     i = highbit(lo) // 4 + 1  # the largest value to cover: its groups have the fewest completions
     res = False
     base = v * PW + i
