@@ -343,6 +343,8 @@ def resolve_actions(encoding, kind, card, value, cards, n, build_id, to_move, ma
                 a = np.int64(52 + c)
         else:
             a = np.int64(build_id[c, value[i]])
+            if a < 0:  # a build value below the card's rank: no rule set makes one (RULES.md 4); never map it
+                continue
         cnt = _popcount(cards[i])
         # most table cards, then the first in canonical order (a later move replaces only with strictly more)
         if to_move[a] < 0 or cnt > best[a]:

@@ -379,10 +379,12 @@ def test_card_value_picks_most_cards_then_canonical_first():
     assert card_id("KC") in e.position()["captured"][0]
 
 
-def test_card_value_mask_matches_listed_moves():
+@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+def test_card_value_mask_matches_listed_moves(preset, n):
+    """Every listed move of every preset has a card_value id (aces as 14, numeric courts, builds to 14)."""
     rnd = random.Random(0)
-    e = raw_env(num_players=3, action_encoding="card_value")
-    for seed in range(40):
+    e = raw_env(rules=preset, num_players=n, action_encoding="card_value")
+    for seed in range(40 if preset == "classic" else 15):
         e.reset(seed=seed)
         for _ in range(rnd.randrange(30)):
             if e.terminations[e.agent_selection]:
@@ -410,20 +412,21 @@ def test_card_value_table_is_fixed_and_round_trips():
         assert e.string_to_action(text) == a == string_to_card_value(text.replace("C", "♣").replace("S", "♠"))
 
 
-def test_moves_action_strings_round_trip():
+@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+def test_moves_action_strings_round_trip(preset, n):
     rnd = random.Random(1)
-    e = raw_env(num_players=2)
-    for seed in range(30):
+    e = raw_env(rules=preset, num_players=n)
+    for seed in range(30 if preset == "classic" else 10):
         e.reset(seed=seed)
         for _ in range(rnd.randrange(40)):
             if e.terminations[e.agent_selection]:
                 break
-            n = int(e.core_state.num_moves[0])
-            for a in [*range(n), n, MAX_MOVES - 1]:
+            nm = int(e.core_state.num_moves[0])
+            for a in [*range(nm), nm, MAX_MOVES - 1]:
                 text = e.action_to_string(a)
                 assert e.string_to_action(text) == a, text
-                assert (text == f"#{a}") == (a >= n)
-            e.step(rnd.randrange(n))
+                assert (text == f"#{a}") == (a >= nm)
+            e.step(rnd.randrange(nm))
     e.reset(seed=0)
     with pytest.raises(ActionTextError):
         e.string_to_action("capture 2C with 3H")  # not a listed move here

@@ -27,21 +27,23 @@ def net() -> CassinoPolicy:
     return CassinoPolicy(obs_dim=env.obs_size, hidden=32, embed=16)
 
 
-@pytest.mark.parametrize(("num_players", "max_moves"), [(2, 256), (2, 8), (3, 64)])
-def test_policy_only_ever_chooses_legal_moves(num_players: int, max_moves: int) -> None:
+@pytest.mark.parametrize(("preset", "num_players", "max_moves"),
+                         [("classic", 2, 256), ("classic", 2, 8), ("classic", 3, 64), ("cicera", 4, 64),
+                          ("bga", 6, 64), ("royal", 2, 64), ("stadium", 2, 64), ("matsuda", 2, 64)])
+def test_policy_only_ever_chooses_legal_moves(preset: str, num_players: int, max_moves: int) -> None:
     """Sampled and arg-max moves over every state of whole deals (narrow move tables included) are all listed.
 
     The games are stepped with the sampled moves: an untrained arg-max policy may trail every card, and tables of
     30 loose cards make the core's capture enumeration slow."""
     torch.manual_seed(num_players)
-    env = CassinoVectorEnv(num_envs=64, rules="classic", num_players=num_players, seed=3, max_moves=max_moves,
+    env = CassinoVectorEnv(num_envs=64, rules=preset, num_players=num_players, seed=3, max_moves=max_moves,
                            with_view=False)
     policy = CassinoPolicy(obs_dim=env.obs_size, hidden=32, embed=16)
     sampler, greedy = PPOAgent(policy, deterministic=False), PPOAgent(policy, deterministic=True)
     assert isinstance(sampler, Agent)
     rng = np.random.default_rng(0)
     obs, _ = env.reset()
-    for step in range(48 + 5):  # a whole deal and into the next
+    for step in range(52 - env.rules.table_cards + 5):  # a whole deal and into the next
         for agent in (greedy, sampler):
             a = agent.act(obs, rng)
             assert a.dtype == np.int64
