@@ -57,7 +57,10 @@ bot               strategy (weights in :data:`STYLES`)
 
 Measured ladder (classic, two players, duplicate matches; see the README's evaluation table): each level beats the
 one below it. ``Style.race_aware`` (stop valuing cards or spades once "most" is decided) is available but measured
-no better, so no level uses it.
+no better, so no level uses it. Every preset and player count (``cassino eval --agents ladder``, 600 deals a pair,
+seed 1): greedy beats random by 3.5-6.2 points a deal (16.7 in cicera), beginner beats greedy (0.6-5.1), and
+advanced beats intermediate or ties it (within the 95% interval); intermediate beats beginner except in cicera (no
+builds to make or steal) and in bga with four and six players, where they tie.
 
 >>> import numpy as np
 >>> from cassino_env.vector import CassinoVectorEnv
@@ -154,7 +157,7 @@ class RuleTables:
                    _SPADE_IDS[5]: 0.25}
             pts[LITTLE_CASINO] = 2.0  # little casino 1, and napula's second card 1
             most_cards = 2.0
-        else:  # RULES.md 5.1 / 5.2: aces 1, big casino 2, little casino 1 (bga: a tie for most shares, 2 each)
+        else:  # RULES.md 5.1 / 5.2: aces 1, big casino 2, little casino 1 (bga's shared ties keep these weights)
             pts = {BIG_CASINO: 2.0, LITTLE_CASINO: 1.0, 0: 1.0, 13: 1.0, 26: 1.0, 39: 1.0}
             most_cards = 3.0
         S = rules.num_sides

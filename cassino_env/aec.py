@@ -217,7 +217,7 @@ RENDER_MODES = ("ansi", "human")
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def _check_kernel_cache() -> None:
+def _check_kernel_cache(cache: Path | None = None) -> None:
     """Drop this module's cached numba kernels when a source they call into has changed.
 
     numba's ``cache=True`` re-compiles a function only when *its own* file changes, but ``_step_one`` and
@@ -225,9 +225,12 @@ def _check_kernel_cache() -> None:
     and :mod:`.actions`: after an edit there they would run stale code. As the core's own guard
     (:mod:`cassino_env.core._cacheguard`) does for the core, this hashes those sources and deletes ``aec``'s cache
     files when the hash changed. Best effort: an unwritable cache folder is left alone.
+
+    Args:
+        cache: the cache folder (default: this package's ``__pycache__``, where numba keeps ``aec``'s kernels).
     """
     here = Path(__file__).resolve().parent
-    cache = here / "__pycache__"
+    cache = here / "__pycache__" if cache is None else cache
     try:
         h = hashlib.sha256(sources_hash().encode())
         for name in ("obs.py", "actions.py"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -30,7 +31,7 @@ from cassino_env.aec import raw_env
 from cassino_env.cards import card_id
 from cassino_env.determinize import capture_values
 from cassino_env.errors import RulesError
-from cassino_env.obs import encode, move_features, obs_size
+from cassino_env.obs import encode, move_features, obs_layout, obs_size
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError
 
@@ -119,6 +120,23 @@ def test_env_shape_and_metadata():
     assert e.agents == raw.possible_agents
     assert e.agent_selection == "player_0"
     pickle.loads(pickle.dumps(raw)).reset(seed=1)  # EzPickle
+
+
+@pytest.mark.parametrize(("P", "S"), [(2, 2), (3, 3), (4, 2), (6, 3)])
+def test_docstring_observation_table_matches_the_layout(P, S):
+    """The index table of the module docstring (start and length per block) is the encoding's layout."""
+    layout = obs_layout(P, S)
+    rows = [line.split("|")[1:4] for line in cassino_env.aec.__doc__.splitlines()
+            if line.startswith("| `") and line.split("|")[1].strip().strip("`") in layout]
+    assert [r[0].strip().strip("`") for r in rows] == list(layout)
+
+    def value(expr: str) -> int:
+        expr = re.sub(r"(\d+)\s*\(", r"\1*(", expr.strip())
+        return eval(re.sub(r"(\d+) ([PS])", r"\1*\2", expr), {"P": P, "S": S})  # noqa: S307 - test-only arithmetic
+
+    for name, start, length in rows:
+        assert (value(start), value(length)) == layout[name.strip().strip("`")], name
+    assert obs_size(P, S) == 277 + 70 * P + 55 * S
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -571,3 +589,20 @@ def test_aec_and_vector_envs_play_identical_games(preset, n, episode, reward):
                 assert not vtrunc[0]
             episodes += 1
             e.reset()
+
+
+def test_kernel_cache_guard_drops_stale_aec_kernels(tmp_path):
+    """aec's numba kernels compile in the core's, obs' and actions' kernels; a change there must drop aec's cache."""
+    from cassino_env.aec import _check_kernel_cache
+
+    stale = tmp_path / "aec._step_one-1.py311.nbi"
+    other = tmp_path / "obs._encode-1.py311.nbi"
+    stale.write_text("x")
+    other.write_text("x")
+    (tmp_path / "aec_kernels.sha256").write_text("not the hash\n")
+    _check_kernel_cache(tmp_path)
+    assert not stale.exists()  # built from other sources: dropped
+    assert other.exists()  # not aec's
+    stale.write_text("x")
+    _check_kernel_cache(tmp_path)
+    assert stale.exists()  # the stamp now matches: kept
