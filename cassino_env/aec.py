@@ -69,7 +69,9 @@ side gets `illegal_reward`, the other sides 0; `infos[offender]["illegal_action"
 
 `max_moves`: the width M of the legal-move list (default `cassino_env.actions.MAX_MOVES` = 512, chosen by
 measurement: ``scripts/measure_moves.py``). A longer list keeps its first M moves in canonical order (trails first,
-so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of random classic play overflow 512.
+so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of random classic play overflow 512
+(measured over 409,600 random decisions per preset and player count: 1-5 in 100,000 in the presets with `standard` or
+`reservation` builds, none in cicera and stadium, whose longest lists were 128 and 94 moves).
 
 `prune`: drop captures strictly contained in another capture with the same card (the core's default).
 
