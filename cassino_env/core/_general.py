@@ -288,6 +288,74 @@ def _rank_sum(cards):
 
 
 @njit(cache=True)
+def _put(out, w, key, m):
+    """Append the pair (key, m) at out[w]; return the new end, or -1 when ``out`` is full (or w is already -1)."""
+    if w < 0 or w + 2 > out.shape[0]:
+        return -1
+    out[w] = key
+    out[w + 1] = m
+    return w + 2
+
+
+@njit(cache=True)
+def _court_captures(out, w, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+    """Append the legal captures of a court without value: one loose court of its rank per move, or all of them
+    with ``court_pair_take = all`` (RULES.md 3). Returns the new end, -1 when ``out`` is full."""
+    r = np.int64(RANK[c])
+    y = lm & RANK_MASK[r]
+    if pairall:
+        if y and _legal(1, c, r, y, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+            w = _put(out, w, lexrank(y) * np.uint64(16) + np.uint64(r), y)
+        return w
+    while y:
+        t = lowbit(y)
+        y &= y - U1
+        if _legal(1, c, r, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+            w = _put(out, w, lexrank(BIT[t]) * np.uint64(16) + np.uint64(r), BIT[t])
+    return w
+
+
+@njit(cache=True)
+def _builds_of_value(b, u64, i8, si, bcol, nslot, a):
+    """The union of the cards of every build of value ``a``; their slots go to ``si[GI_MV:]``. Returns (cards, n)."""
+    bm_all = U0
+    nb = 0
+    for qs in range(nslot):
+        k = si[GI_SLOT + qs]
+        if i8[b, BVAL + k] == a:
+            bm_all |= u64[b, bcol + k]
+            si[GI_MV + nb] = k
+            nb += 1
+    return bm_all, nb
+
+
+@njit(cache=True)
+def _attach_builds(out, w, c, a, v, lm, nslot, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+    """Append the legal attachments of card c (value a) declaring v (RULES.md 4.3): onto a loose valued card or a
+    build, as a sum (not onto a multiple build) or as a pair of equal values. Returns the new end, -1 when full."""
+    y = lm
+    while y:
+        t = lowbit(y)
+        y &= y - U1
+        xv = _val(t, numeric)
+        if xv != 0 and (xv + a == v or (xv == a and a == v)):
+            if _legal(2, c, v, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+                w = _put(out, w, lexrank(BIT[t]) * np.uint64(16) + np.uint64(v), BIT[t])
+    for qs in range(nslot):
+        k = si[GI_SLOT + qs]
+        m = u64[b, bcol + k]
+        if i8[b, OWNER + k] == p and not raiseown:
+            continue  # attaching to your own build needs raise_own_build
+        xv = np.int64(i8[b, BVAL + k])
+        ok = xv == a and a == v
+        if xv + a == v and _rank_sum(m) == xv:
+            ok = True
+        if ok and _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
+            w = _put(out, w, lexrank(m) * np.uint64(16) + np.uint64(v), m)
+    return w
+
+
+@njit(cache=True)
 def _push_unions(sc, sp, cs, ce, fixed, v, si, key_v, b, u64, i8, c, p, bcol, numeric, acehigh, resolve, raiseown):
     """Append (key, C | R | fixed) for every C in sc[cs:ce] and R in P(v) disjoint from C, legal builds only.
 
@@ -538,25 +606,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             start = sp
             if a0 == 0:
                 # a court without value pairs loose courts of its rank (RULES.md 3 court_pair_take)
-                r = np.int64(RANK[c])
-                y = lm & RANK_MASK[r]
-                if pairall:
-                    if y and _legal(1, c, r, y, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-                        if sp + 2 > cap:
-                            return 1
-                        sc[sp] = lexrank(y) * np.uint64(16) + np.uint64(r)
-                        sc[sp + 1] = y
-                        sp += 2
-                else:
-                    while y:
-                        t = lowbit(y)
-                        y &= y - U1
-                        if _legal(1, c, r, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-                            if sp + 2 > cap:
-                                return 1
-                            sc[sp] = lexrank(BIT[t]) * np.uint64(16) + np.uint64(r)
-                            sc[sp + 1] = BIT[t]
-                            sp += 2
+                sp = _court_captures(sc, sp, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
+                                     raiseown)
+                if sp < 0:
+                    return 1
             else:
                 for alt in range(2):
                     if alt == 0:
@@ -565,15 +618,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         a = 14
                     else:
                         break
-                    # builds of value a: each one group
-                    bm_all = U0
-                    nb = 0
-                    for qs in range(nslot):
-                        k = si[GI_SLOT + qs]
-                        if i8[b, BVAL + k] == a:
-                            bm_all |= u64[b, bcol + k]
-                            si[GI_MV + nb] = k
-                            nb += 1
+                    bm_all, nb = _builds_of_value(b, u64, i8, si, bcol, nslot, a)  # builds of value a: one group each
                     if onegroup:
                         gs = si[GI_GST + a]
                         for g in range(si[GI_GCN + a]):
@@ -666,38 +711,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         continue  # rule 2: a card that captures v stays in hand
                     if bmode == 3:
                         # attach (4.3): c on one item x
-                        y = lm
-                        while y:
-                            t = lowbit(y)
-                            y &= y - U1
-                            xv = _val(t, numeric)
-                            if xv == 0:
-                                continue
-                            if xv + a == v or (xv == a and a == v):
-                                m = BIT[t]
-                                if _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
-                                          raiseown):
-                                    if sp + 2 > cap:
-                                        return 1
-                                    sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(v)
-                                    sc[sp + 1] = m
-                                    sp += 2
-                        for qs in range(nslot):
-                            k = si[GI_SLOT + qs]
-                            m = u64[b, bcol + k]
-                            if i8[b, OWNER + k] == p and not raiseown:
-                                continue
-                            xv = np.int64(i8[b, BVAL + k])
-                            ok = xv == a and a == v
-                            if xv + a == v and _rank_sum(m) == xv:
-                                ok = True
-                            if ok and _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
-                                             raiseown):
-                                if sp + 2 > cap:
-                                    return 1
-                                sc[sp] = lexrank(m) * np.uint64(16) + np.uint64(v)
-                                sc[sp + 1] = m
-                                sp += 2
+                        sp = _attach_builds(sc, sp, c, a, v, lm, nslot, p, b, u64, i8, si, bcol, numeric, acehigh,
+                                            resolve, raiseown)
+                        if sp < 0:
+                            return 1
                         continue
                     same = u64[b, bcol + v - 1]
                     if same != 0 and i8[b, OWNER + v - 1] == p and not raiseown:
@@ -972,7 +989,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
     mk, mv = new_memo_arrays()
     mvs = np.empty(256, dtype=np.uint64)
     lim0 = M + 1
-    buf = np.empty(4 * lim0 + 64, dtype=np.uint64)
+    buf = np.empty(4 * lim0 + 256, dtype=np.uint64)  # room for a compacted list plus one component or batch
     le = np.zeros(15, dtype=np.uint64)  # le[v]: loose valued cards of value <= v
     acc = U0
     for v in range(1, 15):
@@ -988,17 +1005,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
         w = 0
         a0 = _val(c, numeric)
         if a0 == 0:
-            r = np.int64(RANK[c])
-            y = lm & RANK_MASK[r]
-            if pairall:
-                if y and _legal(1, c, r, y, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-                    w = _push(buf, w, lim, lexrank(y) * np.uint64(16) + np.uint64(r), y)
-            else:
-                while y:
-                    t = lowbit(y)
-                    y &= y - U1
-                    if _legal(1, c, r, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-                        w = _push(buf, w, lim, lexrank(BIT[t]) * np.uint64(16) + np.uint64(r), BIT[t])
+            w = _court_captures(buf, w, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown)
         else:
             for alt in range(2):
                 if alt == 0:
@@ -1007,14 +1014,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
                     a = 14
                 else:
                     break
-                bm_all = U0
-                nb = 0
-                for qs in range(nslot):
-                    k = si[GI_SLOT + qs]
-                    if i8[b, BVAL + k] == a:
-                        bm_all |= u64[b, bcol + k]
-                        si[GI_MV + nb] = k
-                        nb += 1
+                bm_all, nb = _builds_of_value(b, u64, i8, si, bcol, nslot, a)
                 if onegroup:
                     w = _compact(buf, w, lim)
                     w = _one_group_lex(le[a], a, numeric, a, lim, buf, w, lim)
@@ -1076,25 +1076,9 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
             if si[GI_CAPC + v] - _caps(c, v, numeric, acehigh) <= 0:
                 continue  # rule 2
             if bmode == 3:
-                y = lm
-                while y:
-                    t = lowbit(y)
-                    y &= y - U1
-                    xv = _val(t, numeric)
-                    if xv != 0 and (xv + a == v or (xv == a and a == v)):
-                        if _legal(2, c, v, BIT[t], p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-                            w = _push(buf, w, lim, lexrank(BIT[t]) * np.uint64(16) + np.uint64(v), BIT[t])
-                for qs in range(nslot):
-                    k = si[GI_SLOT + qs]
-                    m = u64[b, bcol + k]
-                    if i8[b, OWNER + k] == p and not raiseown:
-                        continue
-                    xv = np.int64(i8[b, BVAL + k])
-                    ok = xv == a and a == v
-                    if xv + a == v and _rank_sum(m) == xv:
-                        ok = True
-                    if ok and _legal(2, c, v, m, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-                        w = _push(buf, w, lim, lexrank(m) * np.uint64(16) + np.uint64(v), m)
+                w = _compact(buf, w, lim)  # leaves room for every attachment (at most 78 pairs)
+                w = _attach_builds(buf, w, c, a, v, lm, nslot, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
+                                   raiseown)
                 continue
             same = u64[b, bcol + v - 1]
             if same != 0 and i8[b, OWNER + v - 1] == p and not raiseown:
