@@ -384,6 +384,41 @@ def _push_unions(sc, sp, cs, ce, fixed, v, si, key_v, b, u64, i8, c, p, bcol, nu
 
 
 @njit(cache=True)
+def _seed(sc, sp, si, r):
+    """Write the loose sets that may join the played card's group: the empty set when ``r = 0``, else every group of
+    sum r. Returns the new end, or -1 when ``sc`` is full."""
+    if r == 0:
+        if sp + 1 > sc.shape[0]:
+            return -1
+        sc[sp] = U0
+        return sp + 1
+    gs = si[GI_GST + r]
+    gk = si[GI_GCN + r]
+    if sp + gk > sc.shape[0]:
+        return -1
+    for g in range(gk):
+        sc[sp + g] = sc[gs + g]
+    return sp + gk
+
+
+@njit(cache=True)
+def _finish_builds(sc, cs, ce, fixed, v, si, b, u64, i8, c, p, bcol, numeric, acehigh, resolve, raiseown):
+    """Turn the sets C of sc[cs:ce] into build moves C | R | fixed (R in P(v), disjoint from C) written from cs on.
+
+    Returns the new end; -1 when ``sc`` is full; -2 when the product is too large (a crowded table).
+    """
+    if (ce - cs) * si[GI_PCN + v] > PRODUCT_CAP:
+        return -2
+    sp = _push_unions(sc, ce, cs, ce, fixed, v, si, v, b, u64, i8, c, p, bcol, numeric, acehigh, resolve, raiseown)
+    if sp < 0:
+        return -1
+    nres = sp - ce
+    for q in range(nres):
+        sc[cs + q] = sc[ce + q]
+    return cs + nres
+
+
+@njit(cache=True)
 def _write(b, m8, mvc, M, tot, kind, c, sc, start, end):
     """Write the sorted (key, mask) pairs of sc[start:end] as moves of ``kind`` with card c; return the count."""
     for i in range(start, end, 2):
@@ -721,33 +756,15 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         continue  # building on your own build needs raise_own_build (RULES.md 3, 4.4)
                     if bmode == 1:
                         # standard (4.1): no raise; c alone or with loose cards summing to v - a
-                        cs0 = sp
-                        if a == v:
-                            if sp + 1 > cap:
-                                return 1
-                            sc[sp] = U0
-                            sp += 1
-                        else:
-                            gs = si[GI_GST + v - a]
-                            gk = si[GI_GCN + v - a]
-                            if sp + gk > cap:
-                                return 1
-                            for g in range(gk):
-                                sc[sp] = sc[gs + g]
-                                sp += 1
-                        ce0 = sp
-                        if (ce0 - cs0) * si[GI_PCN + v] > PRODUCT_CAP:
-                            si[GI_TOT] = ntrails
-                            return 2
-                        sp = _push_unions(sc, sp, cs0, ce0, same, v, si, v, b, u64, i8, c, p, bcol, numeric,
-                                          acehigh, resolve, raiseown)
-                        if sp < 0:
+                        ce0 = _seed(sc, sp, si, v - a)
+                        if ce0 < 0:
                             return 1
-                        # move the results over the C list
-                        nres = sp - ce0
-                        for q in range(nres):
-                            sc[cs0 + q] = sc[ce0 + q]
-                        sp = cs0 + nres
+                        sp = _finish_builds(sc, sp, ce0, same, v, si, b, u64, i8, c, p, bcol, numeric, acehigh,
+                                            resolve, raiseown)
+                        if sp < 0:
+                            if sp == -2:
+                                si[GI_TOT] = ntrails
+                            return 1 if sp == -1 else 2
                         # one raise of a single build of another value (rules 4, 5, 7)
                         for qs in range(nslot):
                             k = si[GI_SLOT + qs]
@@ -762,32 +779,15 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                             r = v - bv - a
                             if r < 0 or (r > 0 and not raisetable):
                                 continue
-                            cs1 = sp
-                            if r == 0:
-                                if sp + 1 > cap:
-                                    return 1
-                                sc[sp] = U0
-                                sp += 1
-                            else:
-                                gs = si[GI_GST + r]
-                                gk = si[GI_GCN + r]
-                                if sp + gk > cap:
-                                    return 1
-                                for g in range(gk):
-                                    sc[sp] = sc[gs + g]
-                                    sp += 1
-                            ce1 = sp
-                            if (ce1 - cs1) * si[GI_PCN + v] > PRODUCT_CAP:
-                                si[GI_TOT] = ntrails
-                                return 2
-                            sp = _push_unions(sc, sp, cs1, ce1, same | bb, v, si, v, b, u64, i8, c, p, bcol,
-                                              numeric, acehigh, resolve, raiseown)
-                            if sp < 0:
+                            ce1 = _seed(sc, sp, si, r)
+                            if ce1 < 0:
                                 return 1
-                            nres = sp - ce1
-                            for q in range(nres):
-                                sc[cs1 + q] = sc[ce1 + q]
-                            sp = cs1 + nres
+                            sp = _finish_builds(sc, sp, ce1, same | bb, v, si, b, u64, i8, c, p, bcol, numeric,
+                                                acehigh, resolve, raiseown)
+                            if sp < 0:
+                                if sp == -2:
+                                    si[GI_TOT] = ntrails
+                                return 1 if sp == -1 else 2
                     else:
                         # reservation (4.2): c and the cards of the same-value reservation regroup freely, with
                         # optionally the cards of one reservation of another value
@@ -806,20 +806,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                             if fixed == 0:
                                 # nothing to regroup: c is a group alone or with loose cards summing to v - a
                                 cs1 = sp
-                                if a == v:
-                                    if sp + 1 > cap:
-                                        return 1
-                                    sc[sp] = U0
-                                    sp += 1
-                                else:
-                                    gs = si[GI_GST + v - a]
-                                    gk = si[GI_GCN + v - a]
-                                    if sp + gk > cap:
-                                        return 1
-                                    for g in range(gk):
-                                        sc[sp] = sc[gs + g]
-                                        sp += 1
-                                ce1 = sp
+                                ce1 = _seed(sc, sp, si, v - a)
+                                if ce1 < 0:
+                                    return 1
                             else:
                                 nm_ = 1
                                 si[GI_MV] = a
@@ -857,17 +846,12 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 if cs1 < 0:
                                     return 1
                                 sp = ce1
-                            if (ce1 - cs1) * si[GI_PCN + v] > PRODUCT_CAP:
-                                si[GI_TOT] = ntrails
-                                return 2
-                            sp = _push_unions(sc, sp, cs1, ce1, fixed, v, si, v, b, u64, i8, c, p, bcol, numeric,
-                                              acehigh, resolve, raiseown)
+                            sp = _finish_builds(sc, cs1, ce1, fixed, v, si, b, u64, i8, c, p, bcol, numeric,
+                                                acehigh, resolve, raiseown)
                             if sp < 0:
-                                return 1
-                            nres = sp - ce1
-                            for q in range(nres):
-                                sc[cs1 + q] = sc[ce1 + q]
-                            sp = cs1 + nres
+                                if sp == -2:
+                                    si[GI_TOT] = ntrails
+                                return 1 if sp == -1 else 2
                 end = _sort_pairs(sc, start, sp)
                 tot = _write(b, m8, mvc, M, tot, 2, c, sc, start, end)
                 sp = start
