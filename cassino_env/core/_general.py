@@ -51,6 +51,9 @@ import numpy as np
 from numba import njit
 
 from ._bits import BIT, RANK, RANK_MASK, U0, U1, lexrank, lowbit
+from ._groups import bucket_groups, loose_groups, unions
+from ._groups import dedupe as _dedupe
+from ._groups import sort_pairs as _sort_pairs
 from ._layout import (
     BVAL,
     CFG_ACEHIGH,
@@ -146,69 +149,6 @@ def _legal(kind, c, v, used, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
     if kind == 2 and si[GI_CAPC + v] - _caps(c, v, numeric, acehigh) <= 0:
         return False
     return True
-
-
-@njit(cache=True)
-def _sort_pairs(sc, start, end):
-    """Sort the (key, mask) pairs of sc[start:end] by key (insertion or heap sort); drop repeated keys; new end."""
-    n = (end - start) // 2
-    if n <= 48:
-        for i in range(1, n):
-            k = sc[start + 2 * i]
-            m = sc[start + 2 * i + 1]
-            j = i - 1
-            while j >= 0 and sc[start + 2 * j] > k:
-                sc[start + 2 * j + 2] = sc[start + 2 * j]
-                sc[start + 2 * j + 3] = sc[start + 2 * j + 1]
-                j -= 1
-            sc[start + 2 * j + 2] = k
-            sc[start + 2 * j + 3] = m
-    else:
-        keys = np.empty(n, dtype=np.uint64)
-        for i in range(n):
-            keys[i] = sc[start + 2 * i]
-        order = np.argsort(keys)
-        masks = np.empty(n, dtype=np.uint64)
-        for i in range(n):
-            masks[i] = sc[start + 2 * order[i] + 1]
-        for i in range(n):
-            sc[start + 2 * i] = keys[order[i]]
-            sc[start + 2 * i + 1] = masks[i]
-    w = start
-    for i in range(n):
-        if i == 0 or sc[start + 2 * i] != sc[w - 2]:
-            sc[w] = sc[start + 2 * i]
-            sc[w + 1] = sc[start + 2 * i + 1]
-            w += 2
-    return w
-
-
-@njit(cache=True)
-def _dedupe(sc, start, end):
-    """Drop repeated masks of sc[start:end] (order not kept); return the new end."""
-    n = end - start
-    if n <= 1:
-        return end
-    if n <= 48:
-        w = start
-        for i in range(start, end):
-            x = sc[i]
-            dup = False
-            for q in range(start, w):
-                if sc[q] == x:
-                    dup = True
-                    break
-            if not dup:
-                sc[w] = x
-                w += 1
-        return w
-    arr = np.sort(sc[start:end])
-    w = start
-    for i in range(n):
-        if i == 0 or arr[i] != arr[i - 1]:
-            sc[w] = arr[i]
-            w += 1
-    return w
 
 
 @njit(cache=True)
@@ -534,101 +474,28 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 si[GI_LVAL + n] = v
                 n += 1
         flat = sp
-        d = 0
-        j = 0
-        cs = 0
-        cm = U0
-        visited = 0
-        while True:
-            if j < n and cs + si[GI_LVAL + j] <= maxs:
-                ns = cs + si[GI_LVAL + j]
-                nm = cm | sc[G_LB + j]
-                visited += 1
-                if visited > VISIT_CAP:
-                    si[GI_TOT] = tot
-                    return 2
-                if (needg >> ns) & 1:
-                    if sp + 2 > cap:
-                        return 1
-                    sc[sp] = nm
-                    sc[sp + 1] = np.uint64(ns)
-                    sp += 2
-                si[GI_JSTK + d] = j
-                si[GI_SSTK + d] = cs
-                sc[G_MSTK + d] = cm
-                d += 1
-                cs = ns
-                cm = nm
-                j += 1
+        sp = loose_groups(sc, si, n, G_LB, GI_LVAL, GI_JSTK, GI_SSTK, G_MSTK, maxs, needg, sp, VISIT_CAP)
+        if sp >= 0:
+            if (sp - flat) // 2 > GROUP_CAP:
+                sp = -2
             else:
-                if d == 0:
-                    break
-                d -= 1
-                j = si[GI_JSTK + d] + 1
-                cs = si[GI_SSTK + d]
-                cm = sc[G_MSTK + d]
-        ng = (sp - flat) // 2
-        if ng > GROUP_CAP:
-            si[GI_TOT] = tot
-            return 2
-        for s in range(16):
-            si[GI_GCN + s] = 0
-        for i in range(ng):
-            si[GI_GCN + np.int64(sc[flat + 2 * i + 1])] += 1
-        if sp + ng > cap:
-            return 1
-        off = sp
-        for s in range(16):
-            si[GI_GST + s] = off
-            off += si[GI_GCN + s]
-            si[GI_GCN + s] = 0
-        for i in range(ng):
-            s = np.int64(sc[flat + 2 * i + 1])
-            sc[si[GI_GST + s] + si[GI_GCN + s]] = sc[flat + 2 * i]
-            si[GI_GCN + s] += 1
-        sp += ng
+                sp = bucket_groups(sc, si, flat, sp, GI_GST, GI_GCN, 16)
+        if sp < 0:
+            if sp == -2:
+                si[GI_TOT] = tot
+            return 1 if sp == -1 else 2
         # --- P(v) for each value held: unions of disjoint groups of sum v (the empty set first) ---
         needp = (not onegroup) or bmode == 1 or bmode == 2
         for v in range(1, maxs + 1):
             si[GI_PCN + v] = 0
             if not needp or not (hv >> v) & 1:
                 continue
-            gs = si[GI_GST + v]
-            k = si[GI_GCN + v]
             start = sp
-            if sp + 1 > cap:
-                return 1
-            sc[sp] = U0
-            sp += 1
-            if k > 0:
-                d = 0
-                j = 0
-                cm = U0
-                while True:
-                    while j < k and (sc[gs + j] & cm) != 0:
-                        j += 1
-                    if j < k:
-                        nm = cm | sc[gs + j]
-                        if sp - start > UNION_CAP:
-                            si[GI_TOT] = tot
-                            return 2
-                        if sp + 1 > cap:
-                            return 1
-                        sc[sp] = nm
-                        sp += 1
-                        si[GI_JSTK + d] = j
-                        sc[G_MSTK + d] = cm
-                        d += 1
-                        cm = nm
-                        j += 1
-                    else:
-                        if d == 0:
-                            break
-                        d -= 1
-                        j = si[GI_JSTK + d] + 1
-                        cm = sc[G_MSTK + d]
-                if k > 1:
-                    sp = _dedupe(sc, start + 1, sp)
+            sp = unions(sc, si, si[GI_GST + v], si[GI_GCN + v], sp, UNION_CAP, GI_JSTK, G_MSTK)
+            if sp < 0:
+                if sp == -2:
+                    si[GI_TOT] = tot
+                return 1 if sp == -1 else 2
             si[GI_PST + v] = start
             si[GI_PCN + v] = sp - start
 

@@ -36,14 +36,16 @@ Legal moves of the player to move:
   owner obligation), so the kept captures are {every build of value ``v``} united with each *maximal* loose set
   that splits into groups of ``v``. Trails and builds are never pruned.
 
-Algorithm (per game, per step). Loose numerals are listed by value; one depth-first search (the running sum is
-pruned at the largest value held, at most 10, so a group has at most 10 cards) lists every loose subset whose sum is
-needed: a value held (capture and build targets) or a difference of two held values (the loose cards joining ``c``
-in a no-raise build). For each held value ``v``, ``P(v)`` = every union of disjoint groups of sum ``v`` (including
-the empty set) by a second search over the groups, de-duplicated. Captures and builds are produced once per held
-value (cards of equal value have equal move sets), sorted by ``lexrank(cards) * 16 + value`` and written to the
-move table in canonical order. The scratch buffer ``sc`` grows on demand: a call that runs out of room returns
-False and the caller retries with a buffer twice as large, so the result is always exact.
+Algorithm (per game, per step; the group and union searches are written out here rather than shared with
+:mod:`._groups`, as calls cost this hot path about 12% of its speed). Loose numerals are listed by value; one depth-
+first search (the running sum is pruned at the largest value held, at most 10, so a group has at most 10 cards)
+lists every loose subset whose sum is needed: a value held (capture and build targets) or a difference of two held
+values (the loose cards joining ``c`` in a no-raise build). For each held value ``v``, ``P(v)`` = every union of
+disjoint groups of sum ``v`` (including the empty set) by a second search over the groups, de-duplicated. Captures
+and builds are produced once per held value (cards of equal value have equal move sets), sorted by ``lexrank(cards)
+* 16 + value`` and written to the move table in canonical order. The scratch buffer ``sc`` grows on demand: a call
+that runs out of room returns False and the caller retries with a buffer twice as large, so the result is always
+exact.
 
 Crowded tables. The number of unions grows exponentially with the loose cards (a table filled by trailing holds
 billions of legal captures and builds). When one value has more than ``UNION_CAP`` unions, or a no-raise build more
@@ -59,6 +61,8 @@ import numpy as np
 from numba import njit
 
 from ._bits import BIT, NUMERALS, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit, popcount
+from ._groups import dedupe as _dedupe
+from ._groups import sort_pairs as _sort_pairs
 from ._layout import CFG_M, CFG_P, CFG_PRUNE, CFG_S, CFG_SLOW, CUR, OVERFLOW
 from ._lexgen import NIB_ONE as NIB_ONE_MV
 from ._lexgen import component, loose_vector, maximal_vectors, new_memo_arrays
@@ -86,7 +90,6 @@ SI_TOT = 336
 SI_OWN = 337
 SI_SIZE = 352
 
-_SMALL = 48  # below this many entries de-duplication and sorting are quadratic; above, numpy sort
 UNION_CAP = 256  # more unions of groups for one value than this: take the output-sensitive path (_lexgen)
 PRODUCT_CAP = 4096  # more (group, union) pairs for one no-raise build value than this: the same
 
@@ -94,90 +97,6 @@ PRODUCT_CAP = 4096  # more (group, union) pairs for one no-raise build value tha
 def new_scratch():
     """Fresh scratch buffers ``(sc, si)`` for :func:`gen_moves`."""
     return np.empty(SC_INIT, dtype=np.uint64), np.empty(SI_SIZE, dtype=np.int64)
-
-
-@njit(cache=True)
-def _sift(sc, start, stride, root, end):
-    """Heap sift-down over entries sc[start + stride * k] (k < end), moving whole entries of ``stride`` words."""
-    while True:
-        child = 2 * root + 1
-        if child >= end:
-            return
-        if child + 1 < end and sc[start + stride * (child + 1)] > sc[start + stride * child]:
-            child += 1
-        if sc[start + stride * root] >= sc[start + stride * child]:
-            return
-        for q in range(stride):
-            t = sc[start + stride * root + q]
-            sc[start + stride * root + q] = sc[start + stride * child + q]
-            sc[start + stride * child + q] = t
-        root = child
-
-
-@njit(cache=True)
-def _heapsort(sc, start, n, stride):
-    """Sort n entries of ``stride`` words at sc[start:] by their first word (in place, no allocation)."""
-    for root in range(n // 2 - 1, -1, -1):
-        _sift(sc, start, stride, root, n)
-    for end in range(n - 1, 0, -1):
-        for q in range(stride):
-            t = sc[start + q]
-            sc[start + q] = sc[start + stride * end + q]
-            sc[start + stride * end + q] = t
-        _sift(sc, start, stride, 0, end)
-
-
-@njit(cache=True)
-def _dedupe(sc, start, end):
-    """Drop repeated masks in sc[start:end] (order not kept); return the new end."""
-    n = end - start
-    if n <= _SMALL:
-        w = start
-        for i in range(start, end):
-            x = sc[i]
-            dup = False
-            for q in range(start, w):
-                if sc[q] == x:
-                    dup = True
-                    break
-            if not dup:
-                sc[w] = x
-                w += 1
-        return w
-    _heapsort(sc, start, n, 1)
-    w = start + 1
-    for i in range(start + 1, end):
-        if sc[i] != sc[w - 1]:
-            sc[w] = sc[i]
-            w += 1
-    return w
-
-
-@njit(cache=True)
-def _sort_pairs(sc, start, end):
-    """Sort the (key, mask) pairs in sc[start:end] by key; return the new end after dropping repeated keys."""
-    n = (end - start) // 2
-    if n <= _SMALL:
-        for i in range(1, n):
-            k = sc[start + 2 * i]
-            m = sc[start + 2 * i + 1]
-            j = i - 1
-            while j >= 0 and sc[start + 2 * j] > k:
-                sc[start + 2 * j + 2] = sc[start + 2 * j]
-                sc[start + 2 * j + 3] = sc[start + 2 * j + 1]
-                j -= 1
-            sc[start + 2 * j + 2] = k
-            sc[start + 2 * j + 3] = m
-    else:
-        _heapsort(sc, start, n, 2)
-    # drop repeats (equal key = equal card set and value)
-    w = start
-    for i in range(n):
-        if i == 0 or sc[start + 2 * i] != sc[w - 2]:
-            sc[w] = sc[start + 2 * i]
-            sc[w + 1] = sc[start + 2 * i + 1]
-            w += 2
-    return w
 
 
 @njit(cache=True)
