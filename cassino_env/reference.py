@@ -494,6 +494,7 @@ class Game:
             self.captured[taker] |= self.loose.union(*(b.cards for b in self.builds))
             self.loose, self.builds = set(), []
         self.to_move = None
+        self.last_trail = None  # nothing is "just trailed" once the deal is over (the card may be in a pile now)
 
     # -- scoring -----------------------------------------------------------------------------------------------------
     def score_deal(self) -> dict:

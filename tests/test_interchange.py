@@ -310,3 +310,29 @@ def test_court_capture_is_listed_plainly() -> None:
     """A court pairing a court is a plain capture dict (RULES.md 3 court_values=none: no value, no ace field)."""
     moves = cassino_env.legal_moves({"rules": "classic", "to_move": 0, "hands": [["QS"], ["2C"]], "loose": ["QH"]})
     assert moves == [{"action": "trail", "card": "QS"}, {"action": "capture", "card": "QS", "take": ["QH"]}]
+
+
+@pytest.mark.parametrize(("preset", "players"), [("classic", 2), ("matsuda", 2), ("cicera", 4), ("bga", 3),
+                                                 ("stadium", 2), ("royal", 2)])
+def test_oracle_round_trip_through_whole_deals(preset: str, players: int) -> None:
+    """Every position apply_move returns is valid input again, up to score_deal of the finished deal (even when the
+    deal's last card is a trail that went into the residue)."""
+    import random
+
+    from cassino_env.cards import card_text
+    from cassino_env.core import deck_for
+
+    for seed in range(6):
+        deck = [card_text(int(c)) for c in deck_for(seed, 0, 0)]
+        hand = 12 if preset == "cicera" else 4
+        hands = [deck[4 + hand * q:4 + hand * (q + 1)] for q in range(players)]
+        pos = {"rules": {"preset": preset, "num_players": players}, "to_move": 0, "hands": hands,
+               "loose": deck[:4], "stock": deck[4 + hand * players:], "dealer": players - 1}
+        rng = random.Random(seed)
+        while True:
+            moves = cassino_env.legal_moves(pos)
+            if not moves:
+                break
+            pos = cassino_env.apply_move(pos, rng.choice(moves))
+        tally = cassino_env.score_deal(pos)
+        assert len(tally["totals"]) == (2 if preset == "cicera" else players)

@@ -257,6 +257,7 @@ def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
             i8[b, BVAL + k] = 0
         u64[b, P] = 0
         u64[b, ccol + taker] |= rest
+    i8[b, LAST_TRAIL] = -1  # nothing is "just trailed" once the deal is over
     _score(b, u64, i16, res, cfg, rl)
     # add to the match totals
     top = -1
