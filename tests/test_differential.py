@@ -169,36 +169,6 @@ def test_presets_unpruned_match_reference(preset, num_players):
     assert _play(rules, seeds, False, rng, trail_bias=0.2, general=True) > 0
 
 
-def _random_position(rng: np.random.Generator, P: int):
-    """Random hands, loose cards and builds (single and multiple, any owner; owners usually hold the value)."""
-    avail = [int(c) for c in rng.permutation(52)]
-
-    def take_value(x: int) -> int | None:
-        for i, c in enumerate(avail):
-            if c % 13 + 1 == x:
-                return avail.pop(i)
-        return None
-
-    builds = []
-    for v in rng.choice(np.arange(2, 11), size=int(rng.integers(0, 4)), replace=False):
-        v = int(v)
-        x = int(rng.integers(1, v))
-        cards = [take_value(x), take_value(v - x)] + ([take_value(v)] if rng.random() < 0.35 else [])
-        if None not in cards:
-            builds.append((sorted(cards), v, int(rng.integers(P))))
-    hands = []
-    for q in range(P):
-        h = [avail.pop() for _ in range(int(rng.integers(1, 5)))]
-        for _cards, v, owner in builds:
-            if owner == q and rng.random() < 0.8:
-                c = take_value(v)
-                if c is not None:
-                    h.append(c)
-        hands.append(h)
-    loose = [avail.pop() for _ in range(int(rng.integers(0, 9)))]
-    return hands, loose, builds, int(rng.integers(P))
-
-
 @pytest.mark.parametrize(("num_players", "prune", "slow"), [(2, True, False), (2, False, False), (3, True, False),
                                                             (4, False, False), (2, True, True), (2, False, True)])
 def test_random_positions_match_reference(num_players, prune, slow):
@@ -208,11 +178,12 @@ def test_random_positions_match_reference(num_players, prune, slow):
     rules = make_rules("classic", num_players=num_players)
     rng = np.random.default_rng(100 * num_players + 10 * prune + slow)
     for _ in range(400):
-        hands, loose, builds, p = _random_position(rng, num_players)
+        hands, loose, builds, p, last_trail = _random_preset_position(rng, rules)
         st = core.from_position(rules, hands, loose, builds, to_move=p, prune=prune, max_moves=4096,
-                                _slow_path=slow)
+                                _slow_path=slow, last_trail=last_trail)
         g = Game(rules=rules, hands=[set(h) for h in hands], loose=set(loose),
-                 builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=p, dealer=(p - 1) % num_players)
+                 builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=p, dealer=(p - 1) % num_players,
+                 last_trail=last_trail)
         got = core.move_list(st, 0)
         assert got == _ref_moves(g, prune), (hands, loose, builds, p)
         if got:
