@@ -206,7 +206,7 @@ from .actions import (
 )
 from .cards import card_text
 from .core import _kernels as _K
-from .core._cacheguard import sources_hash
+from .core._cacheguard import refresh_cache, sources_hash
 from .core._layout import NITEMS, R_ACTOR, R_DEAL_DONE, R_MATCH_DONE, R_POINTS, R_WINNER, res_layout
 from .errors import PositionError
 from .obs import MOVE_FEATURES, _encode, fill_move_rows, obs_layout, obs_size
@@ -237,17 +237,9 @@ def _check_kernel_cache(cache: Path | None = None) -> None:
         h = hashlib.sha256(sources_hash().encode())
         for name in ("obs.py", "actions.py"):
             h.update((here / name).read_bytes())
-        digest = h.hexdigest()
-        stamp = cache / "aec_kernels.sha256"
-        if stamp.is_file() and stamp.read_text().strip() == digest:
-            return
-        if cache.is_dir():
-            for f in list(cache.glob("aec.*.nbi")) + list(cache.glob("aec.*.nbc")):
-                f.unlink(missing_ok=True)
-        cache.mkdir(exist_ok=True)
-        stamp.write_text(digest + "\n")
     except OSError:
-        pass
+        return
+    refresh_cache(cache, h.hexdigest(), "aec_kernels.sha256", ("aec.*.nbi", "aec.*.nbc"))
 
 
 _check_kernel_cache()  # before the kernels below are first called (numba loads its cache then)

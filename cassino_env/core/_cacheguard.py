@@ -26,18 +26,27 @@ def sources_hash() -> str:
     return h.hexdigest()
 
 
-def check_numba_cache() -> None:
-    """Delete the core's numba cache files if they were built from other sources than the current ones."""
-    cache = _HERE / "__pycache__"
+def refresh_cache(cache: Path, digest: str, stamp_name: str, patterns: tuple[str, ...]) -> None:
+    """Delete the files of ``cache`` matching ``patterns`` unless the stamp file ``stamp_name`` there holds
+    ``digest``; then write the stamp. Best effort: an unwritable folder is left alone."""
     try:
-        digest = sources_hash()
-        stamp = cache / _STAMP
+        stamp = cache / stamp_name
         if stamp.is_file() and stamp.read_text().strip() == digest:
             return
         if cache.is_dir():
-            for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
-                f.unlink(missing_ok=True)
+            for pattern in patterns:
+                for f in cache.glob(pattern):
+                    f.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
         stamp.write_text(digest + "\n")
     except OSError:
         pass
+
+
+def check_numba_cache() -> None:
+    """Delete the core's numba cache files if they were built from other sources than the current ones."""
+    try:
+        digest = sources_hash()
+    except OSError:
+        return
+    refresh_cache(_HERE / "__pycache__", digest, _STAMP, ("*.nbi", "*.nbc"))
