@@ -106,6 +106,15 @@ PRODUCT_CAP = 4096  # more (group, union) pairs for one build than this: the sam
 
 
 @njit(cache=True)
+def _switches(cfg):
+    """The move-generation switches of ``cfg``: prune, numeric, ace_high, pair all, one_group, builds code,
+    raise_own_build, raise_with_table_cards, resolve_next_turn, largest build value."""
+    return (cfg[CFG_PRUNE] != 0, cfg[CFG_NUMERIC] != 0, cfg[CFG_ACEHIGH] != 0, cfg[CFG_PAIRALL] != 0,
+            cfg[CFG_ONEGROUP] != 0, cfg[CFG_BUILDS], cfg[CFG_RAISEOWN] != 0, cfg[CFG_RAISETABLE] != 0,
+            cfg[CFG_RESOLVE] != 0, cfg[CFG_MAXV])
+
+
+@njit(cache=True)
 def _val(c, numeric):
     """Value of card c (RULES.md 1): its rank, or 0 for a court without value."""
     r = np.int64(RANK[c])
@@ -381,16 +390,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     P = cfg[CFG_P]
     M = cfg[CFG_M]
     K = cfg[CFG_K]
-    prune = cfg[CFG_PRUNE] != 0
-    numeric = cfg[CFG_NUMERIC] != 0
-    acehigh = cfg[CFG_ACEHIGH] != 0
-    pairall = cfg[CFG_PAIRALL] != 0
-    onegroup = cfg[CFG_ONEGROUP] != 0
-    bmode = cfg[CFG_BUILDS]
-    raiseown = cfg[CFG_RAISEOWN] != 0
-    raisetable = cfg[CFG_RAISETABLE] != 0
-    resolve = cfg[CFG_RESOLVE] != 0
-    maxv = cfg[CFG_MAXV]
+    prune, numeric, acehigh, pairall, onegroup, bmode, raiseown, raisetable, resolve, maxv = _switches(cfg)
     nmcol = P + cfg[CFG_S]
     cap = sc.shape[0]
     prev = i16[b, nmcol]
@@ -820,16 +820,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
     """
     P = cfg[CFG_P]
     M = cfg[CFG_M]
-    prune = cfg[CFG_PRUNE] != 0
-    numeric = cfg[CFG_NUMERIC] != 0
-    acehigh = cfg[CFG_ACEHIGH] != 0
-    pairall = cfg[CFG_PAIRALL] != 0
-    onegroup = cfg[CFG_ONEGROUP] != 0
-    bmode = cfg[CFG_BUILDS]
-    raiseown = cfg[CFG_RAISEOWN] != 0
-    raisetable = cfg[CFG_RAISETABLE] != 0
-    resolve = cfg[CFG_RESOLVE] != 0
-    maxv = cfg[CFG_MAXV]
+    prune, numeric, acehigh, pairall, onegroup, bmode, raiseown, raisetable, resolve, maxv = _switches(cfg)
     nmcol = P + cfg[CFG_S]
     p = i8[b, CUR]
     hm = u64[b, p]
