@@ -896,14 +896,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
                             continue
                         w = _compact(buf, w, lim)
                         w = component(le[a], fixed, U0, a, 0, lim, a, mvs, 0, mk, mv, buf, w)
-        w = _compact(buf, w, lim)
-        n = w // 2
-        for i in range(min(n, lim - 1)):
-            m8[b, 0, tot + i] = 1
-            m8[b, 1, tot + i] = c
-            m8[b, 2, tot + i] = np.int64(buf[2 * i] & np.uint64(15))
-            mvc[b, tot + i] = buf[2 * i + 1]
-        tot += n
+        tot = _write(b, m8, mvc, M, tot, 1, c, buf, 0, _compact(buf, w, lim))
     # --- builds, by played card id ---
     x = hm if bmode != 0 else U0
     while x and tot <= M:
@@ -972,14 +965,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
                         continue
                     w = _compact(buf, w, lim)
                     w = component(le[v], fixed, mand, v, 0, lim, v, mvs, 0, mk, mv, buf, w)
-        w = _compact(buf, w, lim)
-        n = w // 2
-        for i in range(min(n, lim - 1)):
-            m8[b, 0, tot + i] = 2
-            m8[b, 1, tot + i] = c
-            m8[b, 2, tot + i] = np.int64(buf[2 * i] & np.uint64(15))
-            mvc[b, tot + i] = buf[2 * i + 1]
-        tot += n
+        tot = _write(b, m8, mvc, M, tot, 2, c, buf, 0, _compact(buf, w, lim))
     n_out = tot if tot < M else M
     for i in range(n_out, M):
         m8[b, 0, i] = -1
