@@ -25,7 +25,7 @@ from typing import Any
 from .cards import card_id, card_text, cards_text, is_court, rank
 from .errors import CardError, IllegalMoveError, MoveFormatError, PositionError, RulesError
 from .reference import BUILD, CAPTURE, KIND_NAMES, TRAIL, Build, Game, Move
-from .rules import RuleSet, make_rules
+from .rules import RuleSet, make_rules, splits
 
 __all__ = ["legal_moves", "apply_move", "score_deal", "position_to_game", "game_to_position", "move_from_dict",
            "move_to_dict"]
@@ -137,6 +137,8 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
 def _builds(builds_in: Any, rules: RuleSet, n: int, seen: dict[int, str]) -> list[Build]:
     if not isinstance(builds_in, list):
         raise PositionError(f"builds: expected a list of build objects, got {builds_in!r}")
+    if builds_in and rules.builds == "none":
+        raise PositionError(f"builds: preset {rules.preset!r} has no builds (RULES.md 3 builds=none)")
     out = []
     for i, b in enumerate(builds_in):
         name = f"builds[{i}]"
@@ -144,39 +146,25 @@ def _builds(builds_in: Any, rules: RuleSet, n: int, seen: dict[int, str]) -> lis
             raise PositionError(f"{name}: expected an object with exactly 'cards', 'value' and 'owner', got {b!r}")
         cards = _card_list(b["cards"], f"{name}.cards", seen)
         value, owner = b["value"], _seat(b["owner"], n, f"{name}.owner")
-        if not _is_int(value) or not 1 <= value <= rules.max_value:
-            raise PositionError(f"{name}.value: expected 1..{rules.max_value} (RULES.md 4.1 rule 3), got {value!r}")
+        if not _is_int(value) or not rules.is_build_value(value):
+            raise PositionError(f"{name}.value: {value!r} is not a build value of these rules: 1..10, 11..13 with "
+                                "numeric courts, 14 with ace_high (RULES.md 4.1 rule 3)")
         if len(cards) < 2:
             raise PositionError(f"{name}.cards: a build holds at least two cards (RULES.md 1 build)")
         if rules.court_values == "none" and any(is_court(c) for c in cards):
             raise PositionError(f"{name}.cards: courts have no value and never join builds (RULES.md 3)")
-        if not _splits([rank(c) for c in cards], value):
+        if not splits([rank(c) for c in cards], value):
             raise PositionError(f"{name}: cards {' '.join(cards_text(cards))} do not split into groups of value "
                                 f"{value} (RULES.md 1 build)")
         out.append(Build(frozenset(cards), value, owner))
     values = [b.value for b in out]
     if rules.builds in ("standard", "reservation") and len(set(values)) != len(values):
         raise PositionError("builds: two builds share a value; equal builds merge (RULES.md 4.1 rule 6)")
+    owners = [b.owner for b in out]
+    if rules.builds == "reservation" and len(set(owners)) != len(owners):
+        raise PositionError("builds: a seat owns two reservations; under reservation a player owns at most one "
+                            "(RULES.md 4.4)")
     return out
-
-
-def _splits(values: list[int], v: int) -> bool:
-    """True when ``values`` partition into groups each summing to ``v``."""
-    if not values:
-        return True
-    if sum(values) % v:
-        return False
-    first, rest = values[0], values[1:]
-
-    def fill(remaining: int, pool: list[int], start: int) -> bool:
-        if remaining == 0:
-            return _splits(pool, v)
-        for i in range(start, len(pool)):
-            if pool[i] <= remaining and fill(remaining - pool[i], pool[:i] + pool[i + 1:], i):
-                return True
-        return False
-
-    return fill(v - first, rest, 0) if first <= v else False
 
 
 def game_to_position(game: Game, rules_field: Any = None) -> dict[str, Any]:

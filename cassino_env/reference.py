@@ -423,8 +423,8 @@ class Game:
         if not self.rules.in_play_bonuses or m.kind != CAPTURE:
             return 0
         points = 0
-        if (self.last_trail is not None and m.cards == (self.last_trail,)
-                and rank(self.last_trail) == rank(m.card)):  # pairing the card the previous player just trailed
+        if (self.last_trail in m.cards and rank(self.last_trail) == rank(m.card)
+                and m.value == rank(m.card)):  # taking, by pairing, the card the previous player just trailed
             points += 1
         if all(suit(c) == suit(m.card) for c in m.cards):  # played and captured cards share one suit
             points += 1

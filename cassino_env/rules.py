@@ -125,6 +125,11 @@ class RuleSet:
         """Largest build value (RULES.md 4.1 rule 3): 10, 13 with numeric courts, 14 with ace_high."""
         return 14 if self.ace_high else 13 if self.court_values == "numeric" else 10
 
+    def is_build_value(self, v: int) -> bool:
+        """True when a build may be declared ``v`` (RULES.md 4.1 rule 3): 1..10; 11..13 only with numeric courts;
+        14 only with ``ace_high``."""
+        return 1 <= v <= 10 or (11 <= v <= 13 and self.court_values == "numeric") or (v == 14 and self.ace_high)
+
     def side_of(self, seat: int) -> int:
         """Side index of ``seat``."""
         return seat % self.num_sides
@@ -179,15 +184,23 @@ def make_rules(preset: str | RuleSet | Mapping[str, Any] = "classic", num_player
     """
     if isinstance(preset, RuleSet):
         base = preset.to_dict()
-        if num_players is not None:
+        name = base["preset"]
+        if num_players is not None and num_players != preset.num_players:
+            counts = PRESETS[name][0] if name in PRESETS else (2, 3, 4, 6)
+            if num_players not in counts:
+                raise RulesError(f"preset {name!r} allows num_players {', '.join(map(str, counts))}, not "
+                                 f"{num_players} (RULES.md 6)")
             base["num_players"] = num_players
+            base["partnerships"] = num_players in (4, 6)  # RULES.md 3: the default for the new count
+        if "partnerships" in overrides and name == "cicera" and not overrides["partnerships"]:
+            raise RulesError("preset 'cicera' is played in partnerships only (RULES.md 6)")
         base.update(overrides)
         return _build(base)
     if isinstance(preset, Mapping):
         spec = dict(preset)
         name = spec.pop("preset", None)
         if name is None:
-            raise RulesError("rules: an object must name its 'preset' (INTERCHANGE.md)")
+            raise RulesError("an object must name its 'preset' (INTERCHANGE.md rules)")
         if "num_players" in spec:
             if num_players is not None and spec["num_players"] != num_players:
                 raise RulesError(f"rules.num_players={spec['num_players']} disagrees with num_players={num_players}")
@@ -212,3 +225,22 @@ def _build(spec: dict[str, Any]) -> RuleSet:
     if unknown:
         raise RulesError(f"unknown rule switch {unknown[0]!r}; switches are {sorted(known - {'preset'})} (RULES.md 3)")
     return RuleSet(**spec)
+
+
+def splits(values: list[int], v: int) -> bool:
+    """True when the card ``values`` partition into groups each summing to ``v`` (a build's cards, RULES.md 1)."""
+    if not values:
+        return True
+    if sum(values) % v:
+        return False
+    first, rest = values[0], values[1:]
+
+    def fill(remaining: int, pool: list[int], start: int) -> bool:
+        if remaining == 0:
+            return splits(pool, v)
+        for i in range(start, len(pool)):
+            if pool[i] <= remaining and fill(remaining - pool[i], pool[:i] + pool[i + 1:], i):
+                return True
+        return False
+
+    return fill(v - first, rest, 0) if first <= v else False

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..cards import NUM_CARDS, is_court, rank
 from ..errors import CassinoError, PositionError
-from ..rules import RuleSet
+from ..rules import RuleSet, splits
 from . import _kernels as K
 from ._layout import (
     BUILDS_CODE,
@@ -482,13 +482,18 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
             bcards, value, owner = bld
         except (TypeError, ValueError):
             raise PositionError(f"builds[{k}]: expected (cards, value, owner)") from None
-        if not isinstance(value, (int, np.integer)) or not 1 <= int(value) <= rules.max_value:
-            raise PositionError(f"builds[{k}].value: expected 1..{rules.max_value}, got {value!r} "
-                                "(RULES.md 4.1 rule 3)")
-        if not bcards or (rules.court_values == "none" and any(is_court(int(c)) for c in bcards)):
+        if not isinstance(value, (int, np.integer)) or not rules.is_build_value(int(value)):
+            raise PositionError(f"builds[{k}].value: {value!r} is not a build value of these rules: 1..10, 11..13 "
+                                "with numeric courts, 14 with ace_high (RULES.md 4.1 rule 3)")
+        if len(bcards) < 2 or (rules.court_values == "none" and any(is_court(int(c)) for c in bcards)):
             raise PositionError(f"builds[{k}].cards: a build holds two or more valued cards (RULES.md 1, 3)")
-        if sum(rank(int(c)) for c in bcards) % int(value):
+        if not splits([rank(int(c)) for c in bcards], int(value)):
             raise PositionError(f"builds[{k}]: cards do not split into groups of {value} (RULES.md 1 build)")
+        o = seat(owner, f"builds[{k}].owner")
+        if rules.builds == "reservation" and any(o == int(i8[0, OWNER + q]) for q in range(nslots)
+                                                  if u64[0, bcol + q]):
+            raise PositionError(f"builds[{k}].owner: seat {o} owns two reservations; under reservation a "
+                                "player owns at most one (RULES.md 4.4)")
         v = int(value)
         if rules.builds == "attach":
             if k >= nslots:
@@ -500,7 +505,7 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
                 raise PositionError(f"builds[{k}]: a second build of value {v} (equal values merge, RULES.md 4.1 "
                                     "rule 6)")
         u64[0, bcol + slot] = cards_of(bcards, f"builds[{k}].cards")
-        i8[0, OWNER + slot] = seat(owner, f"builds[{k}].owner")
+        i8[0, OWNER + slot] = o
         i8[0, BVAL + slot] = v
     if captured is not None:
         if len(captured) != P:

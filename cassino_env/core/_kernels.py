@@ -325,8 +325,8 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
             # RULES.md 5.3 in-play points: pairing the card just trailed; one suit; three or more table cards
             bonus = 0
             lt = i8[b, LAST_TRAIL]
-            if lt >= 0 and cards == BIT[lt] and RANK[lt] == RANK[c]:
-                bonus += 1
+            if lt >= 0 and (cards & BIT[lt]) != 0 and RANK[lt] == RANK[c] and val == RANK[c]:
+                bonus += 1  # the card just trailed is taken as a group of its own: by pairing
             if (cards & ~SUIT_MASK[c // 13]) == 0:
                 bonus += 1
             if popcount(cards) >= 3:
