@@ -15,7 +15,7 @@ excluded: every configuration is warmed up before it is timed.
 (:mod:`cassino_env.reference`) through :func:`_bench_reference`.
 
 Command line: ``python -m cassino_env.bench [--engine core] [--batch 1 64 1024 4096] [--seconds 2] [--threads 1]
-[--players 2] [--mode kernel] [--json]``.
+[--players N] [--mode kernel] [--json]``; ``cassino bench`` offers the same options but ``--mode``.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ def _bench_reference(rules, batch: int, seconds: float, seed: int = 0) -> tuple[
 
 
 def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int] = (1, 64, 1024, 4096),
-        seconds: float = 2.0, threads: int = 1, num_players: int = 2, json: bool = False, *, mode: str = "kernel",
-        seed: int = 0) -> list[dict[str, Any]]:
+        seconds: float = 2.0, threads: int = 1, num_players: int | None = None, json: bool = False, *,
+        mode: str = "kernel", seed: int = 0) -> list[dict[str, Any]]:
     """Time random play for each batch size and print one line (or one JSON object) per batch size.
 
     Args:
@@ -130,7 +130,7 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
         batch: batch sizes B (games stepped together).
         seconds: wall-clock time measured per batch size, seconds.
         threads: numba threads; > 1 runs the ``parallel=True`` kernels (core only).
-        num_players: seats per game.
+        num_players: seats per game (None: the preset's first allowed count).
         json: print one JSON object per line with keys ``engine, preset, batch, num_players, steps_per_second,
             threads, seconds, steps`` (and ``mode``) instead of text.
         mode: ``"kernel"`` (moves played inside numba) or ``"api"`` (``core.step`` per batch step), core only.
@@ -140,6 +140,7 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
         The rows printed, as dicts.
     """
     rules = make_rules(preset, num_players=num_players)
+    num_players = rules.num_players
     sizes = [batch] if isinstance(batch, int) else list(batch)
     rows = []
     for B in sizes:
@@ -175,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 64, 1024, 4096])
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--players", type=int, default=2)
+    ap.add_argument("--players", type=int, default=None)
     ap.add_argument("--mode", default="kernel", choices=["kernel", "api"])
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)

@@ -88,7 +88,7 @@ def bench(
     batch: tuple[int, ...] = (1, 64, 1024, 4096),
     seconds: float = 2.0,
     threads: int = 1,
-    num_players: int = 2,
+    num_players: int | None = None,
     json: bool = False,
 ) -> int:
     """Measure an engine's speed: random legal games played for a fixed time at each batch size.
@@ -100,7 +100,7 @@ def bench(
         batch: batch sizes (games stepped together) to measure, one after another.
         seconds: wall-clock seconds spent at each batch size.
         threads: numba threads the core may use.
-        num_players: seats at each table.
+        num_players: seats at each table (default: the preset's first allowed count, 4 for cicera).
         json: print one JSON object of results instead of a table.
     """
     from cassino_env import bench as bench_module  # lazily: imports and compiles the batched core

@@ -77,7 +77,6 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
 
     Raises:
         PositionError: naming the field for any malformed or contradictory field, or an unknown field.
-        NotImplementedError: for a rule switch value this version does not implement.
     """
     if not isinstance(position, Mapping):
         raise PositionError(f"position: expected a JSON object, got {type(position).__name__}")

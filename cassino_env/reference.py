@@ -1,8 +1,8 @@
 """Reference rules engine: one game at a time, written to be read and to be obviously right.
 
-This module is the executable statement of RULES.md for the implemented switches (see
-:data:`cassino_env.rules.IMPLEMENTED`). It is slow on purpose: move generation enumerates sets with plain Python
-sets and recursion. The batched core (:mod:`cassino_env.core`) is tested against it move by move.
+This module is the executable statement of RULES.md, every switch of section 3. It is slow on purpose: move
+generation enumerates sets with plain Python sets and recursion. The batched core (:mod:`cassino_env.core`) is
+tested against it move by move.
 
 Moves
 -----
@@ -115,7 +115,7 @@ class Game:
     """The state of one deal, played one move at a time (RULES.md 2).
 
     Attributes:
-        rules: the rule set; must pass :meth:`RuleSet.require_implemented`.
+        rules: the rule set (any preset and switches).
         hands: per seat, the set of card ids held.
         loose: loose table card ids.
         builds: builds on the table.

@@ -213,6 +213,8 @@ def make_rules(preset: str | RuleSet | Mapping[str, Any] = "classic", num_player
     if n not in counts:
         raise RulesError(f"preset {preset!r} allows num_players {', '.join(map(str, counts))}, not {n} (RULES.md 6)")
     spec = dict(values, preset=preset, num_players=n, partnerships=n in (4, 6))
+    if overrides.get("court_values") == "numeric" and "court_pair_take" not in overrides:
+        spec["court_pair_take"] = "one"  # the switch applies only to valueless courts (RULES.md 3)
     if "partnerships" in overrides and preset == "cicera" and not overrides["partnerships"]:
         raise RulesError("preset 'cicera' is played in partnerships only (RULES.md 6)")
     spec.update(overrides)

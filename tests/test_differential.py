@@ -225,8 +225,12 @@ def _random_preset_position(rng: np.random.Generator, rules):
                 cards.append(take_value(v))
             if None in cards:
                 continue
+            owner = int(rng.integers(P))
+            if rules.builds == "reservation" and any(o == owner for _, _, o in builds):
+                avail.extend(cards)  # a player owns at most one reservation (RULES.md 4.4)
+                continue
             used_values.add(v)
-            builds.append((sorted(cards), v, int(rng.integers(P))))
+            builds.append((sorted(cards), v, owner))
     hands = []
     for q in range(P):
         h = [avail.pop() for _ in range(int(rng.integers(1, 5)))]

@@ -534,6 +534,9 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
     if last_trail is not None:
         if not isinstance(last_trail, (int, np.integer)) or not 0 <= int(last_trail) < NUM_CARDS:
             raise PositionError(f"last_trail: {last_trail!r} is not a card id 0..51")
+        if int(last_trail) not in loose:
+            raise PositionError(f"last_trail: card {int(last_trail)} is not a loose table card (the card just "
+                                "trailed lies loose until the next move)")
         i8[0, LAST_TRAIL] = int(last_trail)
     i64[0, SEED] = seed
     _run(st, K.MODE_REGEN)
