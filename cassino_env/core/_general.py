@@ -96,7 +96,9 @@ GI_NOWN = 350
 GI_NSLOT = 351
 GI_SLOT = 352  # non-empty build slots (up to 26)
 GI_TOT = 380  # trails written before a hand-over to the crowded-table path
-GI_SIZE = 384
+GI_CC = 384  # capture list of the cards of rank r: sc[si[GI_CC + r] : si[GI_CC + 14 + r]] (-1: not listed yet)
+GI_BC = 416  # the same for build lists (cards of one rank have the same moves, RULES.md 1 value)
+GI_SIZE = 448
 
 VISIT_CAP = 16384  # more loose subsets searched than this: the table is crowded, list by general_slow
 GROUP_CAP = 4096  # more loose groups than this: the table is crowded, list by general_slow
@@ -499,11 +501,18 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             si[GI_PST + v] = start
             si[GI_PCN + v] = sp - start
 
-        # --- captures, by played card id ---
+        # --- captures, by played card id; cards of one rank share their lists (same value, same obligations) ---
+        for r in range(14):
+            si[GI_CC + r] = -1
+            si[GI_BC + r] = -1
         x = hm
         while x:
             c = lowbit(x)
             x &= x - U1
+            rk = np.int64(RANK[c])
+            if si[GI_CC + rk] >= 0:
+                tot = _write(b, m8, mvc, M, tot, 1, c, sc, si[GI_CC + rk], si[GI_CC + 14 + rk])
+                continue
             a0 = _val(c, numeric)
             start = sp
             if a0 == 0:
@@ -596,7 +605,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         w += 2
                 end = w
             tot = _write(b, m8, mvc, M, tot, 1, c, sc, start, end)
-            sp = start
+            si[GI_CC + rk] = start
+            si[GI_CC + 14 + rk] = end
+            sp = end
 
         # --- builds, by played card id (RULES.md 4.1-4.3) ---
         if bmode != 0:
@@ -607,6 +618,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 a = _val(c, numeric)
                 if a == 0:
                     continue  # a court without value is never built
+                rk = np.int64(RANK[c])
+                if si[GI_BC + rk] >= 0:
+                    tot = _write(b, m8, mvc, M, tot, 2, c, sc, si[GI_BC + rk], si[GI_BC + 14 + rk])
+                    continue
                 start = sp
                 for v in range(a, maxv + 1):
                     if si[GI_CAPC + v] - _caps(c, v, numeric, acehigh) <= 0:
@@ -721,7 +736,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 return 1 if sp == -1 else 2
                 end = _sort_pairs(sc, start, sp)
                 tot = _write(b, m8, mvc, M, tot, 2, c, sc, start, end)
-                sp = start
+                si[GI_BC + rk] = start
+                si[GI_BC + 14 + rk] = end
+                sp = end
     n_out = tot if tot < M else M
     for i in range(n_out, prev):
         m8[b, 0, i] = -1
