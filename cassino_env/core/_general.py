@@ -426,6 +426,12 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     mvc[b, tot] = 0
                 tot += 1
         ntrails = tot
+        # resolve_next_turn with builds owned: only moves that take one of them whole can be legal (RULES.md 4.4),
+        # so candidates without one are not generated at all (_legal would refuse them)
+        need_own = resolve and nown > 0
+        ownvals = 0
+        for q in range(nown):
+            ownvals |= 1 << np.int64(i8[b, BVAL + si[GI_OWN + q]])
         # --- capture values held ---
         for w in range(16):
             si[GI_CAPC + w] = 0
@@ -517,10 +523,11 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             start = sp
             if a0 == 0:
                 # a court without value pairs loose courts of its rank (RULES.md 3 court_pair_take)
-                sp = _court_captures(sc, sp, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
-                                     raiseown)
-                if sp < 0:
-                    return 1
+                if not need_own:
+                    sp = _court_captures(sc, sp, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh,
+                                         resolve, raiseown)
+                    if sp < 0:
+                        return 1
             else:
                 for alt in range(2):
                     if alt == 0:
@@ -529,6 +536,8 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         a = 14
                     else:
                         break
+                    if need_own and not (ownvals >> a) & 1:
+                        continue  # a capture of value a takes no build of the player's
                     bm_all, nb = _builds_of_value(b, u64, i8, si, bcol, nslot, a)  # builds of value a: one group each
                     if onegroup:
                         gs = si[GI_GST + a]
@@ -610,7 +619,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             sp = end
 
         # --- builds, by played card id (RULES.md 4.1-4.3) ---
-        if bmode != 0:
+        if bmode != 0 and not (need_own and not raiseown):
             x = hm
             while x:
                 c = lowbit(x)
@@ -634,24 +643,27 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                             return 1
                         continue
                     same = u64[b, bcol + v - 1]
-                    if same != 0 and i8[b, OWNER + v - 1] == p and not raiseown:
+                    same_own = same != 0 and i8[b, OWNER + v - 1] == p
+                    if same_own and not raiseown:
                         continue  # building on your own build needs raise_own_build (RULES.md 3, 4.4)
+                    other_own = need_own and not same_own  # the move must take another own build, or is illegal
                     if bmode == 1:
                         # standard (4.1): no raise; c alone or with loose cards summing to v - a
-                        ce0 = _seed(sc, sp, si, v - a)
-                        if ce0 < 0:
-                            return 1
-                        sp = _finish_builds(sc, sp, ce0, same, v, si, b, u64, i8, c, p, bcol, numeric, acehigh,
-                                            resolve, raiseown)
-                        if sp < 0:
-                            if sp == -2:
-                                si[GI_TOT] = ntrails
-                            return 1 if sp == -1 else 2
+                        if not other_own:
+                            ce0 = _seed(sc, sp, si, v - a)
+                            if ce0 < 0:
+                                return 1
+                            sp = _finish_builds(sc, sp, ce0, same, v, si, b, u64, i8, c, p, bcol, numeric,
+                                                acehigh, resolve, raiseown)
+                            if sp < 0:
+                                if sp == -2:
+                                    si[GI_TOT] = ntrails
+                                return 1 if sp == -1 else 2
                         # one raise of a single build of another value (rules 4, 5, 7)
                         for qs in range(nslot):
                             k = si[GI_SLOT + qs]
                             bb = u64[b, bcol + k]
-                            if k == v - 1:
+                            if k == v - 1 or (other_own and i8[b, OWNER + k] != p):
                                 continue
                             if i8[b, OWNER + k] == p and not raiseown:
                                 continue
@@ -675,9 +687,11 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                         # optionally the cards of one reservation of another value
                         for qe in range(-1, nslot):
                             fixed = same
+                            if qe < 0 and other_own:
+                                continue
                             if qe >= 0:
                                 extra = si[GI_SLOT + qe]
-                                if extra == v - 1:
+                                if extra == v - 1 or (other_own and i8[b, OWNER + extra] != p):
                                     continue
                                 eb = u64[b, bcol + extra]
                                 if eb == 0:
