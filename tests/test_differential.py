@@ -173,16 +173,24 @@ def test_presets_unpruned_match_reference(preset, num_players):
                                                             (4, False, False), (2, True, True), (2, False, True)])
 def test_random_positions_match_reference(num_players, prune, slow):
     """Hand-built positions with builds of every kind: same moves, and the same position after each move."""
-    from cassino_env.reference import Build, Game, Move
 
     rules = make_rules("classic", num_players=num_players)
     rng = np.random.default_rng(100 * num_players + 10 * prune + slow)
-    for _ in range(400):
+    _check_random_positions(rules, rng, 400, prune, slow)
+
+
+def _check_random_positions(rules, rng: np.random.Generator, n: int, prune: bool, slow: bool = False) -> None:
+    """n random positions (:func:`_random_preset_position`): same moves in both engines, and the same position (in-play
+    points too) after one random listed move."""
+    from cassino_env.reference import Build, Game, Move
+
+    P = rules.num_players
+    for _ in range(n):
         hands, loose, builds, p, last_trail = _random_preset_position(rng, rules)
         st = core.from_position(rules, hands, loose, builds, to_move=p, prune=prune, max_moves=4096,
                                 _slow_path=slow, last_trail=last_trail)
         g = Game(rules=rules, hands=[set(h) for h in hands], loose=set(loose),
-                 builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=p, dealer=(p - 1) % num_players,
+                 builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=p, dealer=(p - 1) % P,
                  last_trail=last_trail)
         got = core.move_list(st, 0)
         assert got == _ref_moves(g, prune), (hands, loose, builds, p)
@@ -251,28 +259,10 @@ def _random_preset_position(rng: np.random.Generator, rules):
     ("royal", 4, False)])
 def test_random_preset_positions_match_reference(preset, num_players, prune):
     """Hand-built positions of every preset: same moves, and the same position (in-play points too) after a move."""
-    from cassino_env.reference import Build, Game, Move
 
     rules = make_rules(preset, num_players=num_players)
     rng = np.random.default_rng(1000 + 100 * num_players + 10 * prune + len(preset))
-    for _ in range(300):
-        hands, loose, builds, p, last_trail = _random_preset_position(rng, rules)
-        st = core.from_position(rules, hands, loose, builds, to_move=p, prune=prune, max_moves=4096,
-                                last_trail=last_trail)
-        g = Game(rules=rules, hands=[set(h) for h in hands], loose=set(loose),
-                 builds=[Build(frozenset(c), v, o) for c, v, o in builds], to_move=p,
-                 dealer=(p - 1) % num_players, last_trail=last_trail)
-        got = core.move_list(st, 0)
-        assert got == _ref_moves(g, prune), (hands, loose, builds, p)
-        if got:
-            a = int(rng.integers(len(got)))
-            core.step(st, np.array([a]))
-            g.apply(Move(*got[a][:3], got[a][3]))
-            ref = _ref_position(g)
-            mine = _core_position(st, 0)
-            if g.is_deal_over():
-                del ref["match_scores"], mine["match_scores"]
-            assert mine == ref, (hands, loose, builds, p, got[a])
+    _check_random_positions(rules, rng, 300, prune)
 
 
 def test_stuck_owner_may_trail_in_both_engines():
