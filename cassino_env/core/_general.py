@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from ._bits import BIT, RANK, RANK_MASK, U0, U1, lexrank, lowbit
-from ._groups import bucket_groups, loose_groups, unions
+from ._groups import bucket_groups, loose_groups, unions, write_trails
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
 from ._layout import (
@@ -415,16 +415,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         si[GI_NSLOT] = nslot
         # --- trails (RULES.md 4.4: never while owning a build, under either owner rule) ---
         if nown == 0:
-            x = hm
-            while x:
-                c = lowbit(x)
-                x &= x - U1
-                if tot < M:
-                    m8[b, 0, tot] = 0
-                    m8[b, 1, tot] = c
-                    m8[b, 2, tot] = 0
-                    mvc[b, tot] = 0
-                tot += 1
+            tot = write_trails(b, m8, mvc, M, tot, hm)
         ntrails = tot
         # resolve_next_turn with builds owned: only moves that take one of them whole can be legal (RULES.md 4.4),
         # so candidates without one are not generated at all (_legal would refuse them)
@@ -529,13 +520,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     if sp < 0:
                         return 1
             else:
-                for alt in range(2):
-                    if alt == 0:
-                        a = a0
-                    elif acehigh and RANK[c] == 1:
-                        a = 14
-                    else:
-                        break
+                for a in (a0, 14 if acehigh and RANK[c] == 1 else 0):  # a played ace may also capture as 14
+                    if a == 0:
+                        continue
                     if need_own and not (ownvals >> a) & 1:
                         continue  # a capture of value a takes no build of the player's
                     bm_all, nb = _builds_of_value(b, u64, i8, si, bcol, nslot, a)  # builds of value a: one group each
@@ -880,13 +867,9 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
         if a0 == 0:
             w = _court_captures(buf, w, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown)
         else:
-            for alt in range(2):
-                if alt == 0:
-                    a = a0
-                elif acehigh and RANK[c] == 1:
-                    a = 14
-                else:
-                    break
+            for a in (a0, 14 if acehigh and RANK[c] == 1 else 0):  # a played ace may also capture as 14
+                if a == 0:
+                    continue
                 bm_all, nb = _builds_of_value(b, u64, i8, si, bcol, nslot, a)
                 if onegroup:
                     w = _compact(buf, w, lim)
@@ -899,7 +882,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
                 if prune:
                     if not _legal(1, c, a, bm_all, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
                         continue
-                    if alt == 0 and a == 1 and acehigh and bm_all == 0:
+                    if a == 1 and acehigh and bm_all == 0:
                         # the ace's capture as 1 (every loose ace) is dropped when a legal capture as 14 holds
                         # every loose ace (RULES.md 3 ace_high; pruning compares an ace's two values)
                         b14 = U0

@@ -1,5 +1,5 @@
-"""Searches of the general move generator (loose groups by sum, unions of disjoint groups) and the scratch sorting
-both generators share.
+"""Searches of the general move generator (loose groups by sum, unions of disjoint groups), and the scratch sorting
+and trail writing both generators share.
 
 A *group* is a set of loose valued cards with a given sum (RULES.md 1); a capture or a build of value v takes a
 union of pairwise disjoint groups of sum v. The classic generator (:mod:`._movegen`) writes its own copies of the
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._bits import U0
+from ._bits import U0, U1, lowbit
 
 _SMALL = 48  # below this many entries de-duplication and sorting are quadratic; above, heap sort in place
 
@@ -202,3 +202,20 @@ def sort_pairs(sc, start, end):
             sc[w + 1] = sc[start + 2 * i + 1]
             w += 2
     return w
+
+
+@njit(cache=True)
+def write_trails(b, m8, mvc, M, tot, hand):
+    """Write a trail of every card of ``hand`` (uint64 set) to game b's move table from row ``tot``, by card id,
+    rows past M counted but not written; return the new count (RULES.md 1 trail)."""
+    x = hand
+    while x:
+        c = lowbit(x)
+        x &= x - U1
+        if tot < M:
+            m8[b, 0, tot] = 0
+            m8[b, 1, tot] = c
+            m8[b, 2, tot] = 0
+            mvc[b, tot] = 0
+        tot += 1
+    return tot

@@ -21,12 +21,12 @@ from ._bits import (
     SPADE_MASK,
     U0,
     below,
-    lowbit,
     mix64,
     popcount,
     shuffle_into,
 )
 from ._general import GI_SIZE, gen_general, general_slow
+from ._groups import write_trails
 from ._layout import (
     BVAL,
     CFG_BUILDS,
@@ -398,17 +398,8 @@ def _list(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     if p >= 0 and i16[b, nmcol] == 0:
         # RULES.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
         # written by hand with an owner lacking a capturing card): every trail is legal (decided here, README)
-        n = 0
-        x = u64[b, p]
-        while x and n < cfg[CFG_M]:
-            c = lowbit(x)
-            x &= x - np.uint64(1)
-            m8[b, 0, n] = 0
-            m8[b, 1, n] = c
-            m8[b, 2, n] = 0
-            mvc[b, n] = 0
-            n += 1
-        i16[b, nmcol] = n
+        n = write_trails(b, m8, mvc, cfg[CFG_M], 0, u64[b, p])
+        i16[b, nmcol] = min(n, cfg[CFG_M])
     return sc
 
 

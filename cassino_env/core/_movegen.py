@@ -63,6 +63,7 @@ from numba import njit
 from ._bits import BIT, NUMERALS, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit, popcount
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
+from ._groups import write_trails
 from ._layout import CFG_M, CFG_P, CFG_PRUNE, CFG_S, CFG_SLOW, CUR, OVERFLOW
 from ._lexgen import NIB_ONE as NIB_ONE_MV
 from ._lexgen import component, loose_vector, maximal_vectors, new_memo_arrays
@@ -153,16 +154,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
 
         # --- trails (RULES.md 4.4 no_trail: not while owning a build) ----------------------------------------------
         if own == 0:
-            x = hm
-            while x:
-                c = lowbit(x)
-                x &= x - U1
-                if tot < M:
-                    m8[b, 0, tot] = 0
-                    m8[b, 1, tot] = c
-                    m8[b, 2, tot] = 0
-                    mvc[b, tot] = 0
-                tot += 1
+            tot = write_trails(b, m8, mvc, M, tot, hm)
 
         sp = SC_BASE
         slow = cfg[CFG_SLOW] != 0  # test hook: always take the output-sensitive path
