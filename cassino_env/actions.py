@@ -63,6 +63,7 @@ import numpy as np
 from numba import njit
 
 from .cards import NUM_CARDS, card_id, card_text, rank, suit
+from .core._bits import popcount as _popcount
 from .errors import CassinoError
 
 #: Width of the ``moves`` action space (and the core's move table in both environments): the number of legal moves
@@ -296,15 +297,6 @@ def find_move(parsed: ParsedMove, kind: np.ndarray, card: np.ndarray, value: np.
         if k > best_n:
             best, best_n = i, k
     return best
-
-
-@njit(cache=True)
-def _popcount(x):
-    n = 0
-    while x:
-        x &= x - np.uint64(1)
-        n += 1
-    return n
 
 
 @njit(cache=True)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .core._bits import popcount as _popcount
 from .rules import RuleSet
 
 NUM_VALUES = 14  # build values 1..14 (14: ace high, RULES.md 3)
@@ -65,15 +66,6 @@ def obs_size(num_players: int, num_sides: int) -> int:
     layout = obs_layout(num_players, num_sides)
     start, n = layout["progress"]
     return start + n
-
-
-@njit(cache=True)
-def _popcount(x):
-    n = 0
-    while x:
-        x &= x - np.uint64(1)
-        n += 1
-    return n
 
 
 @njit(cache=True)

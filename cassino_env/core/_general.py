@@ -163,6 +163,27 @@ def _legal(kind, c, v, used, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
 
 
 @njit(cache=True)
+def _regroup_items(si, fixed, a, v):
+    """The items a reservation build regroups (RULES.md 4.2): the played card's value ``a`` and the value of every
+    card of ``fixed``, written to ``si[GI_MV:]``; returns (their count vector, their number), the number -1 when a
+    card is above v (it fits in no group of v)."""
+    si[GI_MV] = a
+    mand = NIB_ONE[a]
+    n = 1
+    y = fixed
+    while y:
+        t = lowbit(y)
+        y &= y - U1
+        tv = _val(t, True)
+        if tv > v:
+            return mand, -1
+        si[GI_MV + n] = tv
+        mand += NIB_ONE[tv]
+        n += 1
+    return mand, n
+
+
+@njit(cache=True)
 def _cover(sc, sp, si, nmand, v):
     """List every loose set C such that the mandatory items and C split into groups of v (RULES.md 4.2).
 
@@ -693,22 +714,8 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 if ce1 < 0:
                                     return 1
                             else:
-                                nm_ = 1
-                                si[GI_MV] = a
-                                mand = NIB_ONE[a]
-                                y = fixed
-                                fits = True
-                                while y:
-                                    t = lowbit(y)
-                                    y &= y - U1
-                                    tv = _val(t, True)
-                                    if tv > v:
-                                        fits = False  # a card above v is in no group of v
-                                        break
-                                    si[GI_MV + nm_] = tv
-                                    mand += NIB_ONE[tv]
-                                    nm_ += 1
-                                if not fits:
+                                mand, nm_ = _regroup_items(si, fixed, a, v)
+                                if nm_ < 0:
                                     continue
                                 if nm_ > COVER_ITEMS:
                                     # a large reservation: the covering search would be exponential in its cards;
@@ -963,18 +970,8 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
                         if i8[b, OWNER + extra] == p and not raiseown:
                             continue
                         fixed = same | u64[b, bcol + extra]
-                    mand = NIB_ONE[a]
-                    fits = True
-                    y = fixed
-                    while y:
-                        t = lowbit(y)
-                        y &= y - U1
-                        tv = _val(t, True)
-                        if tv > v:
-                            fits = False
-                            break
-                        mand += NIB_ONE[tv]
-                    if not fits or not _legal(2, c, v, fixed, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
+                    mand, nm_ = _regroup_items(si, fixed, a, v)
+                    if nm_ < 0 or not _legal(2, c, v, fixed, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
                                               raiseown):
                         continue
                     w = _compact(buf, w, lim)
