@@ -64,8 +64,8 @@ Moves
 -----
 The move table lists the legal moves of ``current_player`` in canonical order: trails, captures, builds; then by
 played card id; then by the sorted card-id list of ``move_cards`` (a prefix first); then by value. The exact rules
-are restated in :mod:`cassino_env.core._movegen` (the specialised generator of the classic switches) and
-:mod:`cassino_env.core._general` (every other rule set; :func:`uses_classic_generator` tells which one a rule set
+are restated in :mod:`cassino_env.core._classic_gen` (the specialised generator of the classic switches) and
+:mod:`cassino_env.core._general_gen` (every other rule set; :func:`uses_classic_generator` tells which one a rule set
 gets). With ``prune=True`` (default) a capture strictly contained in
 another capture by the same card is not listed. Overflow policy: a list longer than M keeps its first M moves in
 canonical order and sets ``overflow[b]``; trails come first, so a list never loses all its moves.
@@ -95,7 +95,7 @@ spreads chunks of games over numba's threads (set their number with ``numba.set_
 
 Crowded tables (many loose cards, typically from policies that trail a lot) can have millions of legal moves; the
 generator then switches to an output-sensitive search that lists the first M in canonical order directly (see
-:mod:`cassino_env.core._movegen`), so a step stays in milliseconds.
+:mod:`cassino_env.core._classic_gen`), so a step stays in milliseconds.
 
 Randomness
 ----------

@@ -222,8 +222,8 @@ def _run(state: State, mode: int, *, actions: np.ndarray | None = None, nsteps: 
     return int(K.run_parallel(*args, chunk))
 
 
-#: The move-generation switches of the specialised classic generator (:mod:`._movegen`); a rule set with any other
-#: value is listed by the general generator (:mod:`._general`). Scoring, residue and sweep switches are kernel-side
+#: The move-generation switches of the specialised classic generator (:mod:`._classic_gen`); a rule set with any other
+#: value is listed by the general generator (:mod:`._general_gen`). Scoring, residue and sweep switches are kernel-side
 #: and work with either.
 CLASSIC_GENERATOR = {"court_values": "none", "court_pair_take": "one", "ace_high": False, "capture_mode": "groups",
                      "builds": "standard", "raise_own_build": True, "raise_with_table_cards": False,
@@ -294,9 +294,9 @@ def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 
         max_moves: M, the width of the move table; longer lists keep their first M moves and set ``overflow``.
         prune: drop captures dominated by a larger capture with the same card (movespec "PRUNING").
         auto_reset: a game whose deal ends starts its next deal, or a new match, within the same step.
-        _slow_path: test hook: list every move by the output-sensitive generator (cassino_env.core._lexgen) that
+        _slow_path: test hook: list every move by the output-sensitive generator (cassino_env.core._crowded_gen) that
             otherwise serves only crowded classic tables.
-        _general_path: test hook: list moves by the general generator (cassino_env.core._general) even where the
+        _general_path: test hook: list moves by the general generator (cassino_env.core._general_gen) even where the
             classic generator applies.
 
     Raises:

@@ -2,9 +2,9 @@
 
 numba's ``cache=True`` re-compiles a function only when *its own* source file changes; a kernel in one module that
 calls a function of another keeps the compiled copy of the callee it was built with. The core's kernels call
-across ``_bits``, ``_lexgen``, ``_movegen`` and ``_kernels``, so after any edit the cached kernels could run stale
-code. This guard hashes the sources of the core at import and, when the hash differs from the one stamped next to
-the cache, deletes the core's cached kernels (``__pycache__/*.nbi``, ``*.nbc``) so they are rebuilt. Best effort:
+across ``_bits``, ``_crowded_gen``, ``_classic_gen``, ``_general_gen`` and ``_kernels``, so after any edit the cached
+kernels could run stale code. This guard hashes the sources of the core at import and, when the hash differs from
+the one stamped next to the cache, deletes the core's cached kernels (``__pycache__/*.nbi``, ``*.nbc``) so they are rebuilt. Best effort:
 an unwritable cache folder is left alone (numba then uses its own fallback location).
 """
 

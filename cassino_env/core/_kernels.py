@@ -25,7 +25,8 @@ from ._bits import (
     popcount,
     shuffle_into,
 )
-from ._general import GI_SIZE, gen_general, general_slow
+from ._classic_gen import SC_INIT, SI_SIZE, list_moves
+from ._general_gen import GI_SIZE, gen_general, general_slow
 from ._groups import write_trails
 from ._layout import (
     BVAL,
@@ -62,7 +63,6 @@ from ._layout import (
     SEED,
     STOCK_POS,
 )
-from ._movegen import SC_INIT, SI_SIZE, list_moves
 
 JH_BIT = BIT[JACK_OF_HEARTS]
 SI_ALLOC = max(SI_SIZE, GI_SIZE)

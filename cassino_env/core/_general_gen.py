@@ -1,9 +1,9 @@
 """Legal move generation of the batched core for every rule switch of RULES.md section 3.
 
 The ``classic`` switches (courts without value, one court per pair, ace low, ``groups`` captures, ``standard``
-builds that the owner may raise, ``no_trail``) have a specialised generator (:mod:`._movegen`). Every other rule
+builds that the owner may raise, ``no_trail``) have a specialised generator (:mod:`._classic_gen`). Every other rule
 set — the ``matsuda``, ``cicera``, ``bga``, ``stadium`` and ``royal`` presets and any mix of switches — is listed
-here. The moves, their encoding and the canonical order are those of :mod:`._movegen`; what a switch changes is
+here. The moves, their encoding and the canonical order are those of :mod:`._classic_gen`; what a switch changes is
 restated below with its RULES.md section.
 
 Values (RULES.md 1, 3). A card's value is its rank, except a court with ``court_values = none``, which has none: it
@@ -51,6 +51,7 @@ import numpy as np
 from numba import njit
 
 from ._bits import BIT, RANK, RANK_MASK, U0, U1, lexrank, lowbit
+from ._crowded_gen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays
 from ._groups import bucket_groups, loose_groups, unions, write_trails
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
@@ -75,7 +76,6 @@ from ._layout import (
     OVERFLOW,
     OWNER,
 )
-from ._lexgen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays
 
 # sc (uint64, growable): loose bits by value [0, 64), DFS mask stack [64, 128), then a bump region.
 G_LB = 0
@@ -839,7 +839,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
     """List the captures and builds of a crowded table (after the trails), first ``M`` in canonical order, exactly.
 
     Same moves and order as :func:`gen_general`, produced per played card by the output-sensitive searches of
-    :mod:`._lexgen` (unions of groups, with fixed builds and a mandatory count vector for the played card or the
+    :mod:`._crowded_gen` (unions of groups, with fixed builds and a mandatory count vector for the played card or the
     cards of a reservation being regrouped) and :func:`_one_group_lex`; each card's list is cut after the budget plus
     one, so the work grows with ``M``, not with the table.
     """

@@ -49,7 +49,7 @@ exact.
 
 Crowded tables. The number of unions grows exponentially with the loose cards (a table filled by trailing holds
 billions of legal captures and builds). When one value has more than ``UNION_CAP`` unions, or a no-raise build more
-than ``PRODUCT_CAP`` (group, union) pairs, the captures and builds are listed instead by :mod:`._lexgen`, which
+than ``PRODUCT_CAP`` (group, union) pairs, the captures and builds are listed instead by :mod:`._crowded_gen`, which
 produces each list directly in canonical order and stops after the first ``M - listed`` moves (plus one, to know
 whether the table overflows). Same moves, same order; the work then grows with M, not with the table. The test hook
 ``cfg[CFG_SLOW]`` sends every position down that path so both generators are checked against the same oracles.
@@ -61,12 +61,12 @@ import numpy as np
 from numba import njit
 
 from ._bits import BIT, NUMERALS, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit, popcount
+from ._crowded_gen import NIB_ONE as NIB_ONE_MV
+from ._crowded_gen import component, loose_vector, maximal_vectors, new_memo_arrays
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
 from ._groups import write_trails
 from ._layout import CFG_M, CFG_P, CFG_PRUNE, CFG_S, CFG_SLOW, CUR, OVERFLOW
-from ._lexgen import NIB_ONE as NIB_ONE_MV
-from ._lexgen import component, loose_vector, maximal_vectors, new_memo_arrays
 
 # --- scratch layout ------------------------------------------------------------------------------------------------
 # sc (uint64, growable): loose numeral bits sorted by value, a DFS stack of masks, then a bump region.
@@ -91,7 +91,7 @@ SI_TOT = 336
 SI_OWN = 337
 SI_SIZE = 352
 
-UNION_CAP = 256  # more unions of groups for one value than this: take the output-sensitive path (_lexgen)
+UNION_CAP = 256  # more unions of groups for one value than this: take the output-sensitive path (_crowded_gen)
 PRODUCT_CAP = 4096  # more (group, union) pairs for one no-raise build value than this: the same
 
 
@@ -472,7 +472,7 @@ def _fast_emit(b, m8, mvc, M, tot, hm, lm, miss_court, sc, si):
 
 @njit(cache=True)
 def _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si):
-    """Write the captures then the builds of every hand card, first M - tot only, by :mod:`._lexgen`.
+    """Write the captures then the builds of every hand card, first M - tot only, by :mod:`._crowded_gen`.
 
     Same moves and order as the fast path; each list is produced in canonical order and cut after the budget (plus
     one, to know whether the table overflows). Returns the running count, more than M on overflow.
