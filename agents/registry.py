@@ -8,25 +8,42 @@ spec                agent
 ``beginner``        hand-written strategies of increasing strength (:mod:`agents.bots`)
 ``intermediate``
 ``advanced``
-``ismcts``          determinised Monte-Carlo search at its default budget (:mod:`agents.ismcts`)
-``ismcts:N``        the same with N simulations (rollouts) per decision
+``pimc``            flat Monte Carlo over determinisations at its default budget (:mod:`agents.pimc`)
+``pimc:N``          the same with N simulations (rollouts) per decision
+``ismcts[:N]``      the same agent as ``pimc[:N]``, under its first name
 ``checkpoint:PATH`` a trained policy (``agents.ppo_agent.load_checkpoint_agent``; torch is imported only then)
 ==================  ==========================================================================================
+
+In an agent list, ``ladder`` stands for the bots of :data:`LADDER` (:func:`expand_specs`).
 
 >>> from cassino_env.rules import make_rules
 >>> make_agent("greedy", make_rules("classic")).name
 'greedy'
->>> make_agent("ismcts:64", make_rules("classic")).name
+>>> make_agent("pimc:64", make_rules("classic")).name
+'pimc:64'
+>>> make_agent("ismcts:64", make_rules("classic")).name  # the alias: the same agent, named as asked
 'ismcts:64'
+>>> expand_specs(["checkpoint:x.pt", "ladder"])
+['checkpoint:x.pt', 'random', 'greedy', 'beginner', 'intermediate', 'advanced']
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from agents.base import Agent
 from cassino_env.rules import RuleSet
 
-#: The names of the agents that need no argument, in ladder order (``ismcts`` takes an optional budget).
-BOT_NAMES = ("random", "greedy", "beginner", "intermediate", "advanced", "ismcts")
+#: The bot ladder, weakest first: the scripted bots of :mod:`agents.bots`, the one list ``ladder`` stands for in
+#: ``cassino eval --agents`` and in the trainer's opponent lists. The search bot is left out: it is slow.
+LADDER = ("random", "greedy", "beginner", "intermediate", "advanced")
+#: The search bot's names: ``pimc``, and ``ismcts``, its first name, kept as an alias (both take ``:N``).
+SEARCH_NAMES = ("pimc", "ismcts")
+#: The names of the agents that need no argument: the ladder, then the search bot (which takes an optional budget).
+BOT_NAMES = (*LADDER, *SEARCH_NAMES)
+
+_Spec = TypeVar("_Spec")
 
 
 class AgentSpecError(ValueError):
@@ -51,18 +68,18 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
                                  f"{exc}") from exc
         agent = load_checkpoint_agent(arg, rules)
         return agent
-    if name == "ismcts":
-        from agents.ismcts import ISMCTSAgent
+    if name in SEARCH_NAMES:
+        from agents.pimc import PIMCAgent
 
         if not sep:
-            return ISMCTSAgent(rules)
+            return PIMCAgent(rules, name=spec.strip())
         try:
             sims = int(arg)
         except ValueError:
             sims = 0
         if sims < 1:
-            raise AgentSpecError(f"ismcts:N needs a positive number of simulations, got {arg!r}")
-        return ISMCTSAgent(rules, simulations=sims, name=spec.strip())
+            raise AgentSpecError(f"{name}:N needs a positive number of simulations, got {arg!r}")
+        return PIMCAgent(rules, simulations=sims, name=spec.strip())
     if sep:
         raise AgentSpecError(f"agent {name!r} takes no argument (got {spec!r})")
     from agents.bots import make_bot
@@ -70,5 +87,17 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
     try:
         return make_bot(name, rules)
     except ValueError:
-        raise AgentSpecError(f"unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, ismcts:N and "
-                             f"checkpoint:PATH") from None
+        raise AgentSpecError(f"unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N (or ismcts:N) "
+                             f"and checkpoint:PATH; ladder stands for {', '.join(LADDER)}") from None
+
+
+def expand_specs(specs: Sequence[_Spec]) -> list[_Spec | str]:
+    """``specs`` with each ``ladder`` replaced by the bots of :data:`LADDER`, in order; anything else (another spec,
+    an Agent object) keeps its place."""
+    out: list[_Spec | str] = []
+    for s in specs:
+        if isinstance(s, str) and s.strip() == "ladder":
+            out.extend(LADDER)
+        else:
+            out.append(s)
+    return out

@@ -1,4 +1,4 @@
-"""Bots and search (agents.bots, agents.ismcts, agents.registry): only legal moves, over thousands of games and whole
+"""Bots and search (agents.bots, agents.pimc, agents.registry): only legal moves, over thousands of games and whole
 matches of every preset at every seat and player count; the documented choices in small positions (classic, and the
 values and scoring of the other presets: aces high, numeric courts, Cicera's points); greedy beats random in every
 preset; agent specs."""
@@ -10,15 +10,15 @@ import pytest
 
 from agents.base import act_one, slice_obs
 from agents.bots import FEATURES, STYLES, RuleTables, make_bot
-from agents.ismcts import ISMCTSAgent
-from agents.registry import AgentSpecError, make_agent
+from agents.pimc import ISMCTSAgent, PIMCAgent
+from agents.registry import LADDER, AgentSpecError, expand_specs, make_agent
 from cassino_env import core
 from cassino_env.cards import card_id, card_text
 from cassino_env.obs import public_view
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv
 
-BOTS = ("random", "greedy", "beginner", "intermediate", "advanced")
+BOTS = LADDER
 SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
 IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
@@ -104,9 +104,9 @@ def test_every_bot_plays_whole_matches_of_every_preset(preset: str, num_players:
 
 
 @pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
-def test_ismcts_plays_only_legal_moves(preset: str, num_players: int) -> None:
+def test_pimc_plays_only_legal_moves(preset: str, num_players: int) -> None:
     env = CassinoVectorEnv(4, preset, num_players=num_players, seed=10 + num_players)
-    agent = ISMCTSAgent(env.rules, simulations=16, min_samples=2)
+    agent = PIMCAgent(env.rules, simulations=16, min_samples=2)
     obs, _ = env.reset()
     rng = np.random.default_rng(0)
     deals = 0
@@ -183,11 +183,11 @@ def test_random_is_uniform_over_legal_moves() -> None:
     assert np.abs(counts[[1, 4, 7]] - 2000 / 3).max() < 100
 
 
-def test_ismcts_takes_an_obvious_sweep_and_is_reproducible() -> None:
+def test_pimc_takes_an_obvious_sweep_and_is_reproducible() -> None:
     # Table 10D: the 10S sweeps it (big casino, a sweep); trailing or building gives it away.
     rules = make_rules("classic")
     st = position([ids("10S", "3C"), ids("4H", "6H")], ids("10D"))
-    agent = ISMCTSAgent(rules, simulations=60)
+    agent = PIMCAgent(rules, simulations=60)
     a1 = agent.act(obs_of(st), np.random.default_rng(4))
     a2 = agent.act(obs_of(st), np.random.default_rng(4))
     assert a1.tolist() == a2.tolist()
@@ -291,10 +291,15 @@ def test_aces_high_and_numeric_courts_in_the_bots_values() -> None:
 
 def test_registry_specs() -> None:
     rules = make_rules("classic")
-    for spec in (*BOTS, "ismcts", "ismcts:50"):
+    for spec in (*BOTS, "pimc", "pimc:50", "ismcts", "ismcts:50"):
         assert make_agent(spec, rules).name == spec
+    assert make_agent("pimc:50", rules).simulations == 50
+    # ismcts is pimc's first name: the same agent
+    assert ISMCTSAgent is PIMCAgent
+    assert type(make_agent("ismcts:50", rules)) is PIMCAgent
     assert make_agent("ismcts:50", rules).simulations == 50
-    for bad in ("nobody", "ismcts:x", "ismcts:0", "greedy:3", "checkpoint:"):
+    assert make_agent("ismcts", rules).simulations == make_agent("pimc", rules).simulations
+    for bad in ("nobody", "ismcts:x", "ismcts:0", "pimc:x", "pimc:0", "greedy:3", "checkpoint:", "ladder"):
         with pytest.raises(AgentSpecError):
             make_agent(bad, rules)
 
@@ -310,3 +315,12 @@ def test_greedy_beats_random_in_every_preset(preset: str, num_players: int) -> N
     assert pair["margin_ci_low"] > 0  # points per deal, 95% interval above zero
     assert pair["deal_win_rate_a"] > 0.7
     assert pair["match_ci_low"] > 0.5
+
+
+def test_the_ladder_is_one_list() -> None:
+    """``LADDER`` is every scripted bot, weakest first, and ``ladder`` in an agent list expands to it in place."""
+    assert LADDER == ("random", *STYLES)
+    rules = make_rules("classic")
+    assert [make_agent(n, rules).name for n in LADDER] == list(LADDER)
+    assert expand_specs(["pimc:8", " ladder ", "greedy"]) == ["pimc:8", *LADDER, "greedy"]
+    assert expand_specs([]) == []

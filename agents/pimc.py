@@ -1,4 +1,6 @@
-"""Determinised Monte-Carlo search (perfect-information Monte Carlo over sampled hidden cards) on the exact rules.
+"""PIMC: flat Monte Carlo over determinisations (perfect-information Monte Carlo over sampled hidden cards).
+
+The ``pimc`` agent (``ismcts`` is an alias kept from its first name; it builds no tree, so it is not ISMCTS).
 
 For each decision the agent samples K deals of the cards it has not seen, consistent with what its seat knows
 (:func:`cassino_env.determinize.determinize`), and in every sample plays each legal move followed by a rollout to
@@ -34,12 +36,12 @@ from cassino_env import core
 from cassino_env.determinize import determinize, moves_of, take
 from cassino_env.rules import RuleSet
 
-#: Rollouts per decision of ``ismcts`` (the README reports the measured time per decision).
+#: Rollouts per decision of ``pimc`` (the README reports the measured time per decision).
 DEFAULT_SIMULATIONS = 4000
 
 
-class ISMCTSAgent:
-    """Determinised Monte-Carlo search as an :class:`agents.base.Agent` (see the module docstring).
+class PIMCAgent:
+    """Flat Monte Carlo over determinisations as an :class:`agents.base.Agent` (see the module docstring).
 
     Args:
         rules: the rules it plays.
@@ -63,7 +65,7 @@ class ISMCTSAgent:
         self.policy = make_bot(rollout, rules)
         self.match_bonus = float(match_bonus)
         self.max_games = int(max_games)
-        self.name = name or ("ismcts" if simulations == DEFAULT_SIMULATIONS else f"ismcts:{simulations}")
+        self.name = name or ("pimc" if simulations == DEFAULT_SIMULATIONS else f"pimc:{simulations}")
 
     # -- Agent protocol ------------------------------------------------------------------------------------------
     def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
@@ -74,7 +76,7 @@ class ISMCTSAgent:
         if B == 0:
             return out
         if "view" not in obs:
-            raise ValueError("ismcts reads obs['view']: create the environment with with_view=True")
+            raise ValueError(f"{self.name} reads obs['view']: create the environment with with_view=True")
         n = mask.sum(axis=1).astype(np.int64)
         rows = np.flatnonzero(n > 1)
         out[n == 1] = np.argmax(mask[n == 1], axis=1)
@@ -171,3 +173,7 @@ class ISMCTSAgent:
                 actions = core.random_actions(st, counters)  # advances the counters in place
             else:
                 actions = self.policy.act_state(st)
+
+
+#: The agent's first name, kept so code written against it runs (it is PIMC, not ISMCTS: it builds no tree).
+ISMCTSAgent = PIMCAgent
