@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cassino_env import cli
+from train import cli
 
 # RULES.md 7 case 1, classic, seat 0 to move holding 8S; seat 1 holds 2C.
 #   table:  AH  2D  3C  5D  6H  8C
@@ -25,8 +25,8 @@ POSITION = {
 
 
 def run_cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m cassino_env.cli ARGS`` as a user would run ``cassino ARGS``."""
-    return subprocess.run([sys.executable, "-m", "cassino_env.cli", *args], cwd=cwd, input=stdin,
+    """Run ``python -m train.cli ARGS`` as a user would run ``cassino ARGS``."""
+    return subprocess.run([sys.executable, "-m", "train.cli", *args], cwd=cwd, input=stdin,
                           capture_output=True, text=True, timeout=300, check=False)
 
 

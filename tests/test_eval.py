@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from cassino_env import cli
 from cassino_env.rules import make_rules
+from train import cli
 from train.evaluate import (
     CSV_FIELDS,
     arrangements,
@@ -202,7 +202,7 @@ def test_partners_are_seated_as_one_agent() -> None:
                                                      ("bga", 6), ("stadium", 2), ("royal", 3)])
 def test_the_bot_ladder_plays_every_preset(preset: str, num_players: int, tmp_path) -> None:
     """``cassino eval --agents ladder --preset P``: the ladder of scripted bots, every pair, in every preset."""
-    from train.evaluate import LADDER
+    from agents.registry import LADDER
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

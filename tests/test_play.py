@@ -8,9 +8,9 @@ import sys
 
 from cassino_env import core
 from cassino_env.cards import card_id, card_text
-from cassino_env.play import _why_illegal, draw, play_session
 from cassino_env.rules import make_rules
 from cassino_env.vector import CassinoVectorEnv
+from train.play import _why_illegal, draw, play_session
 
 
 def session(lines: list[str], **kw) -> str:
@@ -102,13 +102,13 @@ def test_typed_moves_and_the_drawing() -> None:
 
 
 def test_cli_play_with_piped_input(repo_root) -> None:
-    result = subprocess.run([sys.executable, "-m", "cassino_env.cli", "play", "--opponent", "beginner", "--seed", "2",
+    result = subprocess.run([sys.executable, "-m", "train.cli", "play", "--opponent", "beginner", "--seed", "2",
                              "--deals", "1", "--ascii"], input="1\n" * 40, capture_output=True, text=True,
                             cwd=repo_root, timeout=300, check=False)
     assert result.returncode == 0, result.stderr
     assert "Deal 1 is over" in result.stdout
     assert "♠" not in result.stdout
-    bad = subprocess.run([sys.executable, "-m", "cassino_env.cli", "play", "--opponent", "nobody"], input="",
+    bad = subprocess.run([sys.executable, "-m", "train.cli", "play", "--opponent", "nobody"], input="",
                          capture_output=True, text=True, cwd=repo_root, timeout=300, check=False)
     assert bad.returncode == 2
     assert "unknown agent" in bad.stderr

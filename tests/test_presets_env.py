@@ -17,10 +17,10 @@ from cassino_env.actions import CV_ACE_HIGH0, card_value_id
 from cassino_env.aec import raw_env
 from cassino_env.cards import card_id
 from cassino_env.obs import obs_layout
-from cassino_env.play import _deal_report, draw, play_session
 from cassino_env.render import render_text
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv
+from train.play import _deal_report, draw, play_session
 
 SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
 IDS = [f"{p}-{n}p" for p, n in SUPPORTED]

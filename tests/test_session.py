@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from cassino_env import cli, core
+from cassino_env import core
 from cassino_env.errors import CassinoError
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.session import (
@@ -25,6 +25,7 @@ from cassino_env.session import (
     max_matches,
     session_result,
 )
+from train import cli
 from train.evaluate import evaluate, play_pair
 
 # --- the session module -------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import yaml
 
 pytest.importorskip("torch")
 
-from cassino_env import cli  # noqa: E402
+from train import cli  # noqa: E402
 from train.plot import load_scalars, plot_run  # noqa: E402
 from train.ppo_selfplay import (  # noqa: E402
     CONFIGS_DIR,
@@ -49,7 +49,7 @@ NAMED_SCALARS = ("charts/SPS", "charts/learning_rate", "charts/episodic_return",
 def tiny_run(tmp_path_factory: pytest.TempPathFactory, repo_root: Path) -> tuple[Path, subprocess.CompletedProcess]:
     """``cassino train --config configs/ppo_tiny.yaml`` as a user runs it; returns the run folder and the process."""
     run_dir = tmp_path_factory.mktemp("tiny") / "run"
-    proc = subprocess.run([sys.executable, "-m", "cassino_env.cli", "train", "--config", str(TINY), "--run-dir",
+    proc = subprocess.run([sys.executable, "-m", "train.cli", "train", "--config", str(TINY), "--run-dir",
                            str(run_dir), "--final-eval-deals", "20", "--seed", "3"],
                           cwd=repo_root, capture_output=True, text=True, timeout=300, check=False)
     return run_dir, proc

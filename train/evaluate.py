@@ -27,9 +27,9 @@ of the sessions. Match ``m`` of a board deals the same cards in every arrangemen
 ``N = 1`` (the default) is one match per game: the session figures equal the match figures.
 
 The **presets**: every preset of RULES.md 6 at any player count it allows (``--preset``, ``--num-players``);
-``ladder`` in the agent list stands for the bot ladder :data:`LADDER`. Seeds are 0 .. 2**31 - 1 (a board's core
-seed is ``seed * 2**32 + board``, an int64); others are rejected with an error that says so, never wrapped (two
-seeds would silently share their boards).
+``ladder`` in the agent list stands for the bot ladder :data:`agents.registry.LADDER`. Seeds are 0 .. 2**31 - 1
+(a board's core seed is ``seed * 2**32 + board``, an int64); others are rejected with an error that says so, never
+wrapped (two seeds would silently share their boards).
 
 Intervals treat matches (deals) as independent; duplicate pairs are negatively correlated, so they are a little
 conservative. **Ratings**: a Bradley-Terry fit of all match results (maximum likelihood, ``scipy.optimize``) on the
@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import Agent, slice_obs
+from agents.registry import expand_specs
 from cassino_env.rules import RuleSet
 from cassino_env.session import SessionBatch, check_session_wins
 
@@ -65,8 +66,6 @@ Z95 = 1.959963984540054  # two-sided 95% normal quantile, scipy.stats.norm.ppf(0
 FIRST_GUESS_DEALS_PER_MATCH = 4.5
 #: Elo points per natural log-odds unit: P(i beats j) = 1 / (1 + 10 ** ((R_j - R_i) / 400)).
 ELO_SCALE = 400.0 / math.log(10.0)
-#: ``ladder`` in an agent list: the scripted bots, weakest first (agents.registry; ismcts is left out: it is slow).
-LADDER = ("random", "greedy", "beginner", "intermediate", "advanced")
 #: Evaluation seeds: a board's core seed ``seed * 2**32 + board`` must fit an int64, and the seed also seeds numpy
 #: generators, which take non-negative integers.
 SEED_MIN, SEED_MAX = 0, 2**31 - 1
@@ -216,21 +215,6 @@ def board_seed(seed: int, board: int) -> int:
         raise ValueError(f"board {board} is out of range 0..{MAX_BOARDS - 1} (a board fills the low 32 bits of its "
                          "core seed)")
     return (check_seed(seed) << 32) + int(board)
-
-
-def expand_specs(specs: Sequence[str | Agent]) -> list[str | Agent]:
-    """Agent specs with ``ladder`` replaced by the bots of :data:`LADDER` (agents keep their place).
-
-    >>> expand_specs(["checkpoint:x.pt", "ladder"])
-    ['checkpoint:x.pt', 'random', 'greedy', 'beginner', 'intermediate', 'advanced']
-    """
-    out: list[str | Agent] = []
-    for s in specs:
-        if isinstance(s, str) and s.strip() == "ladder":
-            out.extend(LADDER)
-        else:
-            out.append(s)
-    return out
 
 
 @dataclass
@@ -421,7 +405,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
 
     Args:
         agent_specs: two or more agents: specs for :func:`agents.registry.make_agent` (``"greedy"``,
-            ``"ismcts:200"``, ``"checkpoint:runs/x/final.pt"``), ``"ladder"`` (the bots of :data:`LADDER`) or Agent
+            ``"pimc:200"``, ``"checkpoint:runs/x/final.pt"``), ``"ladder"`` (:data:`agents.registry.LADDER`) or Agent
             objects (named by their ``name``).
         rules: a RuleSet or a preset name (any preset of RULES.md 6).
         deals: deal budget per pair (at least this many deals, all arrangements together).
@@ -628,9 +612,9 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
     OpenSkill ratings.
 
     Args:
-        agents: comma-separated agent specs: random, greedy, beginner, intermediate, advanced, ismcts,
-            ismcts:N (N simulations per move), checkpoint:PATH; ladder stands for random, greedy, beginner,
-            intermediate, advanced.
+        agents: comma-separated agent specs: a scripted bot (random, greedy, ... advanced), pimc, pimc:N (N
+            simulations per move; ismcts and ismcts:N are aliases), checkpoint:PATH; ladder stands for every
+            scripted bot, weakest first.
         deals: deal budget per pair (at least this many deals, seats swapped included).
         preset: rule preset of RULES.md section 6: classic, matsuda, cicera, bga, stadium or royal.
         num_players: seats, one the preset allows (default its first: 2, or 4 for cicera); 4 and 6 play
@@ -645,18 +629,16 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         json: print one JSON object (with a pairs list and a ratings mapping) instead of the table.
         no_progress: hide the progress bar.
     """
-    from agents.registry import AgentSpecError
-    from cassino_env.errors import CassinoError
     from cassino_env.rules import make_rules
+    from train.cli import bad_input
 
     specs = [s.strip() for s in agents.split(",") if s.strip()]
-    try:
+    with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError, a bad seed: all ValueErrors
         rules = make_rules(preset, num_players, **({} if target is None else {"target": target}))
         report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
                           progress=not no_progress and not json, session_wins=session_wins)
-    except (AgentSpecError, CassinoError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if failed.code:
+        return failed.code
     if out_dir is None:
         out_dir = Path("runs") / f"eval__{report['rules']}-{report['num_players']}p__{seed}__{int(time.time())}"
     out_dir.mkdir(parents=True, exist_ok=True)

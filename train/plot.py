@@ -13,7 +13,6 @@ FileNotFoundError: no/such/run: no TensorBoard event files (events.out.tfevents.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -114,10 +113,11 @@ def main(run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="R
         run_dir: the run folder written by cassino train (it holds events.out.tfevents.* files).
         out: the PNG to write (default RUN_DIR/learning_curves.png).
     """
-    try:
+    from train.cli import bad_input
+
+    with bad_input(FileNotFoundError) as failed:
         path = plot_run(run_dir, out)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if failed.code:
+        return failed.code
     print(f"wrote {path}")
     return 0

@@ -310,14 +310,12 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
     """
     from agents.ppo_agent import CheckpointError
     from cassino_env.errors import CassinoError
+    from train.cli import bad_input
 
-    try:
+    with bad_input(ConfigError, CheckpointError, CassinoError) as failed:
         args = resolve_args(options)
         train(args, explicit={f.name for f in dataclasses.fields(options) if getattr(options, f.name) is not None})
-    except (ConfigError, CheckpointError, CassinoError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return failed.code
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The ``cassino`` command line.
+"""The ``cassino`` command line (``train`` is the top layer: front ends live here, over ``agents`` and ``cassino_env``).
 
 Usage::
 
@@ -13,7 +13,7 @@ summary; a new command is one line there, e.g.
 ``cassino moves`` never pays for importing torch or compiling the batched core.
 
 Exit codes: 0 on success, 2 on bad input (a usage error, an unreadable file or a malformed position), with
-``error: <message>`` on stderr.
+``error: <message>`` on stderr: every command reports bad input through :func:`error` or :class:`bad_input`.
 """
 
 import importlib
@@ -22,6 +22,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Annotated, Any, Literal
 
 import tyro
@@ -29,11 +30,11 @@ import tyro
 #: Command name -> ("module:function", one-line summary). The function is run through tyro.cli; an int it returns
 #: is the exit code (None means 0).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "moves": ("cassino_env.cli:moves", "print the legal moves of a JSON position, one JSON object a line"),
-    "bench": ("cassino_env.cli:bench", "measure an engine's speed in games and moves per second"),
+    "moves": ("train.cli:moves", "print the legal moves of a JSON position, one JSON object a line"),
+    "bench": ("train.cli:bench", "measure an engine's speed in games and moves per second"),
     "eval": ("train.evaluate:main",
              "play agents against each other in duplicate format, any preset: win rates, margins, ratings"),
-    "play": ("cassino_env.play:main", "play against a bot or a trained agent in the terminal"),
+    "play": ("train.play:main", "play against a bot or a trained agent in the terminal"),
     "train": ("train.ppo_selfplay:main", "train a self-play PPO agent, then evaluate it against the bot ladder"),
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),
 }
@@ -41,9 +42,39 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EXIT_BAD_INPUT = 2
 
 
-def _error(message: str) -> int:
+def error(message: object) -> int:
+    """Print ``error: <message>`` on stderr; returns :data:`EXIT_BAD_INPUT` for the command to return."""
     print(f"error: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+class bad_input:  # a context manager, named like contextlib.suppress
+    """Bad input as an exit code: an exception of one of ``errors`` raised in the ``with`` block is reported by
+    :func:`error` and sets ``code`` to :data:`EXIT_BAD_INPUT` (``code`` stays 0 otherwise); other exceptions pass.
+
+    Args:
+        errors: the exception types that mean bad input (default ``ValueError``, the base of the project's
+            CassinoError, AgentSpecError, CheckpointError and ConfigError).
+
+    >>> with bad_input() as failed:
+    ...     int("x")
+    >>> failed.code
+    2
+    """
+
+    def __init__(self, *errors: type[BaseException]) -> None:
+        self.errors = errors or (ValueError,)
+        self.code = 0
+
+    def __enter__(self) -> "bad_input":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        if exc is None or not isinstance(exc, self.errors):
+            return False
+        self.code = error(exc)
+        return True
 
 
 def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE")]) -> int:
@@ -59,20 +90,20 @@ def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FIL
     try:
         text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
     except OSError as exc:
-        return _error(f"{file}: {exc.strerror or exc}")
+        return error(f"{file}: {exc.strerror or exc}")
     try:
         position = json.loads(text)
     except json.JSONDecodeError as exc:
-        return _error(f"{file}: not valid JSON: {exc}")
+        return error(f"{file}: not valid JSON: {exc}")
     if not isinstance(position, dict):
-        return _error(f"{file}: a position must be a JSON object, not {type(position).__name__}")
+        return error(f"{file}: a position must be a JSON object, not {type(position).__name__}")
 
     import cassino_env  # lazily: keeps `cassino --help` and the other commands light
 
     try:
         legal = cassino_env.legal_moves(position)
     except ValueError as exc:  # malformed position: the message names the field (INTERCHANGE.md)
-        return _error(f"{file}: {exc}")
+        return error(f"{file}: {exc}")
     try:
         for move in legal:
             print(json.dumps(move))
@@ -106,12 +137,10 @@ def bench(
     from cassino_env import bench as bench_module  # lazily: imports and compiles the batched core
     from cassino_env.errors import CassinoError
 
-    try:
+    with bad_input(CassinoError) as failed:  # unknown preset, a player count the preset does not allow, ...
         bench_module.run(engine=engine, preset=preset, batch=tuple(batch), seconds=seconds, threads=threads,
                          num_players=num_players, json=json)
-    except CassinoError as exc:  # unknown preset, a player count the preset does not allow, ...
-        return _error(str(exc))
-    return 0
+    return failed.code
 
 
 def _usage() -> str:
@@ -150,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
         print(_usage(), file=sys.stderr)
-        return _error(f"unknown command {name!r}; choose from {', '.join(COMMANDS)}")
+        return error(f"unknown command {name!r}; choose from {', '.join(COMMANDS)}")
     command = _load(COMMANDS[name][0])
     result = tyro.cli(command, prog=f"cassino {name}", args=rest, config=(tyro.conf.FlagCreatePairsOff,))
     return result if isinstance(result, int) else 0

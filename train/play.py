@@ -1,6 +1,6 @@
 """Play Cassino in the terminal against any agent: ``cassino play --opponent advanced``.
 
-The person plays one seat; the agent (a bot, ``ismcts`` or ``checkpoint:PATH``, see :mod:`agents.registry`) plays
+The person plays one seat; the agent (a bot, ``pimc`` or ``checkpoint:PATH``, see :mod:`agents.registry`) plays
 every other seat (in partnerships, 4 or 6 players, that includes the person's partner). Before each of the person's
 turns the table, the builds with their values and owners, and the person's hand are drawn, followed by the numbered
 legal moves. A move is chosen by its number or typed as text (the action strings of :mod:`cassino_env.actions`)::
@@ -27,8 +27,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from .cards import NUM_CARDS, RANKS
-from .rules import RuleSet
+from cassino_env.cards import NUM_CARDS, card_text
+from cassino_env.render import pretty_card
+from cassino_env.rules import RuleSet
 
 HELP = """Choose a move by its number, or type it:
   trail 8S                  play 8S to the table
@@ -39,16 +40,12 @@ HELP = """Choose a move by its number, or type it:
   capture 5C 9D with AS as 14  an ace capturing as 14 (presets with ace high: bga, royal)
 Cards: rank A 2-10 J Q K (or T) and suit C D H S (or ♣ ♦ ♥ ♠), any case. Other commands: ? help, q quit."""
 
-_SUITS_PRETTY = "♣♦♥♠"
-_SUITS_ASCII = "CDHS"
-
-
 class _Quit(Exception):
     """The person asked to stop, or the input ended."""
 
 
 def _card(c: int, ascii_only: bool) -> str:
-    return RANKS[c % 13] + (_SUITS_ASCII if ascii_only else _SUITS_PRETTY)[c // 13]
+    return card_text(c) if ascii_only else pretty_card(c)
 
 
 def _cards(mask: int, ascii_only: bool) -> list[str]:
@@ -69,7 +66,7 @@ def _seat_name(q: int, seat: int, opponent: str, rules: RuleSet) -> str:
 
 def draw(state: Any, seat: int, opponent: str, ascii_only: bool = False) -> str:
     """The person's view of game 0 of a core state: scores, other seats, table, builds, the person's hand."""
-    from .render import values_note
+    from cassino_env.render import values_note
 
     rules = state.rules
     P, S = rules.num_players, rules.num_sides
@@ -112,7 +109,7 @@ def draw(state: Any, seat: int, opponent: str, ascii_only: bool = False) -> str:
 
 
 def _move_text(obs: dict[str, Any], i: int) -> str:
-    from .actions import move_text
+    from cassino_env.actions import move_text
 
     cards = [c for c in range(NUM_CARDS) if (int(obs["move_cards"][0, i]) >> c) & 1]
     return move_text(int(obs["move_kind"][0, i]), int(obs["move_card"][0, i]), int(obs["move_value"][0, i]), cards)
@@ -120,9 +117,9 @@ def _move_text(obs: dict[str, Any], i: int) -> str:
 
 def _why_illegal(state: Any, kind: int, card: int, value: int, cards: tuple[int, ...] | None) -> str:
     """The rule a move breaks, from the reference engine; or why a legal move is not offered."""
-    from . import core
-    from .errors import IllegalMoveError
-    from .reference import Build, Game, Move
+    from cassino_env import core
+    from cassino_env.errors import IllegalMoveError
+    from cassino_env.reference import Build, Game, Move
 
     pos = core.position(state, 0)
     rules = state.rules
@@ -148,7 +145,7 @@ def _why_illegal(state: Any, kind: int, card: int, value: int, cards: tuple[int,
 def _ask(state: Any, obs: dict[str, Any], inp: IO[str], out: IO[str], seat: int, opponent: str,
          ascii_only: bool) -> int:
     """Draw the table, list the moves and read one legal move (its index) from ``inp``."""
-    from .actions import ActionTextError, find_move, parse_move_text
+    from cassino_env.actions import ActionTextError, find_move, parse_move_text
 
     n = int(np.asarray(obs["action_mask"][0]).sum())
     texts = [_move_text(obs, i) for i in range(n)]
@@ -197,7 +194,7 @@ def _ask(state: Any, obs: dict[str, Any], inp: IO[str], out: IO[str], seat: int,
 
 def _deal_report(result: Any, b: int, rules: RuleSet, seat: int) -> str:
     """The score of a deal that ended, item by item: the items of the rules' scoring only (RULES.md 5)."""
-    from .core import ITEMS, items_of
+    from cassino_env.core import ITEMS, items_of
 
     S, P = rules.num_sides, rules.num_players
     names = ["+".join("you" if q == seat else f"seat {q}" for q in range(s, P, S)) for s in range(S)]
@@ -230,8 +227,7 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
         ascii_only: draw cards as ``10D`` instead of ``10♦``.
     """
     from agents.registry import make_agent
-
-    from .vector import CassinoVectorEnv, resolve_rules
+    from cassino_env.vector import CassinoVectorEnv, resolve_rules
 
     inp = sys.stdin if inp is None else inp
     out = sys.stdout if out is None else out
@@ -276,13 +272,13 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
 
 def main(opponent: str = "advanced", preset: str = "classic", num_players: int | None = None, seat: int = 0,
          seed: int = 0, deals: int = 0, ascii: bool = False) -> int:
-    """Play Cassino in the terminal against an agent (a bot, ismcts or checkpoint:PATH).
+    """Play Cassino in the terminal against an agent (a bot, pimc or checkpoint:PATH).
 
     Moves are chosen by number or typed as text, e.g. "capture 3C 5H with 8S", "trail 8S", "build 9 with 2C on 7D".
     An illegal move is answered with the rule it breaks. Each deal ends with its score.
 
     Args:
-        opponent: agent spec: random, greedy, beginner, intermediate, advanced, ismcts, ismcts:N, checkpoint:PATH.
+        opponent: agent spec: random, greedy, beginner, intermediate, advanced, pimc, pimc:N, checkpoint:PATH.
         preset: rule preset of RULES.md section 6.
         num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
         seat: your seat; seat 0 moves first.
@@ -290,12 +286,9 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
         deals: stop after this many deals (0: play the whole match).
         ascii: draw cards as 10D rather than 10♦.
     """
-    from agents.registry import AgentSpecError
-    from cassino_env.errors import CassinoError
+    from train.cli import bad_input
 
-    try:
+    with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError: all ValueErrors
         return play_session(opponent, preset, num_players=num_players, seat=seat, seed=seed, deals=deals,
                             ascii_only=ascii)
-    except (AgentSpecError, CassinoError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return failed.code
