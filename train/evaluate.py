@@ -38,325 +38,55 @@ Elo scale, mean 1500, with one virtual drawn match per pair so that a perfect sc
 
 Command line: ``cassino eval --agents random,greedy,advanced --deals 2000`` or
 ``cassino eval --agents checkpoint:runs/x/final.pt,ladder --preset cicera --session-wins 2`` (see :func:`main`).
+
+The parts, each in its own module and re-exported here: the arena that plays the boards (:mod:`train.arena`), the
+statistics (:mod:`train.stats`) and the reports (:mod:`train.report`); this module puts them together
+(:func:`evaluate`) and holds the command line (:func:`main`).
 """
+
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import json as json_module
 import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agents.base import Agent, slice_obs
-from agents.registry import expand_specs
+from agents.base import Agent
+from agents.registry import LADDER, expand_specs
 from cassino_env.rules import RuleSet
-from cassino_env.session import SessionBatch, check_session_wins
+from cassino_env.session import check_session_wins
+from train.arena import (
+    FIRST_GUESS_DEALS_PER_MATCH,
+    MAX_BOARDS,
+    SEED_MAX,
+    SEED_MIN,
+    PairRecord,
+    arrangements,
+    board_seed,
+    check_seed,
+    play_boards,
+    play_pair,
+    seat_agents,
+)
+from train.report import CSV_FIELDS, format_markdown, format_table, save_heatmap, to_csv
+from train.stats import ELO_SCALE, Z95, bradley_terry_elo, openskill_ratings, ratio_interval, wilson_interval
 
-Z95 = 1.959963984540054  # two-sided 95% normal quantile, scipy.stats.norm.ppf(0.975)
-#: Deals a board is guessed to take (all arrangements together, per arrangement) before any has been played.
-FIRST_GUESS_DEALS_PER_MATCH = 4.5
-#: Elo points per natural log-odds unit: P(i beats j) = 1 / (1 + 10 ** ((R_j - R_i) / 400)).
-ELO_SCALE = 400.0 / math.log(10.0)
-#: Evaluation seeds: a board's core seed ``seed * 2**32 + board`` must fit an int64, and the seed also seeds numpy
-#: generators, which take non-negative integers.
-SEED_MIN, SEED_MAX = 0, 2**31 - 1
-#: Boards per seed: board indices fill the low 32 bits of the core seed.
-MAX_BOARDS = 2**32
-
-
-# --- statistics ---------------------------------------------------------------------------------------------------
-
-
-def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion; ``successes`` may be fractional (half-counted ties).
-
-    >>> [round(x, 4) for x in wilson_interval(7, 10)]
-    [0.3968, 0.8922]
-    """
-    if n <= 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+__all__ = [
+    "CSV_FIELDS", "ELO_SCALE", "FIRST_GUESS_DEALS_PER_MATCH", "LADDER", "MAX_BOARDS", "SEED_MAX", "SEED_MIN", "Z95",
+    "PairRecord", "arrangements", "board_seed", "bradley_terry_elo", "check_seed", "evaluate", "expand_specs",
+    "format_markdown", "format_table", "main", "openskill_ratings", "play_boards", "play_pair", "ratio_interval",
+    "save_heatmap", "seat_agents", "summarize_pair", "to_csv", "wilson_interval",
+]
 
 
-def ratio_interval(totals: np.ndarray, counts: np.ndarray, z: float = Z95) -> tuple[float, float, float]:
-    """Mean ``sum(totals) / sum(counts)`` with a 95% interval treating the (total, count) clusters as the
-    independent units (the usual cluster-robust ratio estimator).
-
-    >>> [round(x, 3) for x in ratio_interval(np.array([2.0, 4.0]), np.array([1.0, 1.0]))]
-    [3.0, 1.04, 4.96]
-    """
-    totals = np.asarray(totals, dtype=np.float64)
-    counts = np.asarray(counts, dtype=np.float64)
-    n, d = len(totals), counts.sum()
-    if n == 0 or d <= 0:
-        return (0.0, 0.0, 0.0)
-    mean = float(totals.sum() / d)
-    if n < 2:
-        return (mean, -math.inf, math.inf)
-    resid = totals - mean * counts
-    se = math.sqrt(float((resid ** 2).sum()) * n / (n - 1)) / float(d)
-    return (mean, mean - z * se, mean + z * se)
-
-
-def bradley_terry_elo(wins: np.ndarray, virtual_draws: float = 0.5, mean: float = 1500.0) -> np.ndarray:
-    """Bradley-Terry ratings on the Elo scale from a win matrix (``wins[i, j]``: matches i won against j).
-
-    Maximum likelihood by ``scipy.optimize.minimize``; ``virtual_draws`` half-wins are added each way to every
-    pair that played, so that an agent that won every match gets a finite rating. Ratings average ``mean``.
-
-    >>> r = bradley_terry_elo(np.array([[0, 3], [1, 0]]), virtual_draws=0)
-    >>> round(float(r[0] - r[1]), 2)  # 400 log10(3)
-    190.85
-    """
-    from scipy.optimize import minimize
-
-    w = np.asarray(wins, dtype=np.float64).copy()
-    n = w.shape[0]
-    played = (w + w.T) > 0
-    w = w + virtual_draws * played
-    if n < 2:
-        return np.full(n, mean)
-
-    def nll(x: np.ndarray) -> tuple[float, np.ndarray]:
-        r = np.concatenate([[0.0], x])
-        d = r[:, None] - r[None, :]
-        # -sum w_ij log sigmoid(r_i - r_j)
-        loss = float((w * np.logaddexp(0.0, -d)).sum())
-        g_mat = w * (1.0 / (1.0 + np.exp(d)))  # d(-log sig(d))/dd = -sigmoid(-d)
-        grad = -g_mat.sum(axis=1) + g_mat.sum(axis=0)
-        return loss, grad[1:]
-
-    res = minimize(nll, np.zeros(n - 1), jac=True, method="L-BFGS-B")
-    r = np.concatenate([[0.0], res.x]) * ELO_SCALE
-    return r - r.mean() + mean
-
-
-def openskill_ratings(names: Sequence[str], results: Sequence[tuple[int, int]]) -> dict[str, dict[str, float]]:
-    """OpenSkill Plackett-Luce ratings from ``(winner, loser)`` agent indices, applied in the given order.
-
-    Returns ``{name: {"mu", "sigma", "ordinal"}}`` (ordinal = mu - 3 sigma).
-    """
-    from openskill.models import PlackettLuce
-
-    model = PlackettLuce()
-    ratings = [model.rating(name=n) for n in names]
-    for win, lose in results:
-        [[a], [b]] = model.rate([[ratings[win]], [ratings[lose]]])
-        ratings[win], ratings[lose] = a, b
-    return {n: {"mu": r.mu, "sigma": r.sigma, "ordinal": r.ordinal()} for n, r in zip(names, ratings, strict=True)}
-
-
-# --- playing a pair -----------------------------------------------------------------------------------------------
-
-
-def arrangements(rules: RuleSet) -> list[tuple[int, ...]]:
-    """Seat arrangements of a pair: per side, 0 for agent A or 1 for agent B; every assignment using both.
-
-    >>> from cassino_env.rules import make_rules
-    >>> arrangements(make_rules("classic", 2)), len(arrangements(make_rules("classic", 3)))
-    ([(0, 1), (1, 0)], 6)
-    >>> arrangements(make_rules("classic", 4))  # partnerships 0+2 and 1+3
-    [(0, 1), (1, 0)]
-    """
-    S = rules.num_sides
-    return [a for a in itertools.product((0, 1), repeat=S) if 0 < sum(a) < S]
-
-
-def seat_agents(rules: RuleSet) -> np.ndarray:
-    """int64[arrangements, P]: the agent (0 A, 1 B) in each seat, per arrangement; a side's seats share an agent.
-
-    >>> from cassino_env.rules import make_rules
-    >>> seat_agents(make_rules("cicera", 4)).tolist()  # partners 0+2 and 1+3 are the same agent
-    [[0, 1, 0, 1], [1, 0, 1, 0]]
-    """
-    arr = np.array(arrangements(rules), dtype=np.int64)
-    return arr[:, np.arange(rules.num_players) % rules.num_sides]
-
-
-def check_seed(seed: int) -> int:
-    """``seed`` as an int if it is a valid evaluation seed (:data:`SEED_MIN` .. :data:`SEED_MAX`).
-
-    >>> check_seed(2**31)
-    Traceback (most recent call last):
-    ...
-    ValueError: seed 2147483648 is out of range: evaluation seeds are 0..2147483647 (...)
-    """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
-    if not SEED_MIN <= int(seed) <= SEED_MAX:
-        raise ValueError(f"seed {seed} is out of range: evaluation seeds are {SEED_MIN}..{SEED_MAX} (board b of seed "
-                         "s is the core seed s * 2**32 + b, an int64)")
-    return int(seed)
-
-
-def board_seed(seed: int, board: int) -> int:
-    """Core seed of board ``board`` of an evaluation seeded ``seed`` (the same for every pair).
-
-    >>> board_seed(1, 5), board_seed(2**31 - 1, 2**32 - 1) == 2**63 - 1
-    (4294967301, True)
-
-    Raises:
-        ValueError: a seed out of :func:`check_seed`'s range or a board outside ``0 .. 2**32 - 1``.
-    """
-    if not 0 <= int(board) < MAX_BOARDS:
-        raise ValueError(f"board {board} is out of range 0..{MAX_BOARDS - 1} (a board fills the low 32 bits of its "
-                         "core seed)")
-    return (check_seed(seed) << 32) + int(board)
-
-
-@dataclass
-class PairRecord:
-    """Raw results of one pair, one entry per board (all its arrangements)."""
-
-    match_wins_a: list[int] = field(default_factory=list)  # matches A won on the board
-    matches: list[int] = field(default_factory=list)  # matches played on the board (= arrangements)
-    deals: list[int] = field(default_factory=list)  # deals played on the board
-    deal_wins_a: list[float] = field(default_factory=list)  # deals A won (ties at the top split)
-    margin_a: list[float] = field(default_factory=list)  # sum over deals of A's points minus B's
-    results: list[tuple[int, int, int]] = field(default_factory=list)  # per match, in order: (board, arrangement,
-    # winner 0 A / 1 B)
-    sessions: list[int] = field(default_factory=list)  # sessions played on the board (= arrangements)
-    session_wins_a: list[int] = field(default_factory=list)  # sessions A won on the board
-    seconds: float = 0.0
-
-
-def _check_actions(actions: np.ndarray, obs: dict[str, Any], rows: np.ndarray, name: str) -> None:
-    a = np.asarray(actions)
-    if a.shape != rows.shape:
-        raise RuntimeError(f"agent {name!r} returned {a.shape} actions for {rows.size} games")
-    mask = obs["action_mask"][rows]
-    ok = (a >= 0) & (a < mask.shape[1])
-    ok[ok] = mask[np.flatnonzero(ok), a[ok]] != 0
-    if not ok.all():
-        g = int(rows[np.flatnonzero(~ok)[0]])
-        raise RuntimeError(f"agent {name!r} played an illegal move index in game {g}")
-
-
-def play_boards(agent_a: Agent, agent_b: Agent, rules: RuleSet, seed: int, first_board: int, num_boards: int,
-                rng: np.random.Generator, record: PairRecord, progress: Any = None, check_legal: bool = True,
-                session_wins: int = 1) -> int:
-    """Play boards ``first_board .. first_board + num_boards - 1`` of a pair in every arrangement, in one batch,
-    and append them to ``record``; returns the deals played.
-
-    Each game plays one session from its board's seed: matches 0, 1, … until a side has won ``session_wins`` of
-    them (one match when it is 1); a finished game steps on with greedy moves (its results are no longer counted;
-    greedy keeps the table small, where always trailing would grow it until move generation slows down) until the
-    batch is done. ``progress``: an object with ``update(deals)`` (a tqdm bar), or None.
-    """
-    from agents.bots import make_bot
-    from cassino_env import core
-    from cassino_env.vector import CassinoVectorEnv
-
-    filler = make_bot("greedy", rules)
-
-    arr = arrangements(rules)
-    A, S = len(arr), rules.num_sides
-    G = num_boards * A
-    seeds = np.repeat([board_seed(seed, first_board + i) for i in range(num_boards)], A).astype(np.int64)
-    side_agent = np.tile(np.array(arr, dtype=np.int64), (num_boards, 1))  # [G, S]: 0 = A, 1 = B
-    seat_agent = np.tile(seat_agents(rules), (num_boards, 1))  # [G, P]
-    env = CassinoVectorEnv(G, rules, episode="match", reward="win", with_view=True)
-    # Boards repeat their seed across arrangements: start every game from its own seed (reset seeds them seed + b).
-    env.state = core.init(rules, seeds, max_moves=env.max_moves, prune=env.prune)
-    obs = env.observe()
-    active = np.ones(G, dtype=bool)
-    n_deals = np.zeros(G, dtype=np.int64)
-    deal_wins = np.zeros(G, dtype=np.float64)
-    margin = np.zeros(G, dtype=np.float64)
-    match_wins_a = np.zeros(G, dtype=np.int64)
-    matches = np.zeros(G, dtype=np.int64)
-    results: list[list[int]] = [[] for _ in range(G)]  # per game: the winning agent (0 A / 1 B) of each match
-    sessions = SessionBatch(G, S, session_wins)
-    is_a = side_agent == 0  # [G, S]
-    n_a = is_a.sum(axis=1)
-    n_b = S - n_a
-    agents = (agent_a, agent_b)
-    gidx = np.arange(G)
-    while active.any():
-        who = seat_agent[gidx, np.maximum(obs["current_player"].astype(np.int64), 0)]
-        actions = np.zeros(G, dtype=np.int64)
-        for k, agent in enumerate(agents):
-            rows = np.flatnonzero(active & (who == k))
-            if rows.size:
-                act = np.asarray(agent.act(slice_obs(obs, rows), rng), dtype=np.int64)
-                if check_legal:
-                    _check_actions(act, obs, rows, getattr(agent, "name", str(k)))
-                actions[rows] = act
-        idle = np.flatnonzero(~active)
-        if idle.size:
-            actions[idle] = filler.act(slice_obs(obs, idle), rng)
-        obs, _, _, _, info = env.step(actions)
-        res = info["result"]
-        done = res.deal_done & active
-        if done.any():
-            tot = res.deal_totals[done].astype(np.float64)  # [d, S]
-            ia = is_a[done]
-            a_pts = np.where(ia, tot, 0.0).sum(axis=1) / n_a[done]
-            b_pts = np.where(~ia, tot, 0.0).sum(axis=1) / n_b[done]
-            top = tot == tot.max(axis=1, keepdims=True)
-            deal_wins[done] += (top & ia).sum(axis=1) / top.sum(axis=1)
-            margin[done] += a_pts - b_pts
-            n_deals[done] += 1
-            if progress is not None:
-                progress.update(int(done.sum()))
-        ended = res.match_done & active
-        if ended.any():
-            rows = np.flatnonzero(ended)
-            side = res.match_winner[rows].astype(np.int64)
-            agent_won = side_agent[rows, side]
-            match_wins_a[rows] += agent_won == 0
-            matches[rows] += 1
-            for g, w in zip(rows.tolist(), agent_won.tolist(), strict=True):
-                results[g].append(w)
-            sessions.record(rows, side)
-            active[rows[sessions.done[rows]]] = False
-    session_winner = side_agent[gidx, sessions.winner]  # 0 A / 1 B
-    for i in range(num_boards):
-        sl = slice(i * A, (i + 1) * A)
-        record.match_wins_a.append(int(match_wins_a[sl].sum()))
-        record.matches.append(int(matches[sl].sum()))
-        record.deals.append(int(n_deals[sl].sum()))
-        record.deal_wins_a.append(float(deal_wins[sl].sum()))
-        record.margin_a.append(float(margin[sl].sum()))
-        record.sessions.append(A)
-        record.session_wins_a.append(int((session_winner[sl] == 0).sum()))
-        for a in range(A):
-            record.results.extend((first_board + i, a, w) for w in results[i * A + a])
-    return int(n_deals.sum())
-
-
-def play_pair(agent_a: Agent, agent_b: Agent, rules: RuleSet, deals: int, seed: int, rng: np.random.Generator,
-              batch_games: int = 1024, progress: Any = None, session_wins: int = 1) -> PairRecord:
-    """Play boards in waves until the pair has played at least ``deals`` deals (see the module docstring)."""
-    A = len(arrangements(rules))
-    record = PairRecord()
-    t0 = time.perf_counter()
-    played, boards = 0, 0
-    max_boards = max(1, batch_games // A)
-    # a first guess of the matches per session: between N (a whitewash) and max_matches(N)
-    first_guess = FIRST_GUESS_DEALS_PER_MATCH * (1.5 * session_wins - 0.5)
-    while played < deals:
-        per_board = played / boards if boards else A * first_guess
-        nb = int(min(max(math.ceil((deals - played) / per_board), 1), max_boards))
-        board_seed(seed, boards + nb - 1)  # the whole wave's boards are in range (raises a clear error if not)
-        played += play_boards(agent_a, agent_b, rules, seed, boards, nb, rng, record, progress=progress,
-                              session_wins=session_wins)
-        boards += nb
-    record.seconds = time.perf_counter() - t0
-    return record
+# --- the whole evaluation: every pair in the arena, summarised --------------------------------------------------------
 
 
 def summarize_pair(name_a: str, name_b: str, rec: PairRecord) -> dict[str, Any]:
@@ -382,9 +112,6 @@ def summarize_pair(name_a: str, name_b: str, rec: PairRecord) -> dict[str, Any]:
         "sessions": sessions, "session_wins_a": swins, "session_win_rate_a": swins / sessions if sessions else 0.0,
         "session_ci_low": s_lo, "session_ci_high": s_hi,
     }
-
-
-# --- the whole evaluation -----------------------------------------------------------------------------------------
 
 
 def _unique_names(names: Sequence[str]) -> list[str]:
@@ -491,114 +218,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     }
 
 
-# --- reports ------------------------------------------------------------------------------------------------------
-
-
-def _margin(e: dict[str, Any], fmt: str = "{:+.2f}", sep: str = ", ") -> str:
-    lo, hi = e["margin_ci_low"], e["margin_ci_high"]
-    ci = "n/a" if lo is None or hi is None else fmt.format(lo) + sep + fmt.format(hi)
-    return f"{fmt.format(e['mean_margin_a'])} [{ci}]"
-
-
-def _format(report: dict[str, Any]) -> str:
-    """The format line: matches to the target, sessions when N > 1."""
-    n = report.get("session_wins", 1)
-    target = f" to {report['target']}" if "target" in report else ""
-    return f"matches{target}" + (f", sessions of first to {n} match wins" if n > 1 else "")
-
-
-def format_table(report: dict[str, Any]) -> str:
-    """The report as plain-text tables (pairs, then ratings), for the terminal; with sessions (``session_wins``
-    above 1) the pair table gains the session columns."""
-    sessions = report.get("session_wins", 1) > 1
-    lines = [f"{report['rules']} ({report['num_players']} players), {_format(report)}, seed {report['seed']}, "
-             f"at least {report['deals']} deals per pair, {report['seconds']:.1f} s "
-             f"({report['deals_per_minute']:,.0f} deals/min)", ""]
-    wa = max(8, *(len(e["a"]) for e in report["pairs"]))
-    wb = max(8, *(len(e["b"]) for e in report["pairs"]))
-    s_head = f"{'sessions':>8}  {'session win A [95% CI]':<23}  " if sessions else ""
-    head = (f"{'A':<{wa}}  {'B':<{wb}}  {s_head}{'matches':>7}  {'match win A [95% CI]':<23}  {'deals':>6}  "
-            f"{'deal win A [95% CI]':<23}  margin A per deal [95% CI]")
-    lines += [head, "-" * len(head)]
-    for e in report["pairs"]:
-        match = f"{e['match_win_rate_a']:6.1%} [{e['match_ci_low']:.1%}, {e['match_ci_high']:.1%}]"
-        deal = f"{e['deal_win_rate_a']:6.1%} [{e['deal_ci_low']:.1%}, {e['deal_ci_high']:.1%}]"
-        sess = ""
-        if sessions:
-            sess = f"{e['session_win_rate_a']:6.1%} [{e['session_ci_low']:.1%}, {e['session_ci_high']:.1%}]"
-            sess = f"{e['sessions']:>8}  {sess:<23}  "
-        lines.append(f"{e['a']:<{wa}}  {e['b']:<{wb}}  {sess}{e['matches']:>7}  {match:<23}  {e['deals']:>6}  "
-                     f"{deal:<23}  {_margin(e)}")
-    wn = max(8, *(len(n) for n in report["agents"]))
-    lines += ["", f"{'agent':<{wn}}  {'Elo (BT)':>8}  {'OpenSkill mu':>12}  {'sigma':>5}", "-" * (wn + 33)]
-    for n in sorted(report["agents"], key=lambda n: -report["ratings"][n]):
-        sk = report["openskill"][n]
-        lines.append(f"{n:<{wn}}  {report['ratings'][n]:>8.0f}  {sk['mu']:>12.2f}  {sk['sigma']:>5.2f}")
-    return "\n".join(lines)
-
-
-def format_markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown tables (README-ready)."""
-    sessions = report.get("session_wins", 1) > 1
-    lines = [f"{report['rules']}, {report['num_players']} players, {_format(report)}, seed {report['seed']}, at "
-             f"least {report['deals']} deals per pair (duplicate: seats swapped on the same deals).", "",
-             "| A | B | " + ("sessions | session win A (95% CI) | " if sessions else "")
-             + "matches | match win A (95% CI) | deals | deal win A (95% CI) | margin A per deal (95% CI) |",
-             "|---|---|" + ("---:|---|" if sessions else "") + "---:|---|---:|---|---|"]
-    for e in report["pairs"]:
-        sess = (f"{e['sessions']} | {e['session_win_rate_a']:.1%} ({e['session_ci_low']:.1%}–"
-                f"{e['session_ci_high']:.1%}) | ") if sessions else ""
-        lines.append(f"| {e['a']} | {e['b']} | {sess}{e['matches']} | {e['match_win_rate_a']:.1%} "
-                     f"({e['match_ci_low']:.1%}–{e['match_ci_high']:.1%}) | {e['deals']} | "
-                     f"{e['deal_win_rate_a']:.1%} ({e['deal_ci_low']:.1%}–{e['deal_ci_high']:.1%}) | "
-                     f"{_margin(e, sep=' to ').replace('[', '(').replace(']', ')')} |")
-    lines += ["", "| agent | Elo (Bradley–Terry) | OpenSkill μ ± σ |", "|---|---:|---|"]
-    for n in sorted(report["agents"], key=lambda n: -report["ratings"][n]):
-        sk = report["openskill"][n]
-        lines.append(f"| {n} | {report['ratings'][n]:.0f} | {sk['mu']:.2f} ± {sk['sigma']:.2f} |")
-    return "\n".join(lines)
-
-
-CSV_FIELDS = ("a", "b", "boards", "matches", "match_wins_a", "match_win_rate_a", "match_ci_low", "match_ci_high",
-              "deals", "deal_wins_a", "deal_win_rate_a", "deal_ci_low", "deal_ci_high", "mean_margin_a",
-              "margin_ci_low", "margin_ci_high", "sessions", "session_wins_a", "session_win_rate_a", "session_ci_low",
-              "session_ci_high", "seconds", "deals_per_minute")
-
-
-def to_csv(report: dict[str, Any]) -> str:
-    """One CSV row per pair (columns :data:`CSV_FIELDS`)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for e in report["pairs"]:
-        w.writerow(e)
-    return buf.getvalue()
-
-
-def save_heatmap(report: dict[str, Any], path: Path) -> None:
-    """A PNG heatmap of the match win matrix: row agent's match win rate against the column agent."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = report["agents"]
-    n = len(names)
-    m = np.array([[np.nan if x is None else x for x in row] for row in report["win_matrix"]], dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(1.2 * n + 2.5, 1.0 * n + 1.8))
-    im = ax.imshow(m, vmin=0.0, vmax=1.0, cmap="RdBu")
-    ax.set_xticks(range(n), names, rotation=35, ha="right")
-    ax.set_yticks(range(n), names)
-    for i in range(n):
-        for j in range(n):
-            if not np.isnan(m[i, j]):
-                ax.text(j, i, f"{m[i, j]:.0%}", ha="center", va="center",
-                        color="white" if abs(m[i, j] - 0.5) > 0.3 else "black", fontsize=9)
-    ax.set_title(f"match win rate, row vs column ({report['rules']}, {report['num_players']} players)")
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+# --- command line -----------------------------------------------------------------------------------------------------
 
 
 def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: int | None = None, seed: int = 0,

@@ -1,0 +1,119 @@
+"""Reports of an evaluation (the dict :func:`train.evaluate.evaluate` returns): terminal tables, Markdown, CSV and a
+heatmap PNG of the match win matrix.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _margin(e: dict[str, Any], fmt: str = "{:+.2f}", sep: str = ", ") -> str:
+    lo, hi = e["margin_ci_low"], e["margin_ci_high"]
+    ci = "n/a" if lo is None or hi is None else fmt.format(lo) + sep + fmt.format(hi)
+    return f"{fmt.format(e['mean_margin_a'])} [{ci}]"
+
+
+def _format(report: dict[str, Any]) -> str:
+    """The format line: matches to the target, sessions when N > 1."""
+    n = report.get("session_wins", 1)
+    target = f" to {report['target']}" if "target" in report else ""
+    return f"matches{target}" + (f", sessions of first to {n} match wins" if n > 1 else "")
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The report as plain-text tables (pairs, then ratings), for the terminal; with sessions (``session_wins``
+    above 1) the pair table gains the session columns."""
+    sessions = report.get("session_wins", 1) > 1
+    lines = [f"{report['rules']} ({report['num_players']} players), {_format(report)}, seed {report['seed']}, "
+             f"at least {report['deals']} deals per pair, {report['seconds']:.1f} s "
+             f"({report['deals_per_minute']:,.0f} deals/min)", ""]
+    wa = max(8, *(len(e["a"]) for e in report["pairs"]))
+    wb = max(8, *(len(e["b"]) for e in report["pairs"]))
+    s_head = f"{'sessions':>8}  {'session win A [95% CI]':<23}  " if sessions else ""
+    head = (f"{'A':<{wa}}  {'B':<{wb}}  {s_head}{'matches':>7}  {'match win A [95% CI]':<23}  {'deals':>6}  "
+            f"{'deal win A [95% CI]':<23}  margin A per deal [95% CI]")
+    lines += [head, "-" * len(head)]
+    for e in report["pairs"]:
+        match = f"{e['match_win_rate_a']:6.1%} [{e['match_ci_low']:.1%}, {e['match_ci_high']:.1%}]"
+        deal = f"{e['deal_win_rate_a']:6.1%} [{e['deal_ci_low']:.1%}, {e['deal_ci_high']:.1%}]"
+        sess = ""
+        if sessions:
+            sess = f"{e['session_win_rate_a']:6.1%} [{e['session_ci_low']:.1%}, {e['session_ci_high']:.1%}]"
+            sess = f"{e['sessions']:>8}  {sess:<23}  "
+        lines.append(f"{e['a']:<{wa}}  {e['b']:<{wb}}  {sess}{e['matches']:>7}  {match:<23}  {e['deals']:>6}  "
+                     f"{deal:<23}  {_margin(e)}")
+    wn = max(8, *(len(n) for n in report["agents"]))
+    lines += ["", f"{'agent':<{wn}}  {'Elo (BT)':>8}  {'OpenSkill mu':>12}  {'sigma':>5}", "-" * (wn + 33)]
+    for n in sorted(report["agents"], key=lambda n: -report["ratings"][n]):
+        sk = report["openskill"][n]
+        lines.append(f"{n:<{wn}}  {report['ratings'][n]:>8.0f}  {sk['mu']:>12.2f}  {sk['sigma']:>5.2f}")
+    return "\n".join(lines)
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown tables (README-ready)."""
+    sessions = report.get("session_wins", 1) > 1
+    lines = [f"{report['rules']}, {report['num_players']} players, {_format(report)}, seed {report['seed']}, at "
+             f"least {report['deals']} deals per pair (duplicate: seats swapped on the same deals).", "",
+             "| A | B | " + ("sessions | session win A (95% CI) | " if sessions else "")
+             + "matches | match win A (95% CI) | deals | deal win A (95% CI) | margin A per deal (95% CI) |",
+             "|---|---|" + ("---:|---|" if sessions else "") + "---:|---|---:|---|---|"]
+    for e in report["pairs"]:
+        sess = (f"{e['sessions']} | {e['session_win_rate_a']:.1%} ({e['session_ci_low']:.1%}–"
+                f"{e['session_ci_high']:.1%}) | ") if sessions else ""
+        lines.append(f"| {e['a']} | {e['b']} | {sess}{e['matches']} | {e['match_win_rate_a']:.1%} "
+                     f"({e['match_ci_low']:.1%}–{e['match_ci_high']:.1%}) | {e['deals']} | "
+                     f"{e['deal_win_rate_a']:.1%} ({e['deal_ci_low']:.1%}–{e['deal_ci_high']:.1%}) | "
+                     f"{_margin(e, sep=' to ').replace('[', '(').replace(']', ')')} |")
+    lines += ["", "| agent | Elo (Bradley–Terry) | OpenSkill μ ± σ |", "|---|---:|---|"]
+    for n in sorted(report["agents"], key=lambda n: -report["ratings"][n]):
+        sk = report["openskill"][n]
+        lines.append(f"| {n} | {report['ratings'][n]:.0f} | {sk['mu']:.2f} ± {sk['sigma']:.2f} |")
+    return "\n".join(lines)
+
+
+CSV_FIELDS = ("a", "b", "boards", "matches", "match_wins_a", "match_win_rate_a", "match_ci_low", "match_ci_high",
+              "deals", "deal_wins_a", "deal_win_rate_a", "deal_ci_low", "deal_ci_high", "mean_margin_a",
+              "margin_ci_low", "margin_ci_high", "sessions", "session_wins_a", "session_win_rate_a", "session_ci_low",
+              "session_ci_high", "seconds", "deals_per_minute")
+
+
+def to_csv(report: dict[str, Any]) -> str:
+    """One CSV row per pair (columns :data:`CSV_FIELDS`)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for e in report["pairs"]:
+        w.writerow(e)
+    return buf.getvalue()
+
+
+def save_heatmap(report: dict[str, Any], path: Path) -> None:
+    """A PNG heatmap of the match win matrix: row agent's match win rate against the column agent."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = report["agents"]
+    n = len(names)
+    m = np.array([[np.nan if x is None else x for x in row] for row in report["win_matrix"]], dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(1.2 * n + 2.5, 1.0 * n + 1.8))
+    im = ax.imshow(m, vmin=0.0, vmax=1.0, cmap="RdBu")
+    ax.set_xticks(range(n), names, rotation=35, ha="right")
+    ax.set_yticks(range(n), names)
+    for i in range(n):
+        for j in range(n):
+            if not np.isnan(m[i, j]):
+                ax.text(j, i, f"{m[i, j]:.0%}", ha="center", va="center",
+                        color="white" if abs(m[i, j] - 0.5) > 0.3 else "black", fontsize=9)
+    ax.set_title(f"match win rate, row vs column ({report['rules']}, {report['num_players']} players)")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
