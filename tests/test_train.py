@@ -14,22 +14,18 @@ import yaml
 pytest.importorskip("torch")
 
 from train import cli  # noqa: E402
+from train.arena import evaluate_deals  # noqa: E402
+from train.config import CONFIGS_DIR, DEFAULT_CONFIG, ConfigError, args_to_dict, preset_config  # noqa: E402
 from train.plot import load_scalars, plot_run  # noqa: E402
 from train.ppo_selfplay import (  # noqa: E402
-    CONFIGS_DIR,
-    DEFAULT_CONFIG,
     POOL,
     SELF,
     Args,
-    ConfigError,
     SeatCredit,
     TrainOptions,
-    args_to_dict,
     compute_gae,
-    evaluate_deals,
     load_config,
     make_args,
-    preset_config,
     resolve_args,
     rotate_learner_side,
     split_games,
@@ -115,13 +111,49 @@ def test_every_preset_has_a_config_the_trainer_loads() -> None:
     assert make_args(load_config(CONFIGS_DIR / "ppo_cicera.yaml")).num_players == 4
 
 
-def test_default_config_mirrors_args() -> None:
-    """configs/ppo_classic.yaml holds every Args field, at the built-in default; every ppo config holds them all."""
-    assert load_config(DEFAULT_CONFIG) == args_to_dict(Args())
-    fields = set(args_to_dict(Args()))
-    for path in sorted(CONFIGS_DIR.glob("ppo_*.yaml")):
-        assert set(load_config(path)) == fields, path.name
-        make_args(load_config(path))
+@pytest.mark.parametrize("path", sorted(CONFIGS_DIR.glob("ppo_*.yaml")), ids=lambda p: p.name)
+def test_configs_hold_only_what_differs_from_args(path: Path) -> None:
+    """Args is the only source of the defaults: a config sets only fields of Args, each to a value that differs from
+    its default (so the files cannot drift from the code), and says why in a comment above or beside it."""
+    from agents.registry import expand_specs
+
+    defaults = args_to_dict(Args())
+    values = load_config(path)  # unknown fields are an error
+    got = args_to_dict(make_args(values))
+    for name in values:
+        want, have = defaults[name], got[name]
+        if name in ("eval_opponents", "final_eval_opponents"):  # "ladder" is the default's bots by another name
+            want, have = expand_specs(want), expand_specs(have)
+        assert have != want, f"{path.name}: {name} is Args' default {want!r}; leave it out"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    is_field = [bool(line) and not line.startswith((" ", "#")) for line in lines]
+    for i, line in enumerate(lines):
+        if is_field[i]:  # commented beside it, or above it or above the run of fields it belongs to (hidden, embed)
+            j = i - 1
+            while j >= 0 and is_field[j]:
+                j -= 1
+            assert "#" in line or (j >= 0 and lines[j].startswith("#")), f"{path.name}: {line} has no comment"
+
+
+def test_the_default_run_is_args_defaults() -> None:
+    """``cassino train`` without --config reads configs/ppo_classic.yaml, which sets nothing: the run is Args()."""
+    assert load_config(DEFAULT_CONFIG) == {}
+    assert resolve_args(TrainOptions()) == Args()
+    assert resolve_args(TrainOptions(preset="classic")) == Args()
+
+
+def test_opponent_lists_may_say_ladder(tmp_path: Path) -> None:
+    """``ladder`` in eval_opponents (a YAML list, a bare word or a flag) stands for every bot of the ladder."""
+    from agents.registry import LADDER
+
+    assert Args().eval_opponents == Args().final_eval_opponents == LADDER
+    assert make_args({"eval_opponents": "ladder"}).eval_opponents == ("ladder",)
+    assert make_args({"eval_opponents": ["ladder"]}).eval_opponents == ("ladder",)
+    train(Args(threads=1, run_dir=str(tmp_path), total_timesteps=768, num_envs=16, hidden=8, embed=4,
+               num_minibatches=1, update_epochs=1, eval_every=0, eval_deals=1, eval_opponents=("ladder",),
+               checkpoint_every=0, final_eval_deals=0, progress_every_s=1e9, max_train_seconds=0.0))
+    scalars = load_scalars(tmp_path)
+    assert {f"eval/winrate_vs_{bot}" for bot in LADDER} <= set(scalars)
 
 
 def test_command_line_options_override_the_config_file(tmp_path: Path) -> None:

@@ -10,10 +10,11 @@ Usage::
     cassino train --resume runs/RUN/checkpoints/latest.pt   # continue a run where it stopped
     tensorboard --logdir runs                       # curves; `cassino plot RUN_DIR` draws them to a PNG
 
-Options come from :class:`Args` (one documented field each); ``--config FILE`` reads a YAML file that mirrors
-:class:`Args` field for field (``configs/ppo_classic.yaml`` is the default; ``--preset P`` without ``--config``
-reads ``configs/ppo_P.yaml``: every preset has one), and every option given on the command line overrides the
-file. Runs are written to ``runs/{preset}__{exp_name}__{seed}__{unix time}`` unless
+Options come from :class:`Args` (one documented field each), whose defaults are the only built-in values;
+``--config FILE`` reads a YAML file of the fields that differ from them (``configs/ppo_classic.yaml`` is the
+default; ``--preset P`` without ``--config`` reads ``configs/ppo_P.yaml``: every preset has one), and every option
+given on the command line overrides the file (:mod:`train.config`). Runs are written to
+``runs/{preset}__{exp_name}__{seed}__{unix time}`` unless
 ``--run-dir`` names the folder: TensorBoard event files, ``config.yaml`` and ``checkpoints/`` (``step_N.pt`` every
 ``checkpoint_every`` env steps, ``final.pt`` at the end, ``latest.pt`` a copy of the newest; format in
 :mod:`agents.ppo_agent`).
@@ -46,7 +47,8 @@ seat of it, rotating by deal, and only its moves are trained on; with partnershi
 learner too, never the opponent). The **pool** holds snapshots of past weights: the initial weights, then
 a copy every ``snapshot_every`` env steps; it keeps the newest ``pool_size`` (oldest dropped) and at each iteration
 one snapshot, drawn uniformly, plays the pool games. **Bots** (``agents.registry.make_agent`` specs, e.g. ``greedy``)
-play the bot games at ``bot_rates``.
+play the bot games at ``bot_rates``. In the lists of bots to evaluate against, ``ladder`` stands for
+``agents.registry.LADDER``.
 
 TensorBoard scalars
 -------------------
@@ -56,20 +58,17 @@ TensorBoard scalars
 ``losses/explained_variance``; the time split ``time/env_s`` (stepping the games), ``time/inference_s`` (choosing
 moves: the network and the bots), ``time/update_s`` (the PPO update), seconds per iteration, and
 ``time/env_fraction``, ``time/update_fraction``; at the start, every ``eval_every`` env steps and at the end,
-``eval/winrate_vs_<bot>`` and ``eval/points_vs_<bot>`` (duplicate deals, see :func:`evaluate_deals`) and
-``time/eval_s``; the hyperparameters as a text table.
+``eval/winrate_vs_<bot>`` and ``eval/points_vs_<bot>`` (duplicate deals in the arena of ``cassino eval``, see
+:func:`train.arena.evaluate_deals`) and ``time/eval_s``; the hyperparameters as a text table.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
 import json
 import os
 import shutil
 import sys
-import textwrap
 import time
 import typing
 from dataclasses import dataclass, field
@@ -87,14 +86,16 @@ import torch  # noqa: E402
 import tyro  # noqa: E402
 import yaml  # noqa: E402
 
-#: The default config file (mirrors :class:`Args`).
-CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
-DEFAULT_CONFIG = CONFIGS_DIR / "ppo_classic.yaml"
+from agents.registry import LADDER, expand_specs  # noqa: E402
+from train import config  # noqa: E402
+from train.arena import evaluate_deals  # noqa: E402
+from train.config import CONFIGS_DIR, ConfigError, args_to_dict  # noqa: E402,F401 (CONFIGS_DIR: re-exported)
 
 
 @dataclass
 class Args:
-    """Self-play PPO options (``configs/ppo_classic.yaml`` mirrors these fields one to one)."""
+    """Self-play PPO options. These defaults are the only built-in values (the default run, classic rules);
+    ``configs/ppo_<preset>.yaml`` hold just the fields that differ from them."""
 
     # --- experiment -------------------------------------------------------------------------------------------------
     exp_name: str = "ppo_selfplay"
@@ -184,123 +185,37 @@ class Args:
     """env steps between evaluations against eval_opponents (0: only at the end)"""
     eval_deals: int = 200
     """duplicate deals per evaluation and opponent (each played once from every seat)"""
-    eval_opponents: tuple[str, ...] = ("random", "greedy", "beginner", "intermediate", "advanced")
-    """bots evaluated against during training, logged as eval/winrate_vs_<bot>"""
+    eval_opponents: tuple[str, ...] = LADDER
+    """bots evaluated against during training (agents.registry specs; ladder: the bot ladder), logged as
+    eval/winrate_vs_<bot>"""
     checkpoint_every: int = 1_000_000
     """env steps between checkpoints (checkpoints/step_N.pt, copied to latest.pt; 0: only final.pt)"""
     final_eval_deals: int = 2000
     """deal budget per opponent of the head-to-head evaluation after training (whole matches, seats swapped; 0: skip)"""
-    final_eval_opponents: tuple[str, ...] = ("random", "greedy", "beginner", "intermediate", "advanced")
-    """the bot ladder the final checkpoint is evaluated against"""
+    final_eval_opponents: tuple[str, ...] = LADDER
+    """the bots the final checkpoint is evaluated against (ladder: the bot ladder)"""
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Configs: YAML files mirror Args; the command line overrides the file.
+# Options: a YAML config holds the fields that differ from Args' defaults; the command line overrides it
+# (train/config.py)
 # ----------------------------------------------------------------------------------------------------------------------
-class ConfigError(ValueError):
-    """A bad config file or option (the message names the file and field)."""
-
-
-def _field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (what tyro shows as help)."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    docs = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs
+TrainOptions = config.options_type(Args)
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config (a mapping of :class:`Args` fields); unknown fields are an error.
-
-    Raises:
-        ConfigError: naming the file and the problem.
-    """
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    data = {} if data is None else data
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config must be a mapping of Args fields")
-    known = {f.name for f in dataclasses.fields(Args)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{path}: unknown field {unknown[0]!r} (fields are those of train.ppo_selfplay.Args)")
-    return data
+    """The :class:`Args` fields of a YAML config (:func:`train.config.load_config`)."""
+    return config.load_config(Args, path)
 
 
 def make_args(values: dict[str, Any]) -> Args:
-    """Args from a dict of field values (YAML lists become tuples where the field is a tuple)."""
-    hints = typing.get_type_hints(Args)
-    out = {}
-    for k, v in values.items():
-        if typing.get_origin(hints[k]) is tuple and isinstance(v, list):
-            v = tuple(v)
-        out[k] = v
-    return Args(**out)
-
-
-def args_to_dict(args: Args) -> dict[str, Any]:
-    """Plain dict of the fields (tuples as lists): YAML, TensorBoard and checkpoint friendly."""
-    return {k: (list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v)
-            for k, v in dataclasses.asdict(args).items()}
-
-
-_METAVARS = {int: "INT", float: "FLOAT", str: "STR", bool: "{True,False}"}
-
-
-def _options_type() -> type:
-    """The command-line options: every Args field made optional, default None (= not given), plus --config,
-    so that a flag given on the command line always overrides the config file, even at its default value."""
-    hints = typing.get_type_hints(Args)
-    docs = _field_docs(Args)
-    defaults = args_to_dict(Args())
-    fields: list[Any] = [("config", Annotated[Path | None, tyro.conf.arg(
-        help="YAML file mirroring these options; options given here override it", metavar="FILE",
-        help_behavior_hint="(default: configs/ppo_PRESET.yaml for --preset PRESET, else configs/ppo_classic.yaml)")],
-        None)]
-    for f in dataclasses.fields(Args):
-        t = hints[f.name]
-        inner = [a for a in typing.get_args(t) if a is not type(None)] if type(None) in typing.get_args(t) else [t]
-        metavar = _METAVARS.get(inner[0]) if len(inner) == 1 else None
-        if typing.get_origin(t) is dict:
-            metavar = "NAME RATE [NAME RATE ...]"
-        elif typing.get_origin(t) is tuple:
-            metavar = "NAME [NAME ...]"
-        arg = tyro.conf.arg(help=docs.get(f.name), metavar=metavar,
-                            help_behavior_hint=f"(built-in default: {defaults[f.name]!r})")
-        fields.append((f.name, Annotated[t | None, arg], None))
-    return dataclasses.make_dataclass("TrainOptions", [(n, t, dataclasses.field(default=d)) for n, t, d in fields])
-
-
-TrainOptions = _options_type()
-
-
-def preset_config(preset: str | None) -> Path:
-    """The config file used when no ``--config`` is given: ``configs/ppo_<preset>.yaml`` for a preset that has one,
-    else :data:`DEFAULT_CONFIG`.
-
-    >>> preset_config("cicera").name, preset_config(None).name, preset_config("nonesuch").name
-    ('ppo_cicera.yaml', 'ppo_classic.yaml', 'ppo_classic.yaml')
-    """
-    path = CONFIGS_DIR / f"ppo_{preset}.yaml"
-    return path if preset and path.is_file() else DEFAULT_CONFIG
+    """:class:`Args` from field values, as a YAML config holds them (:func:`train.config.make_args`)."""
+    return config.make_args(Args, values)
 
 
 def resolve_args(options: Any) -> Args:
-    """Merge: built-in defaults < config file < options given. The file is ``options.config``, or without one
-    the preset's own (``--preset cicera`` reads ``configs/ppo_cicera.yaml``, see :func:`preset_config`)."""
-    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-             if f.name != "config" and getattr(options, f.name) is not None}
-    values = load_config(options.config if options.config is not None else preset_config(given.get("preset")))
-    values.update(given)
-    return make_args(values)
+    """Built-in defaults < config file < options given (:func:`train.config.resolve_args`)."""
+    return config.resolve_args(Args, options)
 
 
 def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.arg(name="")]) -> int:  # type: ignore[valid-type]
@@ -398,52 +313,6 @@ def make_bots(names: typing.Iterable[str], rules: Any) -> dict[str, Any]:
     from agents.registry import make_agent
 
     return {name: make_agent(name, rules) for name in names}
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# Evaluation during training: the policy against a bot on duplicate deals
-# ----------------------------------------------------------------------------------------------------------------------
-def evaluate_deals(agent: Any, opponent: Any, rules: Any, deals: int, seed: int,
-                   max_moves: int = 64) -> dict[str, float]:
-    """Play ``deals`` duplicate deals: each deal (a fresh match's first deal, seeded) is played once per side with
-    ``agent`` in every seat of that side (both partners of a partnership: seats 0 and 2, or 1 and 3, with four
-    players) and ``opponent`` in every other seat. A game is won when the agent's side scores more deal points than
-    every other side; a tie counts half.
-
-    Returns:
-        ``{"winrate": share of games won, "points": mean deal margin of the agent's side (points),
-        "games": games played}``.
-    """
-    from agents.base import slice_obs
-    from cassino_env import core
-    from cassino_env.vector import CassinoVectorEnv
-
-    P, S = rules.num_players, rules.num_sides
-    env = CassinoVectorEnv(deals * S, rules, max_moves=max_moves, with_view=True)
-    seeds = np.repeat(seed + np.arange(deals, dtype=np.int64), S)
-    env.state = core.init(env.rules, seeds, max_moves=max_moves)
-    obs = env.observe()
-    my_side = np.tile(np.arange(S), deals)  # the agent's side in each game
-    side_of_seat = np.arange(P) % S
-    rng = np.random.default_rng([seed, 7])
-    deal_len = 52 - rules.table_cards
-    for _ in range(deal_len):
-        actions = np.zeros(env.num_envs, dtype=np.int64)
-        mine = side_of_seat[obs["current_player"].astype(np.int64)] == my_side
-        for rows, who in ((np.flatnonzero(mine), agent), (np.flatnonzero(~mine), opponent)):
-            if len(rows):
-                actions[rows] = who.act(slice_obs(obs, rows), rng)
-        obs, _, terminated, _, info = env.step(actions)
-    assert terminated.all(), "every game ends its deal after 52 - table_cards moves"
-    totals = info["result"].deal_totals.astype(np.float64)  # [G, S]
-    games = np.arange(len(my_side))
-    mine_pts = totals[games, my_side]
-    others = totals.copy()
-    others[games, my_side] = -np.inf
-    best_other = others.max(axis=1)
-    won = np.where(mine_pts > best_other, 1.0, np.where(mine_pts == best_other, 0.5, 0.0))
-    rest_mean = (totals.sum(axis=1) - mine_pts) / max(S - 1, 1)
-    return {"winrate": float(won.mean()), "points": float((mine_pts - rest_mean).mean()), "games": float(len(my_side))}
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -561,15 +430,6 @@ def _set_rng_state(rng: np.random.Generator, state: str) -> None:
 # ----------------------------------------------------------------------------------------------------------------------
 # Training
 # ----------------------------------------------------------------------------------------------------------------------
-def default_run_dir(args: Args) -> Path:
-    """``runs_root/{preset}__{exp_name}__{seed}__{unix time}`` (CleanRL's run name with the preset first)."""
-    return Path(args.runs_root) / f"{args.preset}__{args.exp_name}__{args.seed}__{int(time.time())}"
-
-
-def _hparams_table(args: Args) -> str:
-    return "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in args_to_dict(args).items())
-
-
 def _fmt_time(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
@@ -597,13 +457,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         ckpt = read_checkpoint(args.resume)
         if not isinstance(ckpt.get("train"), dict) or ckpt.get("optimizer") is None:
             raise CheckpointError(f"{args.resume}: an evaluation-only checkpoint; --resume needs a training checkpoint")
-        values = dict(ckpt["train"]["config"])
-        given = args_to_dict(args)
-        for name in (explicit if explicit is not None else given):
-            values[name] = given[name]
-        if given["run_dir"] is None or (explicit is not None and "run_dir" not in explicit):
-            values["run_dir"] = ckpt["train"]["run_dir"]  # the run goes on in its own folder
-        args = make_args(values)
+        args = config.resume_args(args, ckpt["train"], explicit)
 
     torch.set_num_threads(args.threads)
     rules = make_rules(args.preset, args.num_players)
@@ -618,7 +472,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     side_of_seat = np.arange(P) % S  # RULES.md 1: partners sit opposite, seats p and p + S
     batch_steps = B * T
     num_iterations = max(args.total_timesteps // batch_steps, 1)
-    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(args)
+    run_dir = Path(args.run_dir) if args.run_dir else config.default_run_dir(args)
     ckpt_dir = run_dir / "checkpoints"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(args_to_dict(args), sort_keys=False), encoding="utf-8")
@@ -627,7 +481,8 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     bot_names = list(args.bot_rates)
-    bots = make_bots(dict.fromkeys([*bot_names, *args.eval_opponents]), rules)
+    eval_names = expand_specs(args.eval_opponents)  # "ladder": the bots of agents.registry.LADDER
+    bots = make_bots(dict.fromkeys([*bot_names, *eval_names]), rules)
     env = CassinoVectorEnv(B, rules, seed=args.seed * 1_000_003, max_moves=args.max_moves, reward=args.reward,
                            episode="deal", with_view=bool(bot_names))
     obs, _ = env.reset()
@@ -661,7 +516,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
 
     writer = SummaryWriter(str(run_dir))
     if ckpt is None:
-        writer.add_text("hyperparameters", _hparams_table(args))
+        writer.add_text("hyperparameters", config.hparams_table(args))
 
     def checkpoint(name: str) -> Path:
         train_state = {
@@ -677,7 +532,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         t0 = time.time()
         agent = PPOAgent(policy, deterministic=True)
         out = {}
-        for name in args.eval_opponents:
+        for name in eval_names:
             res = evaluate_deals(agent, bots[name], rules, args.eval_deals, seed=10_000_000 + args.seed, max_moves=M)
             writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], global_step)
             writer.add_scalar(f"eval/points_vs_{name}", res["points"], global_step)
@@ -888,8 +743,9 @@ def final_evaluation(path: Path, rules: Any, args: Args) -> dict[str, Any]:
     from train.evaluate import evaluate, format_table
 
     t0 = time.time()
-    specs = [f"checkpoint:{path}", *args.final_eval_opponents]
-    print(f"evaluating {path} against {', '.join(args.final_eval_opponents)} on {args.final_eval_deals:,} "
+    opponents = expand_specs(args.final_eval_opponents)
+    specs = [f"checkpoint:{path}", *opponents]
+    print(f"evaluating {path} against {', '.join(opponents)} on {args.final_eval_deals:,} "
           "duplicate deals each ...", flush=True)
     result = evaluate(specs, rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
     print(format_table(result), flush=True)
