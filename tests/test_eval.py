@@ -246,3 +246,24 @@ def test_seeds_outside_the_board_range_are_rejected(capsys) -> None:
     b = evaluate(["random", "greedy"], "classic", deals=6, seed=SEED_MIN)
     assert a["pairs"][0]["deals"] >= 6 and b["pairs"][0]["deals"] >= 6
     assert strip_times(a)["pairs"] != strip_times(b)["pairs"]
+
+
+def test_one_arena_for_training_checks_and_duplicate_boards() -> None:
+    """train.arena.play_games is the game loop of both the evaluation during training (first deals only) and
+    ``cassino eval`` (whole sessions): with the same seeds, seats and generator the first deals come out the same,
+    and a session's logged matches add up to its winner."""
+    from agents.registry import make_agent
+    from train.arena import play_games
+
+    rules = make_rules("bga", 3)
+    agents = (make_agent("random", rules), make_agent("greedy", rules))
+    seeds = np.array([5, 5, 9, 11], dtype=np.int64)  # a repeated seed: two arrangements of one board
+    seat_agent = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 1]], dtype=np.int64)
+    first = play_games(agents, rules, seeds, seat_agent, np.random.default_rng(3), until="deal")
+    whole = play_games(agents, rules, seeds, seat_agent, np.random.default_rng(3), session_wins=2)
+    assert first.deal_game.tolist() == [0, 1, 2, 3]  # every game's first deal ends on the same move
+    np.testing.assert_array_equal(whole.deal_totals[:4], first.deal_totals)
+    assert whole.deal_game[:4].tolist() == [0, 1, 2, 3]
+    for g in range(len(seeds)):
+        wins = np.bincount(whole.match_winner[whole.match_game == g], minlength=rules.num_sides)
+        assert wins.max() == 2 and int(np.argmax(wins)) == whole.session_winner[g]
