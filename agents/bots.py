@@ -544,6 +544,9 @@ def _view_inputs(obs: dict[str, Any]) -> tuple:
             nmoves, np.asarray(view["last_trail"]).astype(np.int64))
 
 
+#: The kernel inputs of a vector-env observation made with ``with_view=True`` (the acting seat's knowledge).
+view_inputs = _view_inputs
+
 _ALL = np.uint64((1 << NUM_CARDS) - 1)
 
 

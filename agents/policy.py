@@ -43,6 +43,9 @@ MAX_COUNT = 15
 #: Declared or capture values 0 (trail) .. 14 (ace high).
 NUM_VALUES = 15
 
+#: The value estimators a network may have (:attr:`NetworkShape.critic`).
+CRITICS = ("shared", "separate")
+
 _BITS = torch.arange(52, dtype=torch.int64)
 
 
@@ -52,16 +55,41 @@ class NetworkShape:
 
     Attributes:
         obs_dim: D, the observation length (:func:`cassino_env.obs.obs_size`).
-        hidden: width of the two observation-torso layers.
+        hidden: width of the two observation-torso layers (and of the separate critic's).
         embed: width of the move embeddings and of the scorer's hidden layers.
+        move_features: F, the number of move features each candidate carries (:mod:`agents.features`); 0: none.
+        critic: ``"shared"`` (value head on the policy's torso) or ``"separate"`` (its own two-layer MLP).
+        critic_dim: C, the length of the extra input only the separate critic reads (the full state during
+            training, :func:`agents.features.critic_state`); 0: the critic sees the acting seat's view only.
+
+    Raises:
+        ValueError: a size that is not a positive int (``move_features`` and ``critic_dim`` may be 0), an unknown
+            ``critic``, or ``critic_dim`` without a separate critic.
     """
 
     obs_dim: int
     hidden: int = 128
     embed: int = 64
+    move_features: int = 0
+    critic: str = "shared"
+    critic_dim: int = 0
 
-    def to_dict(self) -> dict[str, int]:
-        """Plain dict of ints (checkpoint friendly)."""
+    def __post_init__(self) -> None:
+        for name in ("obs_dim", "hidden", "embed"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"network {name} must be a positive int, got {v!r}")
+        for name in ("move_features", "critic_dim"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"network {name} must be an int >= 0, got {v!r}")
+        if self.critic not in CRITICS:
+            raise ValueError(f"network critic must be one of {', '.join(CRITICS)}, got {self.critic!r}")
+        if self.critic_dim and self.critic != "separate":
+            raise ValueError("network critic_dim (full-state critic input) needs critic='separate'")
+
+    def to_dict(self) -> dict[str, int | str]:
+        """Plain dict of ints and strings (checkpoint friendly)."""
         return dataclasses.asdict(self)
 
 
@@ -76,6 +104,8 @@ class MoveBatch:
         value: int64[N, M] — capture or declared build value, 0 for a trail.
         cards: int64[N, M] — the env's uint64 ``move_cards`` bitmask reinterpreted as int64 (bits 0..51 only).
         mask: bool[N, M] — True for a legal (listed) move.
+        feats: float32[N, M, F] — move features (:mod:`agents.features`), or None for a network without them.
+        critic_obs: float32[N, C] — the separate critic's extra input, or None.
     """
 
     obs: torch.Tensor
@@ -84,10 +114,13 @@ class MoveBatch:
     value: torch.Tensor
     cards: torch.Tensor
     mask: torch.Tensor
+    feats: torch.Tensor | None = None
+    critic_obs: torch.Tensor | None = None
 
     @staticmethod
     def from_arrays(obs: np.ndarray, kind: np.ndarray, card: np.ndarray, value: np.ndarray, cards: np.ndarray,
-                    mask: np.ndarray) -> MoveBatch:
+                    mask: np.ndarray, feats: np.ndarray | None = None,
+                    critic_obs: np.ndarray | None = None) -> MoveBatch:
         """Build a batch from numpy arrays shaped like the vector env's (``cards`` uint64 or int64).
 
         The move columns are trimmed to the longest legal list in the batch, so every later step works on
@@ -101,13 +134,16 @@ class MoveBatch:
             value=torch.from_numpy(np.ascontiguousarray(value[:, :width])).long(),
             cards=torch.from_numpy(np.ascontiguousarray(cards[:, :width]).view(np.int64)),
             mask=torch.from_numpy(np.ascontiguousarray(mask[:, :width])).bool(),
+            feats=None if feats is None else torch.from_numpy(np.ascontiguousarray(feats[:, :width],
+                                                                                   dtype=np.float32)),
+            critic_obs=None if critic_obs is None else torch.as_tensor(critic_obs, dtype=torch.float32),
         )
 
     @staticmethod
-    def from_obs(obs: dict[str, Any]) -> MoveBatch:
-        """From a :class:`cassino_env.vector.CassinoVectorEnv` observation dict."""
+    def from_obs(obs: dict[str, Any], feats: np.ndarray | None = None) -> MoveBatch:
+        """From a :class:`cassino_env.vector.CassinoVectorEnv` observation dict (and its move features)."""
         return MoveBatch.from_arrays(obs["observation"], obs["move_kind"], obs["move_card"], obs["move_value"],
-                                     obs["move_cards"], obs["action_mask"].astype(bool))
+                                     obs["move_cards"], obs["action_mask"].astype(bool), feats)
 
 
 def layer_init(layer: nn.Linear, std: float = float(np.sqrt(2)), bias_const: float = 0.0) -> nn.Linear:
@@ -127,12 +163,25 @@ class CassinoPolicy(nn.Module):
         embed: width of the move embeddings and scorer.
     """
 
-    def __init__(self, obs_dim: int, hidden: int = 128, embed: int = 64) -> None:
+    def __init__(self, obs_dim: int, hidden: int = 128, embed: int = 64, move_features: int = 0,
+                 critic: str = "shared", critic_dim: int = 0) -> None:
         super().__init__()
-        self.shape = NetworkShape(obs_dim=obs_dim, hidden=hidden, embed=embed)
+        self.shape = NetworkShape(obs_dim=obs_dim, hidden=hidden, embed=embed, move_features=move_features,
+                                  critic=critic, critic_dim=critic_dim)
         self.torso = nn.Sequential(layer_init(nn.Linear(obs_dim, hidden)), nn.ReLU(),
                                    layer_init(nn.Linear(hidden, hidden)), nn.ReLU())
-        self.value_head = layer_init(nn.Linear(hidden, 1), std=1.0)
+        if critic == "shared":
+            self.value_head = layer_init(nn.Linear(hidden, 1), std=1.0)
+        else:
+            self.critic_net = nn.Sequential(layer_init(nn.Linear(obs_dim + critic_dim, hidden)), nn.ReLU(),
+                                            layer_init(nn.Linear(hidden, hidden)), nn.ReLU(),
+                                            layer_init(nn.Linear(hidden, 1), std=1.0))
+        if move_features:
+            self.feat_mlp = nn.Sequential(layer_init(nn.Linear(move_features, embed)), nn.ReLU(),
+                                          layer_init(nn.Linear(embed, embed)))
+            # a linear path from the features straight to the logit; starts at 0 (:meth:`set_feature_prior`)
+            self.feat_skip = nn.Linear(move_features, 1, bias=False)
+            nn.init.zeros_(self.feat_skip.weight)
         self.query = layer_init(nn.Linear(hidden, embed))
         self.card_emb = nn.Embedding(52, embed)
         self.table_emb = nn.Linear(52, embed, bias=False)  # bits @ W = sum of the embeddings of the cards taken/used
@@ -149,7 +198,16 @@ class CassinoPolicy(nn.Module):
     def from_shape(cls, shape: NetworkShape | dict[str, int]) -> CassinoPolicy:
         """A fresh network of a given shape."""
         s = shape if isinstance(shape, NetworkShape) else NetworkShape(**shape)
-        return cls(obs_dim=s.obs_dim, hidden=s.hidden, embed=s.embed)
+        return cls(**s.to_dict())
+
+    def set_feature_prior(self, index: int, weight: float) -> None:
+        """Start the logits at ``weight * feats[..., index]`` (e.g. the ``advanced`` bot's score, so the untrained
+        policy is a softmax over that bot's move scores); needs move features."""
+        if not self.shape.move_features:
+            raise ValueError("set_feature_prior needs a network with move features")
+        with torch.no_grad():
+            self.feat_skip.weight.zero_()
+            self.feat_skip.weight[0, index] = weight
 
     def embed_moves(self, kind: torch.Tensor, card: torch.Tensor, value: torch.Tensor,
                     cards: torch.Tensor) -> torch.Tensor:
@@ -162,18 +220,45 @@ class CassinoPolicy(nn.Module):
     def forward(self, batch: MoveBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(logits float32[N, M], value float32[N])``; illegal moves have logit ``-inf``."""
         h = self.torso(batch.obs)
-        value = self.value_head(h).squeeze(-1)
+        return self._logits(batch, h), self._value(batch, h)
+
+    def logits(self, batch: MoveBatch) -> torch.Tensor:
+        """float32[N, M]: the policy's logits alone (``-inf`` at illegal moves); what acting needs, so a critic
+        that reads the full state needs no ``critic_obs`` here."""
+        return self._logits(batch, self.torso(batch.obs))
+
+    def _logits(self, batch: MoveBatch, h: torch.Tensor) -> torch.Tensor:
         rows, cols = batch.mask.nonzero(as_tuple=True)
         m = self.embed_moves(batch.kind[rows, cols], batch.card[rows, cols], batch.value[rows, cols],
                              batch.cards[rows, cols])
+        skip = None
+        if self.shape.move_features:
+            if batch.feats is None:
+                raise ValueError("this network reads move features: build the MoveBatch with feats "
+                                 "(agents.features.MoveFeaturizer)")
+            f = batch.feats[rows, cols]
+            m = m + self.feat_mlp(f)
+            skip = self.feat_skip(f).squeeze(-1)
         scores = self.scorer(self.query(h)[rows] + m).squeeze(-1)
+        if skip is not None:
+            scores = scores + skip
         logits = torch.full(batch.mask.shape, -torch.inf, dtype=scores.dtype)
         logits[rows, cols] = scores
-        return logits, value
+        return logits
+
+    def _value(self, batch: MoveBatch, h: torch.Tensor | None = None) -> torch.Tensor:
+        if self.shape.critic == "shared":
+            return self.value_head(self.torso(batch.obs) if h is None else h).squeeze(-1)
+        x = batch.obs
+        if self.shape.critic_dim:
+            if batch.critic_obs is None:
+                raise ValueError("this network's critic reads the full state: build the MoveBatch with critic_obs")
+            x = torch.cat([x, batch.critic_obs], dim=-1)
+        return self.critic_net(x).squeeze(-1)
 
     def value(self, batch: MoveBatch) -> torch.Tensor:
-        """float32[N]: the value head alone."""
-        return self.value_head(self.torso(batch.obs)).squeeze(-1)
+        """float32[N]: the value estimate alone."""
+        return self._value(batch)
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

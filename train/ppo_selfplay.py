@@ -169,6 +169,15 @@ class Args:
     """width of the observation torso (two layers)"""
     embed: int = 64
     """width of the move embeddings and scorer"""
+    move_features: bool = False
+    """give every candidate move the features of agents.features (points it takes, sweep, risk, exposure, ...)"""
+    feature_prior: float = 0.0
+    """with move_features: the untrained policy's logits start at this times the advanced bot's score of each move
+    (logit per point; 0: a uniform start)"""
+    critic: str = "shared"
+    """value estimator: shared (a head on the policy torso) or separate (its own network)"""
+    critic_full_state: bool = False
+    """with critic=separate: the critic also reads every hand and the stock (training only; the policy never does)"""
 
     # --- opponents --------------------------------------------------------------------------------------------------
     pool_rate: float = 0.2
@@ -177,6 +186,8 @@ class Args:
     """snapshots kept in the pool (the newest; the initial weights are the first)"""
     snapshot_every: int = 500_000
     """env steps between snapshots added to the pool"""
+    pool_sampling: str = "uniform"
+    """how the pool games' snapshot is drawn each iteration: uniform, or pfsp (by how often the learner loses to it)"""
     bot_rates: dict[str, float] = field(default_factory=lambda: {"greedy": 0.15, "random": 0.05})
     """share of games per bot opponent (agents.registry specs); the rest of the games are pure self-play"""
 
@@ -237,6 +248,8 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
 # Opponents
 # ----------------------------------------------------------------------------------------------------------------------
 SELF, POOL = 0, 1  # controller ids; bot j is 2 + j
+#: How past snapshots are drawn for the pool games (:class:`SnapshotPool`).
+POOL_SAMPLING = ("uniform", "pfsp")
 
 
 def rotate_learner_side(games: np.ndarray, deal_number: int, num_sides: int) -> np.ndarray:
@@ -276,33 +289,65 @@ def split_games(num_envs: int, pool_rate: float, bot_rates: dict[str, float]) ->
 
 
 class SnapshotPool:
-    """A bounded pool of past weights (see the module docstring for the rule)."""
+    """A bounded pool of past weights (see the module docstring for the rule).
 
-    def __init__(self, size: int) -> None:
+    With ``sampling="pfsp"`` (prioritised fictitious self-play, AlphaStar's "hard" weighting), a snapshot is drawn
+    with probability proportional to ``(1 - w) ** 2 + 0.05``, where ``w`` is the learner's deal win rate against it
+    in pool games (a tie counts half), an exponential average with weight :attr:`EMA` per deal and 0.5 for a snapshot
+    not yet played; ``"uniform"`` draws every snapshot equally often.
+    """
+
+    #: Weight of each new deal in a snapshot's running win rate.
+    EMA = 0.01
+
+    def __init__(self, size: int, sampling: str = "uniform") -> None:
+        if sampling not in POOL_SAMPLING:
+            raise ConfigError(f"pool_sampling must be one of {', '.join(POOL_SAMPLING)}, got {sampling!r}")
         self.size = size
+        self.sampling = sampling
         self.snapshots: list[dict[str, torch.Tensor]] = []
         self.steps: list[int] = []  # global step at which each snapshot was taken
+        self.winrate: list[float] = []  # the learner's running deal win rate against each snapshot
 
     def add(self, policy: torch.nn.Module, step: int) -> None:
         """Add a copy of ``policy``'s weights; drop the oldest beyond ``size``."""
         self.snapshots.append({k: v.detach().clone() for k, v in policy.state_dict().items()})
         self.steps.append(int(step))
+        self.winrate.append(0.5)
         while len(self.snapshots) > self.size:
             self.snapshots.pop(0)
             self.steps.pop(0)
+            self.winrate.pop(0)
+
+    def weights(self) -> np.ndarray:
+        """float64[len]: the probability of drawing each snapshot."""
+        if self.sampling == "uniform":
+            w = np.ones(len(self.snapshots))
+        else:
+            w = (1.0 - np.asarray(self.winrate, dtype=np.float64)) ** 2 + 0.05
+        return w / w.sum()
 
     def sample(self, rng: np.random.Generator) -> int:
-        """Index of a snapshot drawn uniformly."""
-        return int(rng.integers(len(self.snapshots)))
+        """Index of a snapshot drawn by :meth:`weights` (uniform: one draw of ``rng.integers``)."""
+        if self.sampling == "uniform":
+            return int(rng.integers(len(self.snapshots)))
+        return int(rng.choice(len(self.snapshots), p=self.weights()))
+
+    def record(self, index: int, results: np.ndarray) -> None:
+        """Fold the learner's deal results against snapshot ``index`` (float[k]: 1 win, 0.5 tie, 0 loss) into its
+        running win rate."""
+        for r in np.asarray(results, dtype=np.float64):
+            self.winrate[index] += self.EMA * (float(r) - self.winrate[index])
 
     def state(self) -> dict[str, Any]:
         """Checkpoint form (tensors and lists)."""
-        return {"snapshots": self.snapshots, "steps": list(self.steps)}
+        return {"snapshots": self.snapshots, "steps": list(self.steps), "winrate": list(self.winrate)}
 
     def load(self, state: dict[str, Any]) -> None:
         """Restore from :meth:`state`."""
         self.snapshots = list(state["snapshots"])
         self.steps = [int(s) for s in state["steps"]]
+        self.winrate = [float(w) for w in state.get("winrate", [0.5] * len(self.snapshots))]
 
 
 def make_bots(names: typing.Iterable[str], rules: Any) -> dict[str, Any]:
@@ -446,7 +491,9 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     from torch.utils.tensorboard import SummaryWriter
 
     from agents.base import slice_obs
-    from agents.policy import CassinoPolicy, MoveBatch, masked_entropy, masked_log_softmax, sample_actions
+    from agents.features import MOVE_FEATURES, NUM_MOVE_FEATURES, MoveFeaturizer, critic_state, critic_state_size
+    from agents.features import SCALE as FEATURE_SCALE
+    from agents.policy import CassinoPolicy, MoveBatch, NetworkShape, masked_entropy, masked_log_softmax, sample_actions
     from agents.ppo_agent import CheckpointError, PPOAgent, policy_from_checkpoint, read_checkpoint, save_checkpoint
     from cassino_env.rules import make_rules
     from cassino_env.vector import CassinoVectorEnv
@@ -484,20 +531,27 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     eval_names = expand_specs(args.eval_opponents)  # "ladder": the bots of agents.registry.LADDER
     bots = make_bots(dict.fromkeys([*bot_names, *eval_names]), rules)
     env = CassinoVectorEnv(B, rules, seed=args.seed * 1_000_003, max_moves=args.max_moves, reward=args.reward,
-                           episode="deal", with_view=bool(bot_names))
+                           episode="deal", with_view=bool(bot_names) or args.move_features)
     obs, _ = env.reset()
     D, M = env.obs_size, args.max_moves
-    policy = CassinoPolicy(obs_dim=D, hidden=args.hidden, embed=args.embed)
+    F = NUM_MOVE_FEATURES if args.move_features else 0
+    C = critic_state_size(P) if args.critic_full_state else 0
+    net_shape = NetworkShape(obs_dim=D, hidden=args.hidden, embed=args.embed, move_features=F, critic=args.critic,
+                             critic_dim=C)
+    featurizer = MoveFeaturizer(rules) if F else None
+    policy = CassinoPolicy.from_shape(net_shape)
+    if F and args.feature_prior:
+        policy.set_feature_prior(MOVE_FEATURES.index("advanced_score"), args.feature_prior / FEATURE_SCALE)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5)
-    opponent_net = CassinoPolicy(obs_dim=D, hidden=args.hidden, embed=args.embed).eval()
-    pool = SnapshotPool(args.pool_size)
+    opponent_net = CassinoPolicy.from_shape(net_shape).eval()
+    pool = SnapshotPool(args.pool_size, args.pool_sampling)
     ctrl = split_games(B, args.pool_rate, args.bot_rates)
     is_self = ctrl == SELF
     opp_names = ["self", "pool", *bot_names]
     iteration, global_step, elapsed_before = 0, 0, 0.0
 
     if ckpt is not None:
-        expected = CassinoPolicy(obs_dim=D, hidden=args.hidden, embed=args.embed).shape
+        expected = net_shape
         policy.load_state_dict(policy_from_checkpoint(ckpt, args.resume, expected).state_dict())
         optimizer.load_state_dict(ckpt["optimizer"])
         tr = ckpt["train"]
@@ -530,7 +584,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
 
     def run_eval() -> dict[str, float]:
         t0 = time.time()
-        agent = PPOAgent(policy, deterministic=True)
+        agent = PPOAgent(policy, deterministic=True, rules=rules)
         out = {}
         for name in eval_names:
             res = evaluate_deals(agent, bots[name], rules, args.eval_deals, seed=10_000_000 + args.seed, max_moves=M)
@@ -548,6 +602,8 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     value_buf = np.zeros((T, B, M), dtype=np.int8)
     cards_buf = np.zeros((T, B, M), dtype=np.int64)
     mask_buf = np.zeros((T, B, M), dtype=bool)
+    feat_buf = np.zeros((T, B, M, F), dtype=np.float32) if F else None
+    crit_buf = np.zeros((T, B, C), dtype=np.float32) if C else None
     actions = np.zeros((T, B), dtype=np.int64)
     logprobs = np.zeros((T, B), dtype=np.float32)
     values = np.zeros((T, B), dtype=np.float32)
@@ -571,7 +627,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / num_iterations)
         snap = pool.sample(rng)
         opponent_net.load_state_dict(pool.snapshots[snap])
-        opponent = PPOAgent(opponent_net, deterministic=False)
+        opponent = PPOAgent(opponent_net, deterministic=False, rules=rules)
         deals_done = global_step // (B * deal_len)
         t_env = t_inf = 0.0
         credit.reset()
@@ -592,9 +648,14 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             mask_buf[t] = obs["action_mask"]
             learn[t] = mine
             rows = np.flatnonzero(mine)
+            if F:
+                feat_buf[t] = featurizer(obs)
+            if C:
+                crit_buf[t] = critic_state(env.state)
             with torch.no_grad():
                 mb = MoveBatch.from_arrays(obs_buf[t, rows], kind_buf[t, rows], card_buf[t, rows], value_buf[t, rows],
-                                           cards_buf[t, rows], mask_buf[t, rows])
+                                           cards_buf[t, rows], mask_buf[t, rows],
+                                           feat_buf[t, rows] if F else None, crit_buf[t, rows] if C else None)
                 logits, value = policy(mb)
                 a = sample_actions(logits, rng)
                 logp = masked_log_softmax(logits, mb.mask)[torch.arange(len(rows)), torch.from_numpy(a)]
@@ -615,6 +676,10 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
                 ended = np.flatnonzero(terminated)
                 ep_returns.append(deal_return[ended, learner_side[ended]])  # seat s is on side s
                 ep_ctrl.append(ctrl[ended])
+                vs_pool = ended[ctrl[ended] == POOL]
+                if len(vs_pool):
+                    margin = deal_return[vs_pool, learner_side[vs_pool]]
+                    pool.record(snap, np.where(margin > 0, 1.0, np.where(margin == 0, 0.5, 0.0)))
                 deal_return[ended] = 0.0
             t_inf += t1 - t0
             t_env += t2 - t1
@@ -630,6 +695,8 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         flat = np.flatnonzero(learn.reshape(-1))
         b_obs, b_kind, b_card = obs_buf.reshape(T * B, D), kind_buf.reshape(T * B, M), card_buf.reshape(T * B, M)
         b_value, b_cards, b_mask = value_buf.reshape(T * B, M), cards_buf.reshape(T * B, M), mask_buf.reshape(T * B, M)
+        b_feat = feat_buf.reshape(T * B, M, F) if F else None
+        b_crit = crit_buf.reshape(T * B, C) if C else None
         b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
         b_adv, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
         minibatch_size = max(len(flat) // args.num_minibatches, 1)
@@ -640,7 +707,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             for start in range(0, len(perm) - minibatch_size + 1, minibatch_size):
                 idx = np.sort(perm[start:start + minibatch_size])
                 mb = MoveBatch.from_arrays(b_obs[idx], b_kind[idx], b_card[idx], b_value[idx], b_cards[idx],
-                                           b_mask[idx])
+                                           b_mask[idx], b_feat[idx] if F else None, b_crit[idx] if C else None)
                 logits, newvalue = policy(mb)
                 logp_all = masked_log_softmax(logits, mb.mask)
                 act = torch.from_numpy(b_actions[idx])

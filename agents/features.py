@@ -1,0 +1,117 @@
+"""Move features for the networks: how each listed move relates to the position, from the bots' own kernel.
+
+A network that embeds a move only by its cards cannot tell whether it sweeps, which points it takes, or what it
+leaves for the next player; the scripted bots score exactly these facts (:mod:`agents.bots`). This module gives
+the networks the same facts, computed by the same numba kernel (:func:`agents.bots.score_moves`, with the
+``advanced`` bot's exact hypergeometric chances), so there is one implementation of each feature.
+
+Every feature is in points of RULES.md 5 (the preset's scoring), scaled by :data:`SCALE` so typical values lie in
+about [-2, 2]; padding moves (past ``num_moves``) are 0.
+
+=====================  ===========================================================================================
+feature                meaning (RULES.md item it comes from)
+=====================  ===========================================================================================
+``gain``               value of the cards a capture takes, the played card included: cards (most cards, 5.1),
+                       spades (most spades), aces, little and big casino (5.1; cicera's 5.3 point cards); 0 for a
+                       trail or build; range [0, about 12] points
+``sweep``              sweep points a capture earns now (5.1 sweeps; 0 where the preset has none); [0, 1]
+``sweep_risk``         chance the next opponent can sweep the table this move leaves, times the sweep points; [0, 1]
+``exposure``           the next opponent's expected take of the table this move leaves (points); [0, about 10]
+``own_builds``         builds of the mover's side left on the table, each weighted by the chance it survives the
+                       next opponent (4.2 builds; 4.4 owner obligations); [0, about 10]
+``trail_value``        value of the card trailed (0 unless a trail, 4.3); [0, about 4]
+``keep``               points among the unseen cards that only the played card could capture: the option given
+                       up by playing it; [0, about 5]
+``steal``              value of opponents' builds this capture takes (4.2); [0, about 10]
+``bonus``              Cicera's other in-play points earned now (5.3); [0, 3]
+``advanced_score``     the ``advanced`` bot's score of the move, its weighted sum of the above (points)
+=====================  ===========================================================================================
+
+>>> import numpy as np
+>>> from cassino_env.vector import CassinoVectorEnv
+>>> env = CassinoVectorEnv(num_envs=2, seed=0, max_moves=64)
+>>> obs, _ = env.reset()
+>>> f = MoveFeaturizer(env.rules)(obs)
+>>> f.shape, f.dtype, bool((f[~obs["action_mask"].astype(bool)] == 0).all())
+((2, 64, 10), dtype('float32'), True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agents.bots import FEATURES as BOT_FEATURES
+from agents.bots import STYLES, RuleTables, score_moves, view_inputs
+from cassino_env.rules import RuleSet
+
+#: Names of the move features, in order (the last axis of :meth:`MoveFeaturizer.__call__`).
+MOVE_FEATURES: tuple[str, ...] = (*BOT_FEATURES, "advanced_score")
+#: Number of move features F.
+NUM_MOVE_FEATURES = len(MOVE_FEATURES)
+#: Points are multiplied by this before they reach a network (a deal's points are about 0-11 per side).
+SCALE = 0.25
+
+
+class MoveFeaturizer:
+    """Computes :data:`MOVE_FEATURES` for every listed move of a batch of vector-env observations.
+
+    Args:
+        rules: the rules played (the point values and chances depend on them).
+    """
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self.tables = RuleTables.of(rules)
+        self.style = STYLES["advanced"]
+
+    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+        """float32[B, M, F]: the move features of B games (M = ``obs["action_mask"].shape[1]``).
+
+        Args:
+            obs: a :class:`cassino_env.vector.CassinoVectorEnv` observation dict made with ``with_view=True``.
+
+        Raises:
+            ValueError: ``obs`` has no ``view`` (an env made with ``with_view=False``).
+        """
+        mask = np.asarray(obs["action_mask"]) != 0
+        B, M = mask.shape
+        out = np.zeros((B, M, NUM_MOVE_FEATURES), dtype=np.float32)
+        if B == 0:
+            return out
+        _, scores, feats = score_moves(self.tables, self.style, view_inputs(obs), with_scores=True,
+                                       with_features=True)
+        out[..., :-1] = feats * SCALE
+        out[..., -1] = np.where(mask, scores, 0.0) * SCALE
+        out[~mask] = 0.0
+        return out
+
+
+_BITS = np.arange(52, dtype=np.uint64)
+
+
+def critic_state_size(num_players: int) -> int:
+    """C, the length of :func:`critic_state`: every seat's hand and the stock, 52 cards each."""
+    return 52 * (num_players + 1)
+
+
+def critic_state(state: Any) -> np.ndarray:
+    """float32[B, 52 * (P + 1)]: what the acting seat cannot see, for a critic trained on the full state.
+
+    Block r < P is the hand of relative seat r (seat ``(current_player + r) % P``; block 0 is the mover's own hand),
+    block P the cards still in the stock (1.0 where card c is there). Read from a core State (``env.state``) during
+    training only: the policy never sees it (see :class:`agents.policy.CassinoPolicy`).
+    """
+    hand = np.asarray(state.hand, dtype=np.uint64)
+    B, P = hand.shape
+    cur = np.maximum(np.asarray(state.current_player, dtype=np.int64), 0)
+    seats = (cur[:, None] + np.arange(P)[None, :]) % P
+    rel = hand[np.arange(B)[:, None], seats]  # [B, P]
+    out = np.zeros((B, P + 1, 52), dtype=np.float32)
+    out[:, :P] = ((rel[..., None] >> _BITS) & np.uint64(1)).astype(np.float32)
+    deck = np.asarray(state.deck, dtype=np.int64)
+    in_stock = np.arange(deck.shape[1])[None, :] >= np.asarray(state.stock_pos, dtype=np.int64)[:, None]
+    rows, cols = np.nonzero(in_stock)
+    out[rows, P, deck[rows, cols]] = 1.0
+    return out.reshape(B, -1)
