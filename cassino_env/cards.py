@@ -34,6 +34,10 @@ ACE_OF_SPADES = 39
 RANK = np.array([c % 13 + 1 for c in range(NUM_CARDS)], dtype=np.int8)
 #: int8[52]: suit 0..3 of each card id.
 SUIT = np.array([c // 13 for c in range(NUM_CARDS)], dtype=np.int8)
+#: uint64[4]: the 13 cards of each suit as a card-set bitmask (bit c set for card id c; suit s: ids 13 s .. 13 s + 12).
+SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)
+#: uint64: the 13 spades (``SUIT_MASK[SPADES]``).
+SPADE_MASK = SUIT_MASK[SPADES]
 
 
 def rank(card: int) -> int:
@@ -79,8 +83,17 @@ def card_text(card: int) -> str:
     return RANKS[c % 13] + SUITS[c // 13]
 
 
-def parse_cards(cards: Iterable[str | int], field: str = "cards") -> list[int]:
-    """Parse a list of card texts to ids, rejecting duplicates.
+def parse_cards(cards: Iterable[str | int], field: str = "cards", seen: dict[int, str] | None = None) -> list[int]:
+    """Parse a list of cards (texts such as ``"10D"``, or ids) to card ids, rejecting duplicates.
+
+    The one card-list parser: positions of the JSON interchange (:mod:`cassino_env.interchange`) use it too.
+
+    Args:
+        cards: the list (any iterable but a string).
+        field: the list's name, for messages.
+        seen: for the lists of one position: card id -> name of the list that holds it, shared across the calls.
+            A card already in ``seen`` is a duplicate too, and this list's cards are added to it; messages then
+            name the item (``hands[0][2]: ...``) and where the card was seen first.
 
     Raises:
         CardError: naming ``field`` for a bad card or a card listed twice.
@@ -88,13 +101,17 @@ def parse_cards(cards: Iterable[str | int], field: str = "cards") -> list[int]:
     if isinstance(cards, (str, bytes)) or not isinstance(cards, Iterable):
         raise CardError(f"{field}: expected a list of cards, got {cards!r}")
     out: list[int] = []
-    for c in cards:
+    known: dict[int, str] = {} if seen is None else seen
+    for i, c in enumerate(cards):
+        where = field if seen is None else f"{field}[{i}]"
         try:
             cid = card_id(c)
         except CardError as e:
-            raise CardError(f"{field}: {e}") from None
-        if cid in out:
-            raise CardError(f"{field}: card {card_text(cid)} appears twice")
+            raise CardError(f"{where}: {e}") from None
+        if cid in known:
+            also = "" if seen is None else f" (also in {known[cid]})"
+            raise CardError(f"{where}: card {card_text(cid)} appears twice{also}")
+        known[cid] = field
         out.append(cid)
     return out
 

@@ -22,7 +22,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from .cards import card_id, card_text, cards_text, is_court, rank
+from .cards import card_id, card_text, cards_text, is_court, parse_cards, rank
 from .errors import CardError, IllegalMoveError, MoveFormatError, PositionError, RulesError
 from .reference import BUILD, CAPTURE, KIND_NAMES, TRAIL, Build, Game, Move
 from .rules import RuleSet, make_rules, splits
@@ -51,17 +51,10 @@ def _seat(x: Any, n: int, name: str, nullable: bool = False) -> int | None:
 def _card_list(x: Any, name: str, seen: dict[int, str]) -> list[int]:
     if not isinstance(x, list):
         raise PositionError(f"{name}: expected a list of cards, got {x!r}")
-    out = []
-    for i, text in enumerate(x):
-        try:
-            c = card_id(text)
-        except CardError as e:
-            raise PositionError(f"{name}[{i}]: {e}") from None
-        if c in seen:
-            raise PositionError(f"{name}[{i}]: card {card_text(c)} appears twice (also in {seen[c]})")
-        seen[c] = name
-        out.append(c)
-    return out
+    try:
+        return parse_cards(x, name, seen)
+    except CardError as e:
+        raise PositionError(str(e)) from None
 
 
 def _int_list(x: Any, n: int, name: str, default: int = 0, low: int = 0) -> list[int]:
