@@ -63,7 +63,7 @@ import numpy as np
 from numba import njit
 
 from .cards import NUM_CARDS, card_id, card_text, rank, suit
-from .core._bits import popcount as _popcount
+from .core import popcount as _popcount
 from .errors import CassinoError
 
 #: Width of the ``moves`` action space (and the core's move table in both environments): the number of legal moves

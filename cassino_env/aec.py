@@ -14,7 +14,7 @@ layer over the batched rules core (:mod:`cassino_env.core`, one game) and holds 
 | Agents             | 2, 3, 4 or 6 as the preset allows (4: partnerships 0+2 vs 1+3; 6: p and p+3)            |
 | Action Shape       | (1)                                                                                     |
 | Action Values      | [0, 511] (`moves`, default) or [0, 523] (`card_value`)                                  |
-| Observation Shape  | dict: `observation` (D,), `action_mask` (A,), `moves` (A, 56); D = 527/652/667/862      |
+| Observation Shape  | dict: `observation` (D,), `action_mask` (A,), `moves` (A, 56); D: Observation Space     |
 | Observation Values | `observation` [0, 1] (scores, sweeps, in-play points may exceed 1), `action_mask` {0, 1} |
 
 Cassino is a fishing card game: each player in turn plays one card from hand to *capture* table cards of equal
@@ -86,27 +86,10 @@ move action a plays. Rows of illegal actions, and every row of an agent that is 
 
 The vector is `cassino_env.obs.encode` (the project's one encoding): what that seat may know and nothing else -- never
 another hand or the stock order. Seats and sides are relative to the viewer (relative seat r is seat
-`(viewer + r) % P`; relative side s likewise). Index table for P seats and S sides, D = 277 + 70 P + 55 S (2
-players: D = 527; 3: 652; 4 in partnerships: 667; 6 in three partnerships: 862), the same for every preset:
+`(viewer + r) % P`; relative side s likewise). Index table for P seats and S sides, D = {obs_size_formula}
+({obs_sizes}), the same for every preset (generated from `cassino_env.obs.BLOCKS`, the one list of the layout):
 
-| block               | start                     | length     | meaning (1.0 = yes unless stated)                     |
-|---------------------|---------------------------|------------|-------------------------------------------------------|
-| `hand`              | 0                         | 52         | the viewer holds card c                               |
-| `loose`             | 52                        | 52         | card c lies loose on the table                        |
-| `build_owned_by`    | 104                       | 52 P       | card c is in a build owned by relative seat r         |
-| `build_value`       | 104 + 52 P                | 52         | declared value (1..14) of the build holding c / 14    |
-| `captured_by`       | 156 + 52 P                | 52 S       | card c is in the captured pile of relative side s     |
-| `unseen`            | 156 + 52 (P + S)          | 52         | card c is in another hand or the stock                |
-| `last_trail`        | 208 + 52 (P + S)          | 52         | card c was trailed on the preceding turn              |
-| `builds`            | 260 + 52 (P + S)          | 14 (P + 1) | per value v = 1..14: a build of v; its owner(s)       |
-| `hand_sizes`        | 274 + 66 P + 52 S         | P          | cards held by relative seat r / hand_size (4; 12)     |
-| `captured_count`    | 274 + 67 P + 52 S         | S          | cards captured by relative side s / 52                |
-| `spades_count`      | 274 + 67 P + 53 S         | S          | spades captured by relative side s / 13               |
-| `sweeps`            | 274 + 67 P + 54 S         | P          | sweeps this deal by relative seat r / 4 (may be > 1)  |
-| `in_play`           | 274 + 68 P + 54 S         | P          | cicera in-play points of relative seat r / 4 (> 1 ok) |
-| `match_scores`      | 274 + 69 P + 54 S         | S          | match total of relative side s / target (may be > 1)  |
-| `seat_from_dealer`  | 274 + 69 P + 55 S         | P          | one-hot: the viewer sits r seats after the dealer     |
-| `progress`          | 274 + 70 P + 55 S         | 3          | stock / 52; rounds dealt / rounds per deal; played/52 |
+{obs_table}
 
 Values are the preset's (``RULES.md`` 1, 3): courts are 11-13 where `court_values` is numeric, a build may be
 declared 14 and an ace captures as 14 (a move value of 14) where `ace_high`; with `attach` builds several builds may
@@ -173,10 +156,8 @@ explicit position.
 
 from __future__ import annotations
 
-import hashlib
 import operator
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -205,44 +186,18 @@ from .actions import (
     string_to_card_value,
 )
 from .cards import card_text
-from .core import _kernels as _K
-from .core._cacheguard import refresh_cache, sources_hash
-from .core._layout import NITEMS, R_ACTOR, R_DEAL_DONE, R_MATCH_DONE, R_POINTS, R_WINNER, res_layout
 from .errors import PositionError
-from .obs import MOVE_FEATURES, _encode, fill_move_rows, obs_layout, obs_size
+from .obs import MOVE_FEATURES, encode_kernel, encoder_inputs, fill_doc, fill_move_rows, obs_high, obs_size
 from .render import render_text
 from .rules import RuleSet
 from .vector import EnvConfigError, check_reward_episode, resolve_rules, step_rewards
+from .version import ENV_NAME
+
+if __doc__:  # None under python -OO
+    __doc__ = fill_doc(__doc__)  # the observation's index table and sizes, from cassino_env.obs.BLOCKS
 
 ILLEGAL_ACTIONS = ("raise", "terminate")
 RENDER_MODES = ("ansi", "human")
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-def _check_kernel_cache(cache: Path | None = None) -> None:
-    """Drop this module's cached numba kernels when a source they call into has changed.
-
-    numba's ``cache=True`` re-compiles a function only when *its own* file changes, but ``_step_one`` and
-    ``_observe_one`` below compile in the core's kernels (:mod:`cassino_env.core`) and the kernels of :mod:`.obs`
-    and :mod:`.actions`: after an edit there they would run stale code. As the core's own guard
-    (:mod:`cassino_env.core._cacheguard`) does for the core, this hashes those sources and deletes ``aec``'s cache
-    files when the hash changed. Best effort: an unwritable cache folder is left alone.
-
-    Args:
-        cache: the cache folder (default: this package's ``__pycache__``, where numba keeps ``aec``'s kernels).
-    """
-    here = Path(__file__).resolve().parent
-    cache = here / "__pycache__" if cache is None else cache
-    try:
-        h = hashlib.sha256(sources_hash().encode())
-        for name in ("obs.py", "actions.py"):
-            h.update((here / name).read_bytes())
-    except OSError:
-        return
-    refresh_cache(cache, h.hexdigest(), "aec_kernels.sha256", ("aec.*.nbi", "aec.*.nbc"))
-
-
-_check_kernel_cache()  # before the kernels below are first called (numba loads its cache then)
 
 
 class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
@@ -294,46 +249,19 @@ def env(**kwargs: Any) -> AECEnv:
 
 
 @njit(cache=True)
-def _step_one(act, u64, i8, i16, i64, m8, mvc, res, cfg, rl, encoding, num_moves, kind, card, value, cards,
+def _step_one(act, res, u64, i8, i16, i64, m8, mvc, cfg, rl, encoding, num_moves, kind, card, value, cards,
               build_id, to_move, mask):
     """Play move ``act[0]`` of the one game and map the next player's action ids (one numba call per step)."""
-    no_rng = np.zeros(1, dtype=np.uint64)  # MODE_STEP draws no random numbers
-    _K.run_serial(_K.MODE_STEP, act, 0, no_rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+    core.step_kernel(act, res, u64, i8, i16, i64, m8, mvc, cfg, rl)
     resolve_actions(encoding, kind[0], card[0], value[0], cards[0], num_moves[0], build_id, to_move, mask)
 
 
 @njit(cache=True)
-def _observe_one(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, in_play, match_scores,
-                 stock_pos, dealer, last_trail, params, out, kind, card, value, cards, to_move, moves):
-    """The observation vector of seat ``viewer[0]`` and the move feature rows of ``to_move``, one numba call."""
-    _encode(viewer, hand, loose, build_cards, bvals, build_owner, captured, sweeps, in_play, match_scores, stock_pos,
-            dealer, last_trail, params, out)
+def _observe_one(viewer, out, kind, card, value, cards, to_move, moves, *obs_inputs):
+    """The observation vector of seat ``viewer[0]`` and the move feature rows of ``to_move``, one numba call
+    (``obs_inputs``: :func:`cassino_env.obs.encoder_inputs` of the state)."""
+    encode_kernel(viewer, out, *obs_inputs)
     fill_move_rows(kind[0], card[0], value[0], cards[0], to_move, moves)
-
-
-def _step_result(res: np.ndarray, P: int, S: int) -> core.StepResult:
-    """A core StepResult from the packed result rows (as :func:`cassino_env.core.step` builds it)."""
-    B = res.shape[0]
-    t_col, it_col, nc_col, ns_col, _ = res_layout(P, S)
-    items = res[:, it_col:nc_col].reshape(B, S, NITEMS)
-    return core.StepResult(
-        actor=res[:, R_ACTOR].astype(np.int8), deal_done=res[:, R_DEAL_DONE] != 0, match_done=res[:, R_MATCH_DONE] != 0,
-        match_winner=res[:, R_WINNER].astype(np.int8), deal_points=res[:, R_POINTS:R_POINTS + P].copy(),
-        deal_totals=items.sum(axis=2, dtype=np.int16), deal_items=items.copy(), deal_cards=res[:, nc_col:ns_col].copy(),
-        deal_spades=res[:, ns_col:ns_col + S].copy(), match_totals=res[:, t_col:t_col + S].copy())
-
-
-def _obs_high(P: int, S: int) -> np.ndarray:
-    """float32[D]: upper bounds of the observation vector (1, except sweeps, in-play points and match scores)."""
-    layout = obs_layout(P, S)
-    high = np.ones(obs_size(P, S), dtype=np.float32)
-    a, n = layout["sweeps"]
-    high[a:a + n] = 13.0  # sweeps / 4, and a seat plays fewer than 52 cards a deal
-    a, n = layout["in_play"]
-    high[a:a + n] = 39.0  # in-play points / 4: at most 3 a play (RULES.md 5.3), fewer than 52 plays a deal
-    a, n = layout["match_scores"]
-    high[a:a + n] = _F32_MAX  # a tie for the lead at the target plays on: no finite bound
-    return high
 
 
 class raw_env(AECEnv, EzPickle):
@@ -348,7 +276,7 @@ class raw_env(AECEnv, EzPickle):
         num_actions: A, the size of the action space (max_moves or 524).
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "name": "cassino_v0", "is_parallelizable": False,
+    metadata = {"render_modes": list(RENDER_MODES), "name": ENV_NAME, "is_parallelizable": False,
                 "render_fps": 1}
 
     def __init__(self, rules: str | RuleSet | Mapping[str, Any] = "classic", num_players: int | None = None,
@@ -382,7 +310,7 @@ class raw_env(AECEnv, EzPickle):
         self.num_actions = A
         D = obs_size(P, S)
         self._obs_dim = D
-        high = _obs_high(P, S)
+        high = obs_high(P, S)
         self.observation_spaces = {a: spaces.Dict({
             "observation": spaces.Box(low=0.0, high=high, shape=(D,), dtype=np.float32),
             "action_mask": spaces.Box(low=0, high=1, shape=(A,), dtype=np.int8),
@@ -391,11 +319,8 @@ class raw_env(AECEnv, EzPickle):
         self.action_spaces = {a: spaces.Discrete(A) for a in self.possible_agents}
         self.state_space = spaces.Box(low=0.0, high=np.concatenate([high, np.ones(53 * P + 52, np.float32)]),
                                       shape=(D + 53 * P + 52,), dtype=np.float32)
-        self._params = np.array([P, S, self.rules.hand_size, self.rules.target, self.rules.table_cards,
-                                 self.rules.rounds_per_deal], dtype=np.int64)
         self._act = np.zeros(1, dtype=np.int64)
         self._viewer = np.zeros(1, dtype=np.int64)
-        self._res = np.zeros((1, res_layout(P, S)[4]), dtype=np.int16)
         self._to_move = np.full(A, -1, dtype=np.int32)
         self._no_moves = np.full(A, -1, dtype=np.int32)
         self._zeros = np.zeros(A, dtype=np.int8)
@@ -446,11 +371,11 @@ class raw_env(AECEnv, EzPickle):
         st = self.core_state
         # the kernels' array arguments, bound once per state (views stay valid: the core steps in place)
         tables = (st.move_kind, st.move_card, st.move_value, st.move_cards)
-        self._obs_args = (st.hand, st.loose, st.build_cards, st.build_value, st.build_owner, st.captured, st.sweeps,
-                          st.in_play, st.match_scores, st.stock_pos, st.dealer, st.last_trail, self._params)
+        self._obs_args = encoder_inputs(st)
         self._tables = tables
-        self._step_args = (self._act, st._u64, st._i8, st._i16, st._i64, st._m8, st._mvc, self._res, st._cfg, st._rl,
-                           self._encoding, st.num_moves, *tables, CV_BUILD_ID, self._to_move)
+        self._res = core.result_rows(st)
+        self._step_args = (self._act, self._res, *core.kernel_args(st), self._encoding, st.num_moves, *tables,
+                           CV_BUILD_ID, self._to_move)
         self._cur = st.current_player
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -528,7 +453,7 @@ class raw_env(AECEnv, EzPickle):
     def _end_of_deal(self, agent: str) -> None:
         P = self._P
         st = self.core_state
-        result = _step_result(self._res, P, self._S)
+        result = core.result_from_rows(self._res, self.rules)
         self.last_result = result
         r = step_rewards(result, self.rules, self.reward)[0]
         for p in range(P):
@@ -588,8 +513,8 @@ class raw_env(AECEnv, EzPickle):
         out = np.empty((1, self._obs_dim), dtype=np.float32)
         moves = np.empty((self.num_actions, MOVE_FEATURES), dtype=np.int8)
         self._viewer[0] = p
-        _observe_one(self._viewer, *self._obs_args, out, *self._tables, self._to_move if acting else self._no_moves,
-                     moves)
+        _observe_one(self._viewer, out, *self._tables, self._to_move if acting else self._no_moves, moves,
+                     *self._obs_args)
         return {"observation": out[0], "action_mask": self._mask.copy() if acting else np.zeros_like(self._zeros),
                 "moves": moves}
 
@@ -599,7 +524,7 @@ class raw_env(AECEnv, EzPickle):
         P, D = self._P, self._obs_dim
         out = np.zeros((1, D + 53 * P + 52), dtype=np.float32)
         self._viewer[0] = 0
-        _encode(self._viewer, *self._obs_args, out[:, :D])
+        encode_kernel(self._viewer, out[:, :D], *self._obs_args)
         bits = np.arange(52, dtype=np.uint64)
         out[0, D:D + 52 * P] = ((st.hand[0][:, None] >> bits) & np.uint64(1)).reshape(-1)
         stock = st.stock(0)

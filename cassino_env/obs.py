@@ -9,90 +9,197 @@ Cicera), and blocks a preset never fills (builds in Cicera, in-play points outsi
 stock order never enter it. Seats and sides are *relative to the viewer*: relative seat ``r`` is seat
 ``(viewer + r) % P``; relative side ``s`` is side ``(side(viewer) + s) % S``.
 
-Layout of ``observation`` (float32[D]; P seats, S sides, 52 cards in card-id order, RULES.md 1):
+Layout of ``observation`` (float32[D]; P seats, S sides, 52 cards in card-id order, RULES.md 1): the blocks of
+:data:`BLOCKS`, in order. :func:`obs_layout`, :func:`obs_size`, the encoder kernel's offsets
+(:func:`encoder_params`), the bounds of the observation space (:func:`obs_high`) and this table all follow from
+that one list (the table below is generated from it at import; the same table is in :mod:`cassino_env.aec`):
 
-=====================  ==========  ===========================================================================
-block                  length      meaning (1.0 = yes unless stated)
-=====================  ==========  ===========================================================================
-``hand``               52          the viewer holds card c
-``loose``              52          card c lies loose on the table
-``build_owned_by``     52 * P      card c is in a build owned by relative seat r (block r)
-``build_value``        52          value of the build holding card c / 14 (0 when not in a build)
-``captured_by``        52 * S      card c is in the captured pile of relative side s (block s)
-``unseen``             52          card c is in another hand or the stock (not visible to the viewer)
-``last_trail``         52          card c was trailed on the immediately preceding turn
-``builds``             14 * (P+1)  per build value v = 1..14: a build of v exists; then its owner (relative seat
-                                   one-hot, P entries; with ``attach`` builds several builds may share a value:
-                                   every owner of one is marked)
-``hand_sizes``         P           cards in the hand of relative seat r / hand_size
-``captured_count``     S           cards captured by relative side s / 52
-``spades_count``       S           spades captured by relative side s / 13
-``sweeps``             P           sweeps this deal by relative seat r / 4
-``in_play``            P           Cicera's in-play points this deal of relative seat r / 4 (RULES.md 5.3; 0 in
-                                   presets without ``in_play_bonuses``)
-``match_scores``       S           match total of relative side s / target
-``seat_from_dealer``   P           one-hot: the viewer sits r seats after the dealer (r = 1 moves first)
-``progress``           3           stock size / 52; rounds dealt / rounds per deal; cards played / 52
-=====================  ==========  ===========================================================================
+{obs_table}
+
+To add a block: add a :class:`Block` to :data:`BLOCKS` and write it in :func:`encode_kernel` at
+``params[AT.<name>]``; everything else follows.
 """
 
 from __future__ import annotations
 
+import functools
+from collections import namedtuple
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
-from .core._bits import popcount as _popcount
+from .cards import SPADE_MASK
+from .core import popcount as _popcount
 from .rules import RuleSet
 
 NUM_VALUES = 14  # build values 1..14 (14: ace high, RULES.md 3)
 
 
+@dataclass(frozen=True)
+class Block:
+    """One block of the observation vector: ``base + per_seat * P + per_side * S`` entries.
+
+    Attributes:
+        name: the block's name (the key of :func:`obs_layout`).
+        base, per_seat, per_side: its length for P seats and S sides is ``base + per_seat * P + per_side * S``.
+        meaning: what an entry holds (1.0 = yes unless stated).
+        high: the upper bound of its entries in the observation space (the lower bound is 0).
+    """
+
+    name: str
+    base: int
+    per_seat: int
+    per_side: int
+    meaning: str
+    high: float = 1.0
+
+    def length(self, num_players: int, num_sides: int) -> int:
+        """The block's length for P seats and S sides."""
+        return self.base + self.per_seat * num_players + self.per_side * num_sides
+
+
+#: The observation vector, block by block in order (the one source of the layout; see the module docstring).
+BLOCKS: tuple[Block, ...] = (
+    Block("hand", 52, 0, 0, "the viewer holds card c"),
+    Block("loose", 52, 0, 0, "card c lies loose on the table"),
+    Block("build_owned_by", 0, 52, 0, "card c is in a build owned by relative seat r (block r)"),
+    Block("build_value", 52, 0, 0, "value (1..14) of the build holding card c / 14 (0 when not in a build)"),
+    Block("captured_by", 0, 0, 52, "card c is in the captured pile of relative side s (block s)"),
+    Block("unseen", 52, 0, 0, "card c is in another hand or the stock (not visible to the viewer)"),
+    Block("last_trail", 52, 0, 0, "card c was trailed on the immediately preceding turn"),
+    Block("builds", NUM_VALUES, NUM_VALUES, 0, "per value v = 1..14, P + 1 entries: a build of v exists, then its "
+          "owner (relative seat one-hot; with attach builds, every owner of one)"),
+    Block("hand_sizes", 0, 1, 0, "cards in the hand of relative seat r / hand_size"),
+    Block("captured_count", 0, 0, 1, "cards captured by relative side s / 52"),
+    Block("spades_count", 0, 0, 1, "spades captured by relative side s / 13"),
+    # a seat plays fewer than 52 cards a deal, so fewer than 52 sweeps: / 4 stays below 13
+    Block("sweeps", 0, 1, 0, "sweeps this deal by relative seat r / 4", high=13.0),
+    # at most 3 in-play points a play (RULES.md 5.3), fewer than 52 plays a deal: / 4 stays below 39
+    Block("in_play", 0, 1, 0, "Cicera's in-play points this deal of relative seat r / 4 (RULES.md 5.3; 0 in presets "
+          "without in_play_bonuses)", high=39.0),
+    # a tie for the lead at the target plays on: no finite bound
+    Block("match_scores", 0, 0, 1, "match total of relative side s / target",
+          high=float(np.finfo(np.float32).max)),
+    Block("seat_from_dealer", 0, 1, 0, "one-hot: the viewer sits r seats after the dealer (r = 1 moves first)"),
+    Block("progress", 3, 0, 0, "stock size / 52; rounds dealt / rounds per deal; cards played / 52"),
+)
+
+#: The rule numbers at the front of the encoder's parameter array (:func:`encoder_params`), then each block's start.
+RULE_PARAMS = ("P", "S", "hand_size", "target", "table_cards", "rounds_per_deal")
+#: Index of each entry of the encoder's parameter array by name: ``params[AT.hand]`` is the start of ``hand``,
+#: ``params[AT.P]`` the number of seats. A namedtuple of ints, so numba reads its fields as constants.
+AT = namedtuple("EncoderParams", RULE_PARAMS + tuple(b.name for b in BLOCKS))(*range(len(RULE_PARAMS) + len(BLOCKS)))
+
+
 def obs_layout(num_players: int, num_sides: int) -> dict[str, tuple[int, int]]:
-    """``{block: (start, length)}`` of the observation vector for P seats and S sides (see the module table)."""
-    P, S = num_players, num_sides
-    sizes = [("hand", 52), ("loose", 52), ("build_owned_by", 52 * P), ("build_value", 52),
-             ("captured_by", 52 * S), ("unseen", 52), ("last_trail", 52), ("builds", NUM_VALUES * (P + 1)),
-             ("hand_sizes", P), ("captured_count", S), ("spades_count", S), ("sweeps", P), ("in_play", P),
-             ("match_scores", S), ("seat_from_dealer", P), ("progress", 3)]
+    """``{block: (start, length)}`` of the observation vector for P seats and S sides (:data:`BLOCKS`, in order)."""
     out, start = {}, 0
-    for name, n in sizes:
-        out[name] = (start, n)
+    for block in BLOCKS:
+        n = block.length(num_players, num_sides)
+        out[block.name] = (start, n)
         start += n
     return out
 
 
 def obs_size(num_players: int, num_sides: int) -> int:
     """D, the length of the observation vector."""
-    layout = obs_layout(num_players, num_sides)
-    start, n = layout["progress"]
-    return start + n
+    return sum(block.length(num_players, num_sides) for block in BLOCKS)
+
+
+def obs_high(num_players: int, num_sides: int) -> np.ndarray:
+    """float32[D]: the upper bounds of the observation vector (each block's ``high``; the lower bound is 0)."""
+    high = np.empty(obs_size(num_players, num_sides), dtype=np.float32)
+    for block, (a, n) in zip(BLOCKS, obs_layout(num_players, num_sides).values(), strict=True):
+        high[a:a + n] = block.high
+    return high
+
+
+def encoder_params(rules: RuleSet) -> np.ndarray:
+    """int64[len(AT)]: the parameters :func:`encode_kernel` reads (names and order: :data:`AT`), a fresh array."""
+    return _params(rules).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _params_of(P: int, S: int, H: int, target: int, T: int, R: int) -> np.ndarray:
+    starts = [a for a, _ in obs_layout(P, S).values()]
+    return np.array([P, S, H, target, T, R, *starts], dtype=np.int64)
+
+
+def _params(rules: RuleSet) -> np.ndarray:
+    """The shared (cached: never written) parameter array of ``rules``."""
+    return _params_of(rules.num_players, rules.num_sides, rules.hand_size, rules.target, rules.table_cards,
+                      rules.rounds_per_deal)
+
+
+def _formula(const: int, per_seat: int, per_side: int) -> str:
+    terms = [str(const)] if const or not (per_seat or per_side) else []
+    terms += [f"{k} {x}" if k != 1 else x for k, x in ((per_seat, "P"), (per_side, "S")) if k]
+    return " + ".join(terms)
+
+
+def layout_table() -> str:
+    """The index table of the observation (block, start, length, meaning) as a Markdown table, from :data:`BLOCKS`."""
+    rows, a, b, c = [], 0, 0, 0
+    for block in BLOCKS:
+        rows.append((f"`{block.name}`", _formula(a, b, c), _formula(block.base, block.per_seat, block.per_side),
+                     block.meaning))
+        a, b, c = a + block.base, b + block.per_seat, c + block.per_side
+    head = ("block", "start", "length", "meaning (1.0 = yes unless stated)")
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(4)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(x.ljust(w) for x, w in zip(cells, widths, strict=True)) + " |"
+
+    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+#: Seat and side counts the presets use (RULES.md 6), for the sizes quoted in docstrings.
+_DOC_SHAPES = ((2, 2, "2 players"), (3, 3, "3"), (4, 2, "4 in partnerships"), (6, 3, "6 in three partnerships"))
+
+
+def fill_doc(doc: str) -> str:
+    """``doc`` with ``{obs_table}`` (:func:`layout_table`), ``{obs_size_formula}`` (D for P seats and S sides) and
+    ``{obs_sizes}`` (D of every seat count the presets use) filled in from :data:`BLOCKS`."""
+    total = [sum(getattr(b, k) for b in BLOCKS) for k in ("base", "per_seat", "per_side")]
+    sizes = "; ".join(f"{label}: {'D = ' if i == 0 else ''}{obs_size(P, S)}"
+                      for i, (P, S, label) in enumerate(_DOC_SHAPES))
+    return (doc.replace("{obs_table}", layout_table()).replace("{obs_size_formula}", _formula(*total))
+            .replace("{obs_sizes}", sizes))
+
+
+if __doc__:  # None under python -OO
+    __doc__ = fill_doc(__doc__)
 
 
 @njit(cache=True)
-def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play, match_scores,
-            stock_pos, dealer, last_trail, params, out):
-    # params: P, S, hand_size, target, table_cards, rounds_per_deal
-    P, S, H, target, T, R = params[0], params[1], params[2], params[3], params[4], params[5]
+def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play,
+                  match_scores, stock_pos, dealer, last_trail, params):
+    """Write the observation of seat ``viewer[b]`` of every game ``b`` into ``out[b]`` (float32[B, D]; a row of
+    zeros where ``viewer[b] < 0``). The arguments after ``out`` are :func:`encoder_inputs` of a core State, whose
+    last one is :func:`encoder_params`; numba code may call this directly (the AEC env's one-game path)."""
+    P, S, H = params[AT.P], params[AT.S], params[AT.hand_size]
+    target, T, R = params[AT.target], params[AT.table_cards], params[AT.rounds_per_deal]
     B = out.shape[0]
     K = build_cards.shape[1]
-    o_hand = 0
-    o_loose = 52
-    o_bown = 104
-    o_bval = o_bown + 52 * P
-    o_cap = o_bval + 52
-    o_unseen = o_cap + 52 * S
-    o_trail = o_unseen + 52
-    o_builds = o_trail + 52
-    o_hs = o_builds + 14 * (P + 1)
-    o_cc = o_hs + P
-    o_sc = o_cc + S
-    o_sw = o_sc + S
-    o_ip = o_sw + P
-    o_ms = o_ip + P
-    o_sd = o_ms + S
-    o_pr = o_sd + P
+    o_hand = params[AT.hand]
+    o_loose = params[AT.loose]
+    o_bown = params[AT.build_owned_by]
+    o_bval = params[AT.build_value]
+    o_cap = params[AT.captured_by]
+    o_unseen = params[AT.unseen]
+    o_trail = params[AT.last_trail]
+    o_builds = params[AT.builds]
+    o_hs = params[AT.hand_sizes]
+    o_cc = params[AT.captured_count]
+    o_sc = params[AT.spades_count]
+    o_sw = params[AT.sweeps]
+    o_ip = params[AT.in_play]
+    o_ms = params[AT.match_scores]
+    o_sd = params[AT.seat_from_dealer]
+    o_pr = params[AT.progress]
     one = np.uint64(1)
-    spade_mask = np.uint64(((1 << 13) - 1) << 39)
+    spade_mask = SPADE_MASK
     for b in range(B):
         row = out[b]
         row[:] = 0.0
@@ -150,10 +257,13 @@ def _encode(viewer, hand, loose, build_cards, build_value, build_owner, captured
         row[o_pr + 2] = (sp - T - played) / 52.0
 
 
-def build_values(state) -> np.ndarray:
-    """int8[B, K]: the declared value of each build slot of a core state (``state.build_value``; 0 for an empty
-    slot). Slots are not values: with ``attach`` builds take the first free slot (:mod:`cassino_env.core._layout`)."""
-    return state.build_value
+def encoder_inputs(state, params: np.ndarray | None = None) -> tuple:
+    """The arguments of :func:`encode_kernel` after ``(viewer, out)`` for a core State: its position arrays (views,
+    valid for the state's life: the core steps in place), then ``params`` (default :func:`encoder_params`)."""
+    if params is None:
+        params = _params(state.rules)
+    return (state.hand, state.loose, state.build_cards, state.build_value, state.build_owner, state.captured,
+            state.sweeps, state.in_play, state.match_scores, state.stock_pos, state.dealer, state.last_trail, params)
 
 
 def encode(state, viewer: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -168,14 +278,9 @@ def encode(state, viewer: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
         float32[B, D], D = :func:`obs_size` (layout in the module docstring).
     """
     rules: RuleSet = state.rules
-    P, S = rules.num_players, rules.num_sides
-    B = state.batch_size
     if out is None:
-        out = np.empty((B, obs_size(P, S)), dtype=np.float32)
-    params = np.array([P, S, rules.hand_size, rules.target, rules.table_cards, rules.rounds_per_deal], dtype=np.int64)
-    _encode(np.asarray(viewer, dtype=np.int64), state.hand, state.loose, state.build_cards, state.build_value,
-            state.build_owner, state.captured, state.sweeps, state.in_play, state.match_scores, state.stock_pos,
-            state.dealer, state.last_trail, params, out)
+        out = np.empty((state.batch_size, obs_size(rules.num_players, rules.num_sides)), dtype=np.float32)
+    encode_kernel(np.asarray(viewer, dtype=np.int64), out, *encoder_inputs(state))
     return out
 
 

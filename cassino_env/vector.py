@@ -7,8 +7,8 @@ RULES.md 6 runs, at every player count it allows (``rules="cicera"``, ``rules="b
 
 >>> env = CassinoVectorEnv(num_envs=4, rules="classic", seed=0)
 >>> obs, info = env.reset()
->>> obs["observation"].shape, obs["action_mask"].shape, obs["current_player"].tolist()
-((4, 527), (4, 512), [0, 0, 0, 0])
+>>> obs["observation"].shape == (4, env.obs_size), obs["action_mask"].shape, obs["current_player"].tolist()
+(True, (4, 512), [0, 0, 0, 0])
 >>> rng = np.random.default_rng(0)
 >>> actions = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
 >>> obs, rewards, terminated, truncated, info = env.step(actions)

@@ -34,6 +34,7 @@ from cassino_env.errors import RulesError
 from cassino_env.obs import encode, move_features, obs_layout, obs_size
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError
+from cassino_env.version import ENV_NAME
 
 #: Every preset of RULES.md 6 at every player count it allows.
 SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
@@ -106,7 +107,8 @@ def test_env_shape_and_metadata():
     e = cassino_env.env(num_players=3)
     raw = e.unwrapped
     assert isinstance(raw, raw_env)
-    assert raw.metadata["name"] == "cassino_v0"
+    assert raw.metadata["name"] == ENV_NAME
+    assert re.fullmatch(r"cassino_v\d+", ENV_NAME)
     assert raw.possible_agents == ["player_0", "player_1", "player_2"]
     assert raw.action_space("player_1").n == MAX_MOVES
     assert raw_env(action_encoding="card_value").action_space("player_0").n == NUM_CARD_VALUE_ACTIONS == 524
@@ -591,18 +593,28 @@ def test_aec_and_vector_envs_play_identical_games(preset, n, episode, reward):
             e.reset()
 
 
-def test_kernel_cache_guard_drops_stale_aec_kernels(tmp_path):
-    """aec's numba kernels compile in the core's, obs' and actions' kernels; a change there must drop aec's cache."""
-    from cassino_env.aec import _check_kernel_cache
+def test_numba_cache_guard_covers_the_package_and_given_files(tmp_path):
+    """One guard (core.check_numba_cache): it hashes every source of the package (the AEC env's kernels compile in
+    the core's, obs' and actions') and drops a given file's cached kernels when that file or the package changed."""
+    from cassino_env.core import _cacheguard
 
-    stale = tmp_path / "aec._step_one-1.py311.nbi"
-    other = tmp_path / "obs._encode-1.py311.nbi"
+    names = {p.relative_to(_cacheguard.PACKAGE).as_posix() for p in _cacheguard.package_sources()}
+    assert {"aec.py", "obs.py", "actions.py", "cards.py", "core/_kernels.py", "core/_classic_gen.py"} <= names
+    src = tmp_path / "mod.py"
+    src.write_text("x = 1\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    stale = cache / "mod._kernel-1.py311.nbi"
+    other = cache / "other._kernel-1.py311.nbi"
     stale.write_text("x")
     other.write_text("x")
-    (tmp_path / "aec_kernels.sha256").write_text("not the hash\n")
-    _check_kernel_cache(tmp_path)
+    (cache / f"mod.{_cacheguard.STAMP}").write_text("not the hash\n")
+    core.check_numba_cache(src)
     assert not stale.exists()  # built from other sources: dropped
-    assert other.exists()  # not aec's
+    assert other.exists()  # not mod's
     stale.write_text("x")
-    _check_kernel_cache(tmp_path)
+    core.check_numba_cache(src)
     assert stale.exists()  # the stamp now matches: kept
+    src.write_text("x = 2\n")
+    core.check_numba_cache(src)
+    assert not stale.exists()  # the file changed: dropped

@@ -10,14 +10,18 @@ import numpy as np
 import pytest
 
 from cassino_env import core
-from cassino_env.aec import _obs_high
 from cassino_env.cards import card_id
 from cassino_env.determinize import capture_values
 from cassino_env.obs import (
+    AT,
+    BLOCKS,
     MOVE_FEATURES,
     encode,
+    encoder_params,
     fill_move_rows,
+    layout_table,
     move_features,
+    obs_high,
     obs_layout,
     obs_size,
     public_view,
@@ -52,6 +56,34 @@ def test_layout_is_contiguous(P, S):
     assert start == obs_size(P, S) == 277 + 70 * P + 55 * S  # the formula of the AEC env's docstring
     assert layout["builds"][1] == 14 * (P + 1)
     assert layout["in_play"][1] == P
+
+
+def test_docstring_tables_are_the_block_list():
+    """The index table in obs' and aec's docstrings is generated from BLOCKS: one row per block, in order."""
+    import cassino_env.aec
+    import cassino_env.obs
+
+    table = layout_table()
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:]]
+    assert rows == [b.name for b in BLOCKS] == list(obs_layout(2, 2))
+    for doc in (cassino_env.obs.__doc__, cassino_env.aec.__doc__):
+        assert table in doc
+        assert "{obs_" not in doc  # every placeholder filled
+    assert f"D = {obs_size(2, 2)};" in cassino_env.aec.__doc__
+
+
+@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+def test_encoder_offsets_follow_the_block_list(preset, n):
+    """The kernel reads every block's start from encoder_params, built from BLOCKS: no offset is typed twice."""
+    rules = make_rules(preset, num_players=n)
+    params = encoder_params(rules)
+    for name, (start, _) in obs_layout(n, rules.num_sides).items():
+        assert params[getattr(AT, name)] == start, name
+    assert params[AT.P] == n and params[AT.S] == rules.num_sides and params[AT.hand_size] == rules.hand_size
+    high = obs_high(n, rules.num_sides)
+    for block in BLOCKS:
+        a, length = obs_layout(n, rules.num_sides)[block.name]
+        assert length == block.length(n, rules.num_sides) and (high[a:a + length] == np.float32(block.high)).all()
 
 
 def test_encoding_of_a_known_position():
@@ -195,7 +227,7 @@ def test_encoding_and_public_view_ignore_hidden_cards(preset, n):
 @pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
 def test_encoding_stays_in_the_env_bounds(preset, n):
     rules = make_rules(preset, num_players=n)
-    high = _obs_high(n, rules.num_sides)
+    high = obs_high(n, rules.num_sides)
     st = core.init(rules, np.arange(64), auto_reset=True)
     rng = np.arange(64, dtype=np.uint64)
     a_ip, _ = obs_layout(n, rules.num_sides)["in_play"]

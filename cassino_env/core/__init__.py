@@ -97,6 +97,18 @@ Crowded tables (many loose cards, typically from policies that trail a lot) can 
 generator then switches to an output-sensitive search that lists the first M in canonical order directly (see
 :mod:`cassino_env.core._classic_gen`), so a step stays in milliseconds.
 
+Fast entry and kernel helpers
+-----------------------------
+For adapters that step one game per Python call and need numba speed (the AEC env): ``step_kernel(actions, res,
+*kernel_args(state))`` is :func:`step` without its checks as a numba function other kernels can call (actions
+int64[B], a listed index per game with a player to move); ``kernel_args(state)`` gives the packed arrays it takes
+(bind them once per state: they are the arrays the public fields view); ``result_rows(state)`` a zeroed
+int16[B, W] buffer for its result rows; ``result_from_rows(res, rules)`` the :class:`StepResult` of those rows (the
+one StepResult builder, :func:`step` uses it too). For kernels outside the core: ``popcount(x)`` (a numba
+intrinsic: set bits of an integer, int64; numba code only) and ``check_numba_cache(*files)``, the one numba cache
+guard (it covers every module of ``cassino_env``; pass the source file of a module elsewhere whose kernels call
+into it, see :mod:`cassino_env.core._cacheguard`). Suit masks are :data:`cassino_env.cards.SUIT_MASK`.
+
 Randomness
 ----------
 No global RNG: deal k of match m of game b uses ``deck_for(seed[b], m, k)``, a Fisher-Yates shuffle driven by
@@ -121,16 +133,21 @@ from ._api import (  # noqa: E402 - after the cache check on purpose
     from_position,
     init,
     items_of,
+    kernel_args,
     legal_mask,
     move_list,
     position,
     random_actions,
     refresh_moves,
+    result_from_rows,
+    result_rows,
     rollout,
     step,
+    step_kernel,
     tally,
     uses_classic_generator,
 )
+from ._bits import popcount  # noqa: E402
 
 __all__ = [
     "BUILD",
@@ -141,16 +158,22 @@ __all__ = [
     "State",
     "StepResult",
     "advance",
+    "check_numba_cache",
     "deck_for",
     "from_position",
     "init",
+    "kernel_args",
     "legal_mask",
     "move_list",
+    "popcount",
     "position",
     "random_actions",
     "refresh_moves",
+    "result_from_rows",
+    "result_rows",
     "rollout",
     "step",
+    "step_kernel",
     "tally",
     "items_of",
     "uses_classic_generator",

@@ -333,18 +333,47 @@ def step(state: State, actions: np.ndarray | Sequence[int], *, parallel: bool = 
         b = int(np.flatnonzero(bad)[0])
         raise ActionIndexError(f"game {b}: action {int(a[b])} is not a listed move index 0..{int(n[b]) - 1}")
     a = np.where(live, a, 0)
-    P, S = state.num_players, state.num_sides
-    t_col, it_col, nc_col, ns_col, width = res_layout(P, S)
-    res = np.empty((B, width), dtype=np.int16)
+    res = np.empty((B, res_layout(state.num_players, state.num_sides)[4]), dtype=np.int16)
     _run(state, K.MODE_STEP, actions=a, res=res, parallel=parallel)
+    return result_from_rows(res, state.rules)
+
+
+def result_from_rows(res: np.ndarray, rules: RuleSet) -> StepResult:
+    """The :class:`StepResult` of the packed per-game result rows the kernels write (the one builder of StepResult).
+
+    Args:
+        res: int16[B, W], rows written by a step (:func:`step`, or :data:`step_kernel` into :func:`result_rows`).
+        rules: the rule set of the state stepped (its seats P and sides S give the row layout).
+
+    Returns:
+        A StepResult of fresh arrays (``res`` may be reused).
+    """
+    P, S = rules.num_players, rules.num_sides
+    B = res.shape[0]
+    t_col, it_col, nc_col, ns_col, _ = res_layout(P, S)
+    items = res[:, it_col:nc_col].reshape(B, S, NITEMS)
     return StepResult(
         actor=res[:, R_ACTOR].astype(np.int8), deal_done=res[:, R_DEAL_DONE] != 0,
         match_done=res[:, R_MATCH_DONE] != 0, match_winner=res[:, R_WINNER].astype(np.int8),
-        deal_points=res[:, R_POINTS:R_POINTS + P].copy(),
-        deal_totals=res[:, it_col:nc_col].reshape(B, S, NITEMS).sum(axis=2, dtype=np.int16),
-        deal_items=res[:, it_col:nc_col].reshape(B, S, NITEMS).copy(),
-        deal_cards=res[:, nc_col:ns_col].copy(), deal_spades=res[:, ns_col:ns_col + S].copy(),
+        deal_points=res[:, R_POINTS:R_POINTS + P].copy(), deal_totals=items.sum(axis=2, dtype=np.int16),
+        deal_items=items.copy(), deal_cards=res[:, nc_col:ns_col].copy(), deal_spades=res[:, ns_col:ns_col + S].copy(),
         match_totals=res[:, t_col:t_col + S].copy())
+
+
+def result_rows(state: State) -> np.ndarray:
+    """int16[B, W]: a zeroed buffer for the result rows :data:`step_kernel` writes (see :func:`result_from_rows`)."""
+    return np.zeros((state.batch_size, res_layout(state.num_players, state.num_sides)[4]), dtype=np.int16)
+
+
+def kernel_args(state: State) -> tuple[np.ndarray, ...]:
+    """The packed arrays of ``state`` that :data:`step_kernel` takes after ``(actions, res)``, in order.
+
+    ``(u64 uint64[B, 2P + K + 1], i8 int8[B, W8], i16 int16[B, 2P + S + 1], i64 int64[B, 3], m8 int8[B, 3, M],
+    mvc uint64[B, M], cfg int64[NCFG], rl int64[4])`` — the very arrays the public fields of ``state`` view, so a
+    kernel that steps them updates ``state`` in place (layout: :mod:`cassino_env.core._layout`). Bind them once per
+    state; they stay valid for its life.
+    """
+    return (state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, state._cfg, state._rl)
 
 
 def tally(state: State) -> dict[str, np.ndarray]:
@@ -573,8 +602,15 @@ def position(state: State, b: int) -> dict[str, Any]:
     }
 
 
+#: ``step_kernel(actions, res, *kernel_args(state))``: :func:`step` without its checks, as a numba function that
+#: other kernels can call (the one-game fast path of the AEC env fuses it with its action mapping). ``actions``:
+#: int64[B], a listed move index for every game with a player to move; ``res``: int16[B, W] from
+#: :func:`result_rows`, turned into a StepResult by :func:`result_from_rows`. Returns the number of moves played.
+step_kernel = K.step_kernel
+
 __all__ = [
     "BUILD", "CAPTURE", "ITEMS", "TRAIL", "ActionIndexError", "State", "StepResult", "advance", "deck_for",
-    "from_position", "init", "items_of", "legal_mask", "move_list", "position", "random_actions", "refresh_moves",
-    "rollout", "step", "tally", "uses_classic_generator",
+    "from_position", "init", "items_of", "kernel_args", "legal_mask", "move_list", "position", "random_actions",
+    "refresh_moves", "result_from_rows", "result_rows", "rollout", "step", "step_kernel", "tally",
+    "uses_classic_generator",
 ]

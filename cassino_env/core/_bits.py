@@ -13,7 +13,10 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from ..cards import BIG_CASINO, LITTLE_CASINO, NUM_CARDS, SPADES
+from ..cards import BIG_CASINO, LITTLE_CASINO, NUM_CARDS
+from ..cards import RANK as RANK  # int8[52]: rank 1..13 of each card id, for the kernels
+from ..cards import SPADE_MASK as SPADE_MASK  # the 13 spades, for the kernels
+from ..cards import SUIT_MASK as SUIT_MASK  # uint64[4]: the cards of each suit, for the kernels
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -21,16 +24,12 @@ U1 = np.uint64(1)
 BIT = np.array([1 << i for i in range(64)], dtype=np.uint64)
 #: uint64: all 52 cards.
 FULL = np.uint64((1 << NUM_CARDS) - 1)
-#: int8[52]: rank 1..13 of each card id.
-RANK = np.array([c % 13 + 1 for c in range(NUM_CARDS)], dtype=np.int8)
 #: uint64[14]: RANK_MASK[r] = the four cards of rank r (index 0 unused). For numerals rank == value (classic).
 RANK_MASK = np.zeros(14, dtype=np.uint64)
 for _c in range(NUM_CARDS):
     RANK_MASK[_c % 13 + 1] |= np.uint64(1 << _c)
 #: uint64: the 40 numerals A..10 (RULES.md 1, court_values=none).
 NUMERALS = np.uint64(sum(1 << c for c in range(NUM_CARDS) if c % 13 < 10))
-#: uint64: the 13 spades.
-SPADE_MASK = np.uint64(sum(1 << c for c in range(NUM_CARDS) if c // 13 == SPADES))
 #: uint64: the four aces.
 ACE_MASK = RANK_MASK[1]
 BIG_CASINO_BIT = np.uint64(1 << BIG_CASINO)

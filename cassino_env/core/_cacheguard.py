@@ -1,34 +1,65 @@
-"""Keep numba's on-disk cache of the core consistent with its sources.
+"""The one guard that keeps numba's on-disk kernel cache consistent with the sources, for every module with kernels.
 
-numba's ``cache=True`` re-compiles a function only when *its own* source file changes; a kernel in one module that
-calls a function of another keeps the compiled copy of the callee it was built with. The core's kernels call
-across ``_bits``, ``_crowded_gen``, ``_classic_gen``, ``_general_gen`` and ``_kernels``, so after any edit the cached
-kernels could run stale code. This guard hashes the sources of the core at import and, when the hash differs from
-the one stamped next to the cache, deletes the core's cached kernels (``__pycache__/*.nbi``, ``*.nbc``) so they are rebuilt. Best effort:
-an unwritable cache folder is left alone (numba then uses its own fallback location).
+numba's ``cache=True`` re-compiles a function only when *its own* source file changes. A kernel that calls a
+function of another module keeps the compiled copy of the callee it was built with, and the module-level constants
+it read (card ids, layout columns, bit tables) are frozen into it. The package's kernels call across modules
+everywhere: the core's drivers (``_kernels``) into the three move generators and ``_bits``; :mod:`cassino_env.obs`
+and :mod:`cassino_env.actions` into the core's bit intrinsics; the AEC env's fused kernels into the core, obs and
+actions; and outside the package, the scripted bots' kernels into the core's intrinsics. After an edit in any of
+them a cached kernel could run stale code.
+
+So :func:`check_numba_cache` hashes the sources and, when the hash differs from the one stamped next to a cache,
+deletes that cache's compiled kernels (``*.nbi``, ``*.nbc``) so numba rebuilds them:
+
+* ``check_numba_cache()`` — the ``cassino_env`` package: one hash over all of its ``.py`` sources (every module
+  with kernels, and every module whose constants they may read, without a list to keep: a kernel module imports the
+  package's ``__init__``, which imports most of the rest anyway). On a change the kernels cached in every
+  ``__pycache__`` folder of the package are dropped. :mod:`cassino_env.core` calls it at import, before any kernel
+  loads, and every module of the package with kernels imports the core first.
+* ``check_numba_cache(path, ...)`` — also modules outside the package whose kernels call into it (for example
+  ``agents/bots.py`` calls ``cassino_env.core.check_numba_cache(__file__)`` at import): each file's kernels
+  (``__pycache__/<stem>.*.nbi``, ``*.nbc`` next to it) are dropped when the package's sources or the file changed.
+
+Best effort: an unreadable source or an unwritable cache folder is left alone (numba then uses its own fallback).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
-_STAMP = "core_sources.sha256"
+#: The ``cassino_env`` package folder.
+PACKAGE = Path(__file__).resolve().parent.parent
+#: Name of the stamp file (the hash the cached kernels were built from) in each cache folder.
+STAMP = "numba_sources.sha256"
+_PATTERNS = ("*.nbi", "*.nbc")
 
 
-def sources_hash() -> str:
-    """SHA-256 over the core package's Python sources, in name order."""
+def package_sources() -> list[Path]:
+    """Every ``.py`` source of the ``cassino_env`` package, in a fixed order (relative path)."""
+    return sorted(PACKAGE.rglob("*.py"), key=_key)
+
+
+def _key(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def sources_hash(extra: Path | None = None) -> str:
+    """SHA-256 over :func:`package_sources` (relative path and bytes of each), then ``extra``'s bytes if given."""
     h = hashlib.sha256()
-    for path in sorted(_HERE.glob("*.py")):
-        h.update(path.name.encode())
+    for path in package_sources():
+        h.update(_key(path).encode())
         h.update(path.read_bytes())
+    if extra is not None:
+        h.update(b"\0extra\0")
+        h.update(extra.read_bytes())
     return h.hexdigest()
 
 
-def refresh_cache(cache: Path, digest: str, stamp_name: str, patterns: tuple[str, ...]) -> None:
-    """Delete the files of ``cache`` matching ``patterns`` unless the stamp file ``stamp_name`` there holds
-    ``digest``; then write the stamp. Best effort: an unwritable folder is left alone."""
+def _refresh(cache: Path, digest: str, stamp_name: str, patterns: tuple[str, ...]) -> None:
+    """Delete the files of ``cache`` matching ``patterns`` unless the stamp ``stamp_name`` there holds ``digest``;
+    then write the stamp (creating ``cache`` if needed)."""
     try:
         stamp = cache / stamp_name
         if stamp.is_file() and stamp.read_text().strip() == digest:
@@ -43,10 +74,24 @@ def refresh_cache(cache: Path, digest: str, stamp_name: str, patterns: tuple[str
         pass
 
 
-def check_numba_cache() -> None:
-    """Delete the core's numba cache files if they were built from other sources than the current ones."""
+def check_numba_cache(*sources: str | os.PathLike[str]) -> None:
+    """Drop cached numba kernels built from other sources than the current ones (module docstring).
+
+    Args:
+        *sources: source files outside the package whose kernels call into it (e.g. ``__file__`` of
+            ``agents/bots.py``). With none, only the package's own caches are checked.
+    """
     try:
         digest = sources_hash()
     except OSError:
         return
-    refresh_cache(_HERE / "__pycache__", digest, _STAMP, ("*.nbi", "*.nbc"))
+    for cache in sorted({p.parent / "__pycache__" for p in package_sources()}):
+        _refresh(cache, digest, STAMP, _PATTERNS)
+    for src in sources:
+        path = Path(src).resolve()
+        try:
+            file_digest = sources_hash(path)
+        except OSError:
+            continue
+        _refresh(path.parent / "__pycache__", file_digest, f"{path.stem}.{STAMP}",
+                 tuple(f"{path.stem}.{p}" for p in _PATTERNS))

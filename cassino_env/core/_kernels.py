@@ -19,6 +19,7 @@ from ._bits import (
     LITTLE_CASINO_BIT,
     RANK,
     SPADE_MASK,
+    SUIT_MASK,
     U0,
     below,
     mix64,
@@ -66,8 +67,6 @@ from ._layout import (
 
 JH_BIT = BIT[JACK_OF_HEARTS]
 SI_ALLOC = max(SI_SIZE, GI_SIZE)
-#: uint64[4]: the 13 cards of each suit.
-SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)
 
 CHUNK = 64  # most games per prange task (step and rollout with parallel=True)
 
@@ -464,6 +463,18 @@ def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
 def run_serial(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     """Run ``mode`` (``MODE_*``) on every game, one thread; return the moves played."""
     return _run_range(mode, 0, u64.shape[0], actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+
+
+@njit(cache=True)
+def step_kernel(actions, res, u64, i8, i16, i64, m8, mvc, cfg, rl):
+    """``core.step`` without its checks, callable from other kernels: play ``actions[b]`` in every game, serially.
+
+    The packed arrays are :func:`cassino_env.core.kernel_args` of a State; ``res`` is int16[B, W]
+    (:func:`cassino_env.core.result_rows`), read back by :func:`cassino_env.core.result_from_rows`. Returns the moves
+    played.
+    """
+    no_rng = np.zeros(u64.shape[0], dtype=np.uint64)  # MODE_STEP draws no random numbers
+    return _run_range(MODE_STEP, 0, u64.shape[0], actions, 0, no_rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
 
 
 @njit(cache=True, parallel=True)
