@@ -45,11 +45,12 @@ import torch
 
 from cassino_env.obs import obs_size
 from cassino_env.rules import RuleSet, make_rules
+from cassino_env.version import ENV_NAME
 
 from .policy import CassinoPolicy, MoveBatch, NetworkShape, sample_actions
 
-#: Version of the observation/reward/move-table behaviour a policy depends on (PettingZoo-style ``_vN``).
-ENV_VERSION = "cassino_v0"
+#: Version of the observation/reward/move-table behaviour a policy depends on: :data:`cassino_env.version.ENV_NAME`.
+ENV_VERSION = ENV_NAME
 #: The ``format`` tag and version of checkpoint files written by :func:`save_checkpoint`.
 FORMAT = "cassino-ppo-checkpoint"
 FORMAT_VERSION = 1
