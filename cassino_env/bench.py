@@ -14,16 +14,14 @@ excluded: every configuration is warmed up before it is timed.
 ``engine="reference"`` plays the same random games with the one-game reference engine
 (:mod:`cassino_env.reference`) through :func:`_bench_reference`.
 
-Command line: ``python -m cassino_env.bench [--engine core] [--batch 1 64 1024 4096] [--seconds 2] [--threads 1]
-[--players N] [--mode kernel] [--json]``; ``cassino bench`` offers the same options but ``--mode``.
+The command line is ``cassino bench`` (``cassino bench --help``), which calls :func:`run`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json as _json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -167,21 +165,3 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
         rows.append(row)
     return rows
 
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Command-line entry point (``python -m cassino_env.bench``)."""
-    ap = argparse.ArgumentParser(prog="python -m cassino_env.bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--engine", default="core", choices=["core", "reference", "aec", "vector"])
-    ap.add_argument("--preset", default="classic")
-    ap.add_argument("--batch", type=int, nargs="+", default=[1, 64, 1024, 4096])
-    ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--players", type=int, default=None)
-    ap.add_argument("--mode", default="kernel", choices=["kernel", "api"])
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args(argv)
-    run(a.engine, a.preset, a.batch, a.seconds, a.threads, a.players, a.json, mode=a.mode)
-
-
-if __name__ == "__main__":
-    main()
