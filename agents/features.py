@@ -115,3 +115,42 @@ def critic_state(state: Any) -> np.ndarray:
     rows, cols = np.nonzero(in_stock)
     out[rows, P, deck[rows, cols]] = 1.0
     return out.reshape(B, -1)
+
+
+_SPADES = np.uint64(((1 << 13) - 1) << 39)
+
+
+def banked_points(state: Any, tables: RuleTables) -> np.ndarray:
+    """float64[B, S]: each side's points already banked this deal, the potential of the reward shaping.
+
+    A side's cards are worth what the bots value them at (:mod:`agents.bots`): ``w_cards`` per card and ``w_spades``
+    per spade (its share of the most-cards and most-spades items, RULES.md 5.1), each point card its points (aces,
+    little and big casino; Cicera's point cards and napula shares, 5.3), plus sweeps times the sweep points and
+    Cicera's in-play points. 0 at the start of a deal, when nothing has been captured.
+
+    Args:
+        state: a core State (``env.state``).
+        tables: the bots' tables of the same rules (:meth:`agents.bots.RuleTables.of`).
+    """
+    P, S = tables.rules.num_players, tables.rules.num_sides
+    captured = np.asarray(state.captured, dtype=np.uint64)
+    B = captured.shape[0]
+    side_cards = np.zeros((B, S), dtype=np.uint64)
+    for p in range(P):
+        side_cards[:, p % S] |= captured[:, p]
+    pts = tables.w_cards * np.bitwise_count(side_cards) + tables.w_spades * np.bitwise_count(side_cards & _SPADES)
+    for c, v in zip(tables.point_cards.tolist(), tables.point_values.tolist(), strict=True):
+        pts = pts + v * ((side_cards >> np.uint64(c)) & np.uint64(1))
+    extra = float(tables.rules.sweep_points) * np.asarray(state.sweeps, dtype=np.float64) + np.asarray(
+        state.in_play, dtype=np.float64)
+    for p in range(P):
+        pts[:, p % S] += extra[:, p]
+    return pts
+
+
+def seat_margins(side_points: np.ndarray, num_players: int) -> np.ndarray:
+    """float64[B, P]: each seat's side's points minus the mean of the other sides' (the env's ``points`` reward form,
+    :mod:`cassino_env.vector`), from float[B, S] side points."""
+    S = side_points.shape[1]
+    others = (side_points.sum(axis=1, keepdims=True) - side_points) / max(S - 1, 1)
+    return (side_points - others)[:, np.arange(num_players) % S]

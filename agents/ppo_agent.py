@@ -69,17 +69,29 @@ class PPOAgent:
         name: the agent's name in tables.
     """
 
-    def __init__(self, policy: CassinoPolicy, deterministic: bool = True, name: str = "ppo") -> None:
+    def __init__(self, policy: CassinoPolicy, deterministic: bool = True, name: str = "ppo",
+                 rules: RuleSet | None = None) -> None:
         self.policy = policy.eval()
         self.deterministic = deterministic
         self.name = name
+        self.featurizer = None
+        if policy.shape.move_features:
+            if rules is None:
+                raise ValueError("a network with move features needs the rules it plays: PPOAgent(..., rules=...)")
+            from .features import NUM_MOVE_FEATURES, MoveFeaturizer
+
+            if policy.shape.move_features != NUM_MOVE_FEATURES:
+                raise ValueError(f"the network reads {policy.shape.move_features} move features, this code computes "
+                                 f"{NUM_MOVE_FEATURES}")
+            self.featurizer = MoveFeaturizer(rules)
 
     @torch.no_grad()
     def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
         """int64[B]: a legal move index per game (see :class:`agents.base.Agent`)."""
         if len(obs["action_mask"]) == 0:
             return np.zeros(0, dtype=np.int64)
-        logits, _ = self.policy(MoveBatch.from_obs(obs))
+        feats = None if self.featurizer is None else self.featurizer(obs)
+        logits = self.policy.logits(MoveBatch.from_obs(obs, feats))
         return sample_actions(logits, rng, self.deterministic).astype(np.int64)
 
 
@@ -168,7 +180,7 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
     """
     try:
         shape = NetworkShape(**data["network"])
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise CheckpointError(f"{path}: bad network shape {data['network']!r}: {exc}") from None
     if expected_shape is not None and shape != expected_shape:
         raise CheckpointError(f"{path}: network shape {shape.to_dict()} differs from the expected "
@@ -198,4 +210,5 @@ def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True)
         CheckpointError: naming the file and the problem (see :func:`read_checkpoint`).
     """
     data = read_checkpoint(path, rules)
-    return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=f"ppo:{Path(path).name}")
+    return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=f"ppo:{Path(path).name}",
+                    rules=rules)

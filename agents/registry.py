@@ -12,6 +12,8 @@ spec                agent
 ``pimc:N``          the same with N simulations (rollouts) per decision
 ``ismcts[:N]``      the same agent as ``pimc[:N]``, under its first name
 ``checkpoint:PATH`` a trained policy (``agents.ppo_agent.load_checkpoint_agent``; torch is imported only then)
+``pretrained:NAME`` a checkpoint shipped with the package, ``agents/pretrained/NAME.pt`` (:func:`pretrained_names`):
+                    ``classic``, ``classic-4p``, ... the default ``cassino train`` run of that preset
 ==================  ==========================================================================================
 
 In an agent list, ``ladder`` stands for the bots of :data:`LADDER` (:func:`expand_specs`).
@@ -30,6 +32,7 @@ In an agent list, ``ladder`` stands for the bots of :data:`LADDER` (:func:`expan
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from agents.base import Agent
@@ -44,6 +47,14 @@ SEARCH_NAMES = ("pimc", "ismcts")
 BOT_NAMES = (*LADDER, *SEARCH_NAMES)
 
 _Spec = TypeVar("_Spec")
+
+#: The folder of the shipped checkpoints (``pretrained:NAME`` is ``PRETRAINED_DIR / f"{NAME}.pt"``).
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+
+
+def pretrained_names() -> tuple[str, ...]:
+    """The names ``pretrained:NAME`` accepts: one per shipped checkpoint file, sorted."""
+    return tuple(sorted(p.stem for p in PRETRAINED_DIR.glob("*.pt")))
 
 
 class AgentSpecError(ValueError):
@@ -68,6 +79,15 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
                                  f"{exc}") from exc
         agent = load_checkpoint_agent(arg, rules)
         return agent
+    if name == "pretrained":
+        names = pretrained_names()
+        if arg not in names:
+            raise AgentSpecError(f"unknown pretrained agent {arg!r}; shipped: {', '.join(names) or 'none'}")
+        from agents.ppo_agent import load_checkpoint_agent  # lazily: imports torch
+
+        agent = load_checkpoint_agent(str(PRETRAINED_DIR / f"{arg}.pt"), rules)
+        agent.name = spec.strip()
+        return agent
     if name in SEARCH_NAMES:
         from agents.pimc import PIMCAgent
 
@@ -88,7 +108,7 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
         return make_bot(name, rules)
     except ValueError:
         raise AgentSpecError(f"unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N (or ismcts:N) "
-                             f"and checkpoint:PATH; ladder stands for {', '.join(LADDER)}") from None
+                             f"checkpoint:PATH and pretrained:NAME; ladder stands for {', '.join(LADDER)}") from None
 
 
 def expand_specs(specs: Sequence[_Spec]) -> list[_Spec | str]:

@@ -127,6 +127,9 @@ class Args:
     """env reward: points (deal margin, zero-sum, every deal) or win (+-1 per match)"""
     reward_scale: float = 0.1
     """rewards are multiplied by this before PPO sees them (deal margins are about +-10 points)"""
+    shaping: bool = False
+    """potential-based reward shaping (Ng et al. 1999): pay each change of the banked deal points (agents.features.
+    banked_points) as it happens; with gamma=1 a deal's total reward is unchanged"""
     max_moves: int = 64
     """width of the env's move table; the rare longer lists keep their first moves (the core's overflow policy)"""
 
@@ -491,7 +494,16 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     from torch.utils.tensorboard import SummaryWriter
 
     from agents.base import slice_obs
-    from agents.features import MOVE_FEATURES, NUM_MOVE_FEATURES, MoveFeaturizer, critic_state, critic_state_size
+    from agents.bots import RuleTables
+    from agents.features import (
+        MOVE_FEATURES,
+        NUM_MOVE_FEATURES,
+        MoveFeaturizer,
+        banked_points,
+        critic_state,
+        critic_state_size,
+        seat_margins,
+    )
     from agents.features import SCALE as FEATURE_SCALE
     from agents.policy import CassinoPolicy, MoveBatch, NetworkShape, masked_entropy, masked_log_softmax, sample_actions
     from agents.ppo_agent import CheckpointError, PPOAgent, policy_from_checkpoint, read_checkpoint, save_checkpoint
@@ -539,6 +551,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     net_shape = NetworkShape(obs_dim=D, hidden=args.hidden, embed=args.embed, move_features=F, critic=args.critic,
                              critic_dim=C)
     featurizer = MoveFeaturizer(rules) if F else None
+    shaping_tables = RuleTables.of(rules) if args.shaping else None
     policy = CassinoPolicy.from_shape(net_shape)
     if F and args.feature_prior:
         policy.set_feature_prior(MOVE_FEATURES.index("advanced_score"), args.feature_prior / FEATURE_SCALE)
@@ -667,10 +680,17 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
                 who = opponent if c == POOL else bots[bot_names[c - 2]]
                 actions[t, rows_c] = who.act(slice_obs(obs, rows_c), rng)
             credit.act(t, cp)  # the transition belongs to the seat that acted
+            if shaping_tables is not None:
+                potential = seat_margins(banked_points(env.state, shaping_tables), P)
             t1 = time.time()
             obs, reward, terminated, _, _ = env.step(actions[t])
             t2 = time.time()
-            credit.step(args.reward_scale * reward, terminated)  # every seat's reward, to its open transition
+            paid = reward
+            if shaping_tables is not None:  # a finished deal's next state is a fresh deal: potential 0
+                after = seat_margins(banked_points(env.state, shaping_tables), P)
+                after[terminated] = 0.0
+                paid = reward + (after - potential)
+            credit.step(args.reward_scale * paid, terminated)  # every seat's reward, to its open transition
             deal_return += reward
             if terminated.any():
                 ended = np.flatnonzero(terminated)
