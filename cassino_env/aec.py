@@ -152,6 +152,8 @@ explicit position.
 * v0: Initial release: classic preset, `moves` and `card_value` (table version 1) encodings, `MAX_MOVES` 512.
   Every preset of ``RULES.md`` 6 (matsuda, cicera, bga with 6 players, stadium, royal); the observation gained the
   `in_play` block (D 525 -> 527 for 2 players).
+* v1: the observation gained the `last_capturer`, `unseen_by_rank` and `most_decided` blocks (D 527 -> 546 for 2
+  players); checkpoints of v0 do not load.
 """
 
 from __future__ import annotations

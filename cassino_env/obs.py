@@ -83,6 +83,11 @@ BLOCKS: tuple[Block, ...] = (
           high=float(np.finfo(np.float32).max)),
     Block("seat_from_dealer", 0, 1, 0, "one-hot: the viewer sits r seats after the dealer (r = 1 moves first)"),
     Block("progress", 3, 0, 0, "stock size / 52; rounds dealt / rounds per deal; cards played / 52"),
+    Block("last_capturer", 0, 1, 0, "one-hot: relative seat r made the last capture this deal (the residue goes to "
+          "the last capturer unless the preset says otherwise, RULES.md 5); all 0 before the first capture"),
+    Block("unseen_by_rank", 13, 0, 0, "per rank 1..13 (A..K): unseen cards of that rank / 4"),
+    Block("most_decided", 0, 0, 2, "per relative side s, 2 entries: s has clinched most cards (more than any other "
+          "side can still reach), then most spades (RULES.md 5)"),
 )
 
 #: The rule numbers at the front of the encoder's parameter array (:func:`encoder_params`), then each block's start.
@@ -174,7 +179,7 @@ if __doc__:  # None under python -OO
 
 @njit(cache=True)
 def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play,
-                  match_scores, stock_pos, dealer, last_trail, params):
+                  match_scores, stock_pos, dealer, last_trail, last_capturer, params):
     """Write the observation of seat ``viewer[b]`` of every game ``b`` into ``out[b]`` (float32[B, D]; a row of
     zeros where ``viewer[b] < 0``). The arguments after ``out`` are :func:`encoder_inputs` of a core State, whose
     last one is :func:`encoder_params`; numba code may call this directly (the AEC env's one-game path)."""
@@ -198,6 +203,11 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
     o_ms = params[AT.match_scores]
     o_sd = params[AT.seat_from_dealer]
     o_pr = params[AT.progress]
+    o_lc = params[AT.last_capturer]
+    o_ur = params[AT.unseen_by_rank]
+    o_md = params[AT.most_decided]
+    side_cards = np.zeros(S, dtype=np.int64)
+    side_spades = np.zeros(S, dtype=np.int64)
     one = np.uint64(1)
     spade_mask = SPADE_MASK
     for b in range(B):
@@ -243,6 +253,28 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
         for c in range(52):
             if not visible & (one << np.uint64(c)):
                 row[o_unseen + c] = 1.0
+                row[o_ur + c % 13] += 0.25
+        if last_capturer[b] >= 0:
+            row[o_lc + (last_capturer[b] - me) % P] = 1.0
+        side_cards[:] = 0
+        side_spades[:] = 0
+        for q in range(P):
+            side_cards[q % S] += _popcount(captured[b, q])
+            side_spades[q % S] += _popcount(captured[b, q] & spade_mask)
+        left_cards = 52 - side_cards.sum()
+        left_spades = 13 - side_spades.sum()
+        for s in range(S):
+            reach_cards = 0
+            reach_spades = 0
+            for t in range(S):
+                if t != s:
+                    reach_cards = max(reach_cards, side_cards[t] + left_cards)
+                    reach_spades = max(reach_spades, side_spades[t] + left_spades)
+            rs = (s - my_side) % S
+            if side_cards[s] > reach_cards:
+                row[o_md + 2 * rs] = 1.0
+            if side_spades[s] > reach_spades:
+                row[o_md + 2 * rs + 1] = 1.0
         if last_trail[b] >= 0:
             row[o_trail + last_trail[b]] = 1.0
         for s in range(S):
@@ -263,7 +295,8 @@ def encoder_inputs(state, params: np.ndarray | None = None) -> tuple:
     if params is None:
         params = _params(state.rules)
     return (state.hand, state.loose, state.build_cards, state.build_value, state.build_owner, state.captured,
-            state.sweeps, state.in_play, state.match_scores, state.stock_pos, state.dealer, state.last_trail, params)
+            state.sweeps, state.in_play, state.match_scores, state.stock_pos, state.dealer, state.last_trail,
+            state.last_capturer, params)
 
 
 def encode(state, viewer: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

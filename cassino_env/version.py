@@ -6,4 +6,4 @@ tests check against. This module imports nothing, so anything may read it cheapl
 """
 
 #: Name and version of the environment.
-ENV_NAME = "cassino_v0"
+ENV_NAME = "cassino_v1"

@@ -8,10 +8,10 @@ import random
 
 import numpy as np
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS, permute_hidden
 
 from cassino_env import core
 from cassino_env.cards import card_id
-from cassino_env.determinize import capture_values
 from cassino_env.obs import (
     AT,
     BLOCKS,
@@ -26,11 +26,7 @@ from cassino_env.obs import (
     obs_size,
     public_view,
 )
-from cassino_env.rules import PRESETS, make_rules
-
-#: Every preset of RULES.md 6 at every player count it allows.
-SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
-IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
+from cassino_env.rules import make_rules
 
 
 def _random_states(rules, games: int, seed: int) -> list[core.State]:
@@ -54,7 +50,7 @@ def test_layout_is_contiguous(P, S):
         assert a == start
         start += n
     # the one pin of D: a new block changes it on purpose (and should bump cassino_env.version.ENV_NAME)
-    assert start == obs_size(P, S) == 277 + 70 * P + 55 * S
+    assert start == obs_size(P, S) == 290 + 71 * P + 57 * S
     assert layout["builds"][1] == 14 * (P + 1)
     assert layout["in_play"][1] == P
 
@@ -73,7 +69,7 @@ def test_docstring_tables_are_the_block_list():
     assert f"D = {obs_size(2, 2)};" in cassino_env.aec.__doc__
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_encoder_offsets_follow_the_block_list(preset, n):
     """The kernel reads every block's start from encoder_params, built from BLOCKS: no offset is typed twice."""
     rules = make_rules(preset, num_players=n)
@@ -186,25 +182,7 @@ def test_encoding_of_cicera_hands_and_in_play_points():
     assert row[a:a + n].tolist() == pytest.approx([0, 5 / 4, 2 / 4, 1 / 4])  # seats 1, 2, 3, 0 from seat 1
 
 
-def _permute_hidden(pos: dict, viewer: int, rnd: random.Random, rules) -> dict:
-    """Other hands and the stock dealt anew (sizes kept, build owners keep a card that captures their build's
-    value: an ace for a build of 14 where ``ace_high``, RULES.md 4.4)."""
-    caps = capture_values(rules)
-    P = len(pos["hands"])
-    hidden = [c for q in range(P) if q != viewer for c in pos["hands"][q]] + list(pos["stock"])
-    while True:
-        rnd.shuffle(hidden)
-        hands = [list(h) for h in pos["hands"]]
-        k = 0
-        for q in range(P):
-            if q != viewer:
-                hands[q] = hidden[k:k + len(pos["hands"][q])]
-                k += len(pos["hands"][q])
-        if all(any(caps[c, value] for c in hands[owner]) for _, value, owner in pos["builds"]):
-            return {**pos, "hands": hands, "stock": hidden[k:]}
-
-
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_encoding_and_public_view_ignore_hidden_cards(preset, n):
     rules = make_rules(preset, num_players=n)
     rnd = random.Random(n)
@@ -214,7 +192,7 @@ def test_encoding_and_public_view_ignore_hidden_cards(preset, n):
         for viewer in range(n):
             v = np.array([viewer])
             want, view = encode(st, v), public_view(st, v)
-            new = _permute_hidden(pos, viewer, rnd, rules)
+            new = permute_hidden(pos, viewer, rnd, rules)
             changed += new["hands"] != pos["hands"]
             other = core.from_position(rules, **new, auto_reset=False)
             assert np.array_equal(encode(other, v), want)
@@ -225,7 +203,7 @@ def test_encoding_and_public_view_ignore_hidden_cards(preset, n):
     assert changed > 20 * n  # the other hands really were dealt anew
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_encoding_stays_in_the_env_bounds(preset, n):
     rules = make_rules(preset, num_players=n)
     high = obs_high(n, rules.num_sides)
@@ -280,3 +258,43 @@ def test_fill_move_rows_equals_move_features():
             assert np.array_equal(out, np.where((rev >= 0)[:, None], feats[b][np.maximum(rev, 0)], pad))
         core.step(st, core.random_actions(st, rng))
     assert (feats[:, :, 3] == feats[:, :, 4:].sum(axis=2)).all()
+
+
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
+def test_last_capturer_unseen_by_rank_and_most_decided(preset, n):
+    """The v1 blocks against a plain numpy reading of the state, after every move of 64 random deals."""
+    rules = make_rules(preset, num_players=n)
+    P, S = rules.num_players, rules.num_sides
+    lay = obs_layout(P, S)
+    st = core.init(rules, np.arange(64, dtype=np.int64) + 5, auto_reset=False)
+    rng = np.arange(64, dtype=np.uint64) + np.uint64(99)
+    spades = np.uint64(((1 << 13) - 1) << 39)
+    seen_capturer = seen_decided = False
+    for _ in range(52 - rules.table_cards):
+        viewer = st.current_player.astype(np.int64)
+        obs = encode(st, viewer)
+        unseen = obs[:, slice(lay["unseen"][0], lay["unseen"][0] + 52)]
+        a, k = lay["unseen_by_rank"]
+        np.testing.assert_allclose(obs[:, a:a + k], unseen.reshape(-1, 4, 13).sum(axis=1) / 4)
+        a, k = lay["last_capturer"]
+        want = np.zeros((64, P), dtype=np.float32)
+        has = st.last_capturer >= 0
+        want[np.flatnonzero(has), ((st.last_capturer.astype(np.int64) - viewer) % P)[has]] = 1.0
+        np.testing.assert_array_equal(obs[:, a:a + k], want)
+        seen_capturer |= bool(has.any())
+        side_cards = np.zeros((64, S), dtype=np.int64)
+        side_spades = np.zeros((64, S), dtype=np.int64)
+        for q in range(P):
+            side_cards[:, q % S] += np.bitwise_count(st.captured[:, q])
+            side_spades[:, q % S] += np.bitwise_count(st.captured[:, q] & spades)
+        a, k = lay["most_decided"]
+        for b in range(64):
+            for s in range(S):
+                rs = (s - viewer[b] % S) % S
+                others = [t for t in range(S) if t != s]
+                cards = side_cards[b, s] > max(side_cards[b, t] + 52 - side_cards[b].sum() for t in others)
+                spd = side_spades[b, s] > max(side_spades[b, t] + 13 - side_spades[b].sum() for t in others)
+                assert obs[b, a + 2 * rs] == float(cards) and obs[b, a + 2 * rs + 1] == float(spd)
+                seen_decided |= bool(cards)
+        core.step(st, core.random_actions(st, rng))
+    assert seen_capturer and seen_decided
