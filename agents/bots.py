@@ -80,8 +80,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, NUM_CARDS, RANK
+from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, NUM_CARDS, RANK, SPADE_MASK, SUIT_MASK
+from cassino_env.core import check_numba_cache, popcount
 from cassino_env.rules import RuleSet
+
+# This module's kernels call the core's popcount and read the package's card tables: drop their on-disk cache when
+# this file or the package's sources change, before any kernel here loads.
+check_numba_cache(__file__)
 
 #: Feature names, in the order of the feature axis of :func:`move_features` and of a bot's weights.
 FEATURES = ("gain", "sweep", "sweep_risk", "exposure", "own_builds", "trail_value", "keep", "steal", "bonus")
@@ -100,9 +105,6 @@ COURT_BIT = 16
 # cfg entries of the kernel (int64 array)
 _C_P, _C_S, _C_SWEEP, _C_PAIR_ALL, _C_ONE_GROUP, _C_HAND, _C_MAXV, _C_SWEEP_LAST, _C_NPTS, _C_IN_PLAY = range(10)
 _NCFG = 10
-_SPADES = np.uint64(((1 << 13) - 1) << 39)
-#: uint64[4]: the 13 cards of each suit.
-_SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)
 _SPADE_IDS = {r: 39 + r - 1 for r in range(1, 14)}  # rank -> card id of that spade
 
 
@@ -178,24 +180,10 @@ class RuleTables:
 
 # --- numba kernel --------------------------------------------------------------------------------------------------
 
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
-
-
-@njit(cache=True)
-def _popcount(x):
-    x = x - ((x >> np.uint64(1)) & _M1)
-    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
-    x = (x + (x >> np.uint64(4))) & _M4
-    return np.int64((x * _H01) >> np.uint64(56))
-
-
 @njit(cache=True)
 def _value(mask, cw, sw, pcards, pvals):
     """V(mask) in points: cards, spades and the cards' own points."""
-    v = cw * _popcount(mask) + sw * _popcount(mask & _SPADES)
+    v = cw * popcount(mask) + sw * popcount(mask & SPADE_MASK)
     for j in range(pcards.shape[0]):
         if (mask >> np.uint64(pcards[j])) & np.uint64(1):
             v += pvals[j]
@@ -355,14 +343,14 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
             x = unseen[b]
             while x:
                 low = x & (~x + one)
-                c = _popcount(low - one)
+                c = popcount(low - one)
                 x ^= low
                 uids[U] = c
                 U += 1
                 bb = np.uint64(cap_bits[c])
                 while bb:
                     lb = bb & (~bb + one)
-                    v = _popcount(lb - one)
+                    v = popcount(lb - one)
                     cnt[v] += 1
                     umask[v] |= low
                     bb ^= lb
@@ -399,8 +387,8 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                 pile = np.uint64(0)
                 for q in range(s, P, S):
                     pile |= captured[b, q]
-                nc = _popcount(pile)
-                ns = _popcount(pile & _SPADES)
+                nc = popcount(pile)
+                ns = popcount(pile & SPADE_MASK)
                 tot_c += nc
                 tot_s += ns
                 if s == my_side:
@@ -438,9 +426,9 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                     lt = last_trail[b]
                     if lt >= 0 and cards == (one << np.uint64(lt)) and lt % 13 == c % 13:
                         f[F_BONUS] += 1.0
-                    if (cards & ~_SUIT_MASK[c // 13]) == 0:
+                    if (cards & ~SUIT_MASK[c // 13]) == 0:
                         f[F_BONUS] += 1.0
-                    if _popcount(cards) >= 3:
+                    if popcount(cards) >= 3:
                         f[F_BONUS] += 1.0
             elif kind == 0:
                 f[F_TRAIL] = _value(cbit, cw, sw, pcards, pvals)
@@ -458,7 +446,7 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                 x = loose2
                 while x:
                     low = x & (~x + one)
-                    cid = _popcount(low - one)
+                    cid = popcount(low - one)
                     ids[nl] = cid
                     nl += 1
                     vals[n] = item_val[cid]
@@ -490,7 +478,7 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                     for v in range(32):
                         if (sv >> np.uint32(v)) & np.uint32(1):
                             hit |= umask[v]
-                    f[F_SWEEP_RISK] = _p_hit(_popcount(hit), U, h, prob_mode) * sweep_pts
+                    f[F_SWEEP_RISK] = _p_hit(popcount(hit), U, h, prob_mode) * sweep_pts
                 if h > 0:
                     if cfg[_C_IN_PLAY] != 0 and kind == 0:  # the threat pairs the card just trailed: +1 (5.3)
                         f[F_EXPOSE] += pv[item_val[c]]
