@@ -1,12 +1,21 @@
-"""Shared test fixtures: paths to the test data. Kept light: nothing here imports torch or compiles the core."""
+"""Shared test fixtures and helpers: paths to the test data, the preset runs every suite parametrizes over, random
+legal moves. Kept light: nothing here imports torch or compiles the core.
+
+The module-level names are plain constants and functions; a test module imports them with ``from conftest import
+...`` (pytest puts tests/ on ``sys.path``, the default ``prepend`` import mode with no ``__init__.py`` in tests/).
+"""
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+
+from cassino_env.rules import PRESETS
 
 #: Repository root (the folder holding pyproject.toml).
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -38,3 +47,46 @@ def worked_cases_path() -> Path:
 def worked_cases() -> list[dict[str, Any]]:
     """The worked cases, each ``{"id", "note", "position", "legal", "illegal", ...}`` (see the file's "about")."""
     return json.loads(WORKED_CASES_PATH.read_text(encoding="utf-8"))["cases"]
+
+
+#: Every RULES.md 6 preset with each player count it supports, as ``(preset, num_players)``.
+PRESET_PLAYERS: list[tuple[str, int]] = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
+
+
+def preset_ids(runs: list[tuple[str, int]]) -> list[str]:
+    """Parametrize ids ``"<preset>-<n>p"`` of ``(preset, num_players)`` runs."""
+    return [f"{p}-{n}p" for p, n in runs]
+
+
+#: The ids of :data:`PRESET_PLAYERS` (``"classic-2p"``, ...).
+PRESET_IDS: list[str] = preset_ids(PRESET_PLAYERS)
+
+
+def random_action(obs: dict, rnd: random.Random) -> int:
+    """A uniformly random legal action of one AEC observation (its ``action_mask``), drawn with ``rnd``."""
+    legal = np.flatnonzero(obs["action_mask"])
+    return int(legal[rnd.randrange(len(legal))])
+
+
+def permute_hidden(pos: dict, viewer: int, rnd: random.Random, rules) -> dict:
+    """The interchange position ``pos`` with every card the viewer cannot see (other hands, the stock) dealt anew,
+    sizes kept.
+
+    Deals that break what the viewer can infer -- a build's owner holds a card that captures it (RULES.md 4.4; an
+    ace for a build of 14 where ``ace_high``) -- are drawn again: they are not positions of the game.
+    """
+    from cassino_env.determinize import capture_values  # imports the core: only when a test asks
+
+    caps = capture_values(rules)
+    P = len(pos["hands"])
+    hidden = [c for q in range(P) if q != viewer for c in pos["hands"][q]] + list(pos["stock"])
+    while True:
+        rnd.shuffle(hidden)
+        hands = [list(h) for h in pos["hands"]]
+        k = 0
+        for q in range(P):
+            if q != viewer:
+                hands[q] = hidden[k:k + len(pos["hands"][q])]
+                k += len(pos["hands"][q])
+        if all(any(caps[c, value] for c in hands[owner]) for _, value, owner in pos["builds"]):
+            return {**pos, "hands": hands, "stock": hidden[k:]}

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS, permute_hidden, random_action
 from pettingzoo.test import api_test, render_test, seed_test
 
 import cassino_env
@@ -29,22 +30,13 @@ from cassino_env.actions import (
 )
 from cassino_env.aec import raw_env
 from cassino_env.cards import card_id
-from cassino_env.determinize import capture_values
 from cassino_env.errors import RulesError
 from cassino_env.obs import encode, move_features, obs_layout, obs_size
-from cassino_env.rules import PRESETS, make_rules
+from cassino_env.rules import make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError
 from cassino_env.version import ENV_NAME
 
-#: Every preset of RULES.md 6 at every player count it allows.
-SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
-IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 ENCODINGS = ("moves", "card_value")
-
-
-def _random_action(obs: dict, rnd: random.Random) -> int:
-    legal = np.flatnonzero(obs["action_mask"])
-    return int(legal[rnd.randrange(len(legal))])
 
 
 def _play_episode(e, rnd: random.Random, on_step=None) -> dict[str, float]:
@@ -56,7 +48,7 @@ def _play_episode(e, rnd: random.Random, on_step=None) -> dict[str, float]:
         if terminated or truncated:
             e.step(None)
             continue
-        a = _random_action(obs, rnd)
+        a = random_action(obs, rnd)
         e.step(a)
         if on_step is not None:
             on_step(agent, a)
@@ -72,7 +64,7 @@ def _moves_trace(e, rnd: random.Random, max_steps: int = 10_000) -> list:
             trace.append((agent, reward, "end"))
             e.step(None)
             continue
-        a = _random_action(obs, rnd)
+        a = random_action(obs, rnd)
         trace.append((agent, reward, obs["observation"].tobytes(), obs["action_mask"].tobytes(), a))
         e.step(a)
     return trace
@@ -84,7 +76,7 @@ def _moves_trace(e, rnd: random.Random, max_steps: int = 10_000) -> list:
 # api_test warns for every dict observation (PettingZoo's own classic envs are on its allow-list): expected here.
 @pytest.mark.filterwarnings("ignore:Observation:UserWarning")
 @pytest.mark.parametrize("encoding", ENCODINGS)
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 @pytest.mark.parametrize("episode", ["deal", "match"])
 def test_pettingzoo_api_test(preset, n, encoding, episode):
     api_test(cassino_env.env(rules=preset, num_players=n, action_encoding=encoding, episode=episode),
@@ -92,12 +84,12 @@ def test_pettingzoo_api_test(preset, n, encoding, episode):
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_pettingzoo_seed_test(preset, n, encoding):
     seed_test(lambda: cassino_env.env(rules=preset, num_players=n, action_encoding=encoding), num_cycles=500)
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_pettingzoo_render_test(preset, n, capsys):
     render_test(lambda render_mode=None: cassino_env.env(rules=preset, num_players=n, render_mode=render_mode))
     assert "to move: player_" in capsys.readouterr().out  # human mode printed the table
@@ -151,8 +143,8 @@ def test_bad_arguments_name_the_argument(kwargs):
 
 
 def test_every_preset_constructs_and_unlisted_counts_are_refused():
-    assert len(SUPPORTED) == 13
-    for preset, n in SUPPORTED:
+    assert len(PRESET_PLAYERS) == 13
+    for preset, n in PRESET_PLAYERS:
         e = raw_env(rules=preset, num_players=n)
         assert e.rules == make_rules(preset, num_players=n)
         assert e.possible_agents == [f"player_{p}" for p in range(n)]
@@ -167,7 +159,7 @@ def test_every_preset_constructs_and_unlisted_counts_are_refused():
 # --- episodes, seeds and randomness -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_reseeding_many_episodes(preset, n):
     """Same seed: the same game on a fresh and on a reused instance; different seeds: different deals."""
     reused = cassino_env.env(rules=preset, num_players=n)
@@ -209,7 +201,7 @@ def test_unseeded_resets_differ_and_never_touch_global_rng():
     assert np_after[2:] == np_state[2:]
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_hundreds_of_episodes_keep_the_contract(preset, n):
     """Episodes end by termination only, in one deal; masks, infos and move rows agree; rewards are zero-sum."""
     e = cassino_env.env(rules=preset, num_players=n)
@@ -244,7 +236,7 @@ def test_hundreds_of_episodes_keep_the_contract(preset, n):
                     o = raw.observe(other)
                     assert not o["action_mask"].any()
                     assert (o["moves"][:, 0] == -1).all()
-            e.step(_random_action(obs, rnd))
+            e.step(random_action(obs, rnd))
             steps += 1
         assert steps == 52 - raw.rules.table_cards
         res = raw.last_result
@@ -261,7 +253,7 @@ def _expected_points(result, S: int, P: int) -> np.ndarray:
     return per_side[np.arange(P) % S]
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_rewards_between_turns_are_credited(preset, n):
     """Every seat's summed last() rewards equal its deal points, whoever played a deal's last card (PettingZoo's
     own SB3 tutorial credited only the mover); partners share; the sum over seats is zero."""
@@ -285,7 +277,7 @@ def test_rewards_between_turns_are_credited(preset, n):
                 e.step(None)
                 continue
             deals_before = raw.core_state.deal_index[0] + raw.core_state.match_index[0]
-            e.step(_random_action(obs, rnd))
+            e.step(random_action(obs, rnd))
             st = raw.core_state
             if st.current_player[0] < 0 or st.deal_index[0] + st.match_index[0] != deals_before:
                 pts = _expected_points(raw.last_result, S, P)
@@ -303,7 +295,7 @@ def test_rewards_between_turns_are_credited(preset, n):
                 assert got[f"player_{q}"] == pytest.approx(got[f"player_{q - S}"])
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_win_reward_pays_at_the_end_of_a_match(preset, n):
     e = cassino_env.env(rules=preset, num_players=n, reward="win", episode="match")
     raw = e.unwrapped
@@ -356,7 +348,7 @@ def test_illegal_action_terminate_mode(reward):
     e = cassino_env.env(num_players=4, illegal_action="terminate", illegal_reward=-2.5, reward=reward,
                         episode="match")
     e.reset(seed=0)
-    e.step(_random_action(e.last()[0], random.Random(0)))  # player_0 moves
+    e.step(random_action(e.last()[0], random.Random(0)))  # player_0 moves
     assert e.agent_selection == "player_1"
     e.step(MAX_MOVES - 1)  # player_1: not a listed move
     assert all(e.terminations.values())
@@ -399,7 +391,7 @@ def test_card_value_picks_most_cards_then_canonical_first():
     assert card_id("KC") in e.position()["captured"][0]
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_card_value_mask_matches_listed_moves(preset, n):
     """Every listed move of every preset has a card_value id (aces as 14, numeric courts, builds to 14)."""
     rnd = random.Random(0)
@@ -416,7 +408,7 @@ def test_card_value_mask_matches_listed_moves(preset, n):
             for a in ids:  # the features row of id a describes a listed move with that kind, card and value
                 row = obs["moves"][a]
                 assert card_value_id(row[0], row[1], row[2]) == a
-            e.step(_random_action(obs, rnd))
+            e.step(random_action(obs, rnd))
 
 
 def test_card_value_table_is_fixed_and_round_trips():
@@ -432,7 +424,7 @@ def test_card_value_table_is_fixed_and_round_trips():
         assert e.string_to_action(text) == a == string_to_card_value(text.replace("C", "♣").replace("S", "♠"))
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_moves_action_strings_round_trip(preset, n):
     rnd = random.Random(1)
     e = raw_env(rules=preset, num_players=n)
@@ -472,29 +464,8 @@ def test_overflow_is_flagged_and_keeps_the_first_moves():
 # --- what an observation holds ----------------------------------------------------------------------------------------
 
 
-def _permute_hidden(pos: dict, viewer: int, rnd: random.Random, rules) -> dict:
-    """The position with every card the viewer cannot see (other hands, the stock) dealt anew, sizes kept.
-
-    Deals that break what the viewer can infer -- a build's owner holds a card that captures it (RULES.md 4.4; an
-    ace for a build of 14 where ``ace_high``) -- are drawn again: they are not positions of the game.
-    """
-    caps = capture_values(rules)
-    P = len(pos["hands"])
-    hidden = [c for q in range(P) if q != viewer for c in pos["hands"][q]] + list(pos["stock"])
-    while True:
-        rnd.shuffle(hidden)
-        hands = [list(h) for h in pos["hands"]]
-        k = 0
-        for q in range(P):
-            if q != viewer:
-                hands[q] = hidden[k:k + len(pos["hands"][q])]
-                k += len(pos["hands"][q])
-        if all(any(caps[c, value] for c in hands[owner]) for _, value, owner in pos["builds"]):
-            return {**pos, "hands": hands, "stock": hidden[k:]}
-
-
 @pytest.mark.parametrize("encoding", ENCODINGS)
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_observation_is_unchanged_when_hidden_cards_are_permuted(preset, n, encoding):
     rnd = random.Random(n)
     e = raw_env(rules=preset, num_players=n, action_encoding=encoding)
@@ -505,7 +476,7 @@ def test_observation_is_unchanged_when_hidden_cards_are_permuted(preset, n, enco
         for _ in range(rnd.randrange(44)):
             if e.terminations[e.agent_selection]:
                 break
-            e.step(_random_action(e.observe(e.agent_selection), rnd))
+            e.step(random_action(e.observe(e.agent_selection), rnd))
         if e.terminations[e.agent_selection]:
             continue
         pos = e.position()
@@ -513,7 +484,7 @@ def test_observation_is_unchanged_when_hidden_cards_are_permuted(preset, n, enco
             agent = f"player_{viewer}"
             want = e.observe(agent)
             for _ in range(2):
-                other.reset(options={"position": _permute_hidden(pos, viewer, rnd, e.rules)})
+                other.reset(options={"position": permute_hidden(pos, viewer, rnd, e.rules)})
                 got = other.observe(agent)
                 for key in ("observation", "action_mask", "moves"):
                     assert np.array_equal(got[key], want[key]), (seed, viewer, key)
@@ -562,7 +533,7 @@ def test_render_ansi_and_human(capsys):
 
 
 @pytest.mark.parametrize(("episode", "reward"), [("deal", "points"), ("match", "points"), ("match", "win")])
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_aec_and_vector_envs_play_identical_games(preset, n, episode, reward):
     for seed in (0, 11):
         e = cassino_env.env(rules=preset, num_players=n, episode=episode, reward=reward)
@@ -583,7 +554,7 @@ def test_aec_and_vector_envs_play_identical_games(preset, n, episode, reward):
                 assert np.array_equal(obs["action_mask"], vobs["action_mask"][0])
                 assert np.array_equal(obs["moves"], move_features(vobs["move_kind"], vobs["move_card"],
                                                                   vobs["move_value"], vobs["move_cards"])[0])
-                a = _random_action(obs, rnd)
+                a = random_action(obs, rnd)
                 e.step(a)
                 vobs, vrew, vterm, vtrunc, _ = v.step(np.array([a]))
                 assert [raw.rewards.get(f"player_{q}", 0.0) for q in range(n)] == vrew[0].tolist()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS
 
 from agents.base import act_one, slice_obs
 from agents.bots import FEATURES, STYLES, RuleTables, make_bot
@@ -19,8 +20,6 @@ from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv
 
 BOTS = LADDER
-SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
-IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
 def obs_of(state: core.State) -> dict:
@@ -79,7 +78,7 @@ def test_bots_play_only_legal_moves_in_thousands_of_games(num_players: int) -> N
     assert deals >= 2000
 
 
-@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_every_bot_plays_whole_matches_of_every_preset(preset: str, num_players: int) -> None:
     # Seat q of game b is played by bot (b + q) % 5; games run until each has finished a match (auto-reset).
     B = 40
@@ -103,7 +102,7 @@ def test_every_bot_plays_whole_matches_of_every_preset(preset: str, num_players:
     assert finished.all()
 
 
-@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_pimc_plays_only_legal_moves(preset: str, num_players: int) -> None:
     env = CassinoVectorEnv(4, preset, num_players=num_players, seed=10 + num_players)
     agent = PIMCAgent(env.rules, simulations=16, min_samples=2)
@@ -304,7 +303,7 @@ def test_registry_specs() -> None:
             make_agent(bad, rules)
 
 
-@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_greedy_beats_random_in_every_preset(preset: str, num_players: int) -> None:
     # Duplicate deals (train/evaluate.py): the same boards with the seats swapped. Measured at 400 deals a pair
     # (seed 0): greedy wins 95-100% of matches and 82-99% of deals in every preset and player count.

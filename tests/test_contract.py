@@ -4,16 +4,14 @@ switch mixes no preset has; and that it does catch a broken contract."""
 from __future__ import annotations
 
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS
 
 from cassino_env import core
-from cassino_env.rules import PRESETS, make_rules
+from cassino_env.rules import make_rules
 from cassino_env.testing import ContractError, check_core, check_rules
 
-#: Every preset of RULES.md 6 at every player count it allows.
-RUNS = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
 
-
-@pytest.mark.parametrize(("preset", "num_players"), RUNS, ids=[f"{p}-{n}p" for p, n in RUNS])
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_every_preset_keeps_the_contract(preset, num_players):
     summary = check_rules(preset, num_players=num_players, games=8, steps=120, episodes=2, seed=num_players)
     assert summary["core_deals"] > 0 and summary["vector_deals"] > 0  # the per-deal checks ran

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS
 
 from cassino_env import core
-from cassino_env.rules import PRESETS, make_rules
+from cassino_env.rules import make_rules
 
 ITEM = {name: k for k, name in enumerate(core.ITEMS)}
-RUNS = [(p, n) for p, (counts, _) in PRESETS.items() for n in counts]
 
 
 def _check_tally(rules, res, b: int) -> None:
@@ -41,7 +41,7 @@ def _check_tally(rules, res, b: int) -> None:
     assert res.deal_totals[b].tolist() == items.sum(axis=1).tolist()
 
 
-@pytest.mark.parametrize(("preset", "num_players"), RUNS, ids=[f"{p}-{n}p" for p, n in RUNS])
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_random_deals_keep_the_invariants(preset, num_players):
     rules = make_rules(preset, num_players=num_players)
     B = 256

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS
 
 from cassino_env import core
 from cassino_env import determinize as det_module
 from cassino_env.cards import card_id
 from cassino_env.determinize import capture_values, determinize, moves_of, take
 from cassino_env.obs import public_view
-from cassino_env.rules import PRESETS, make_rules
+from cassino_env.rules import make_rules
 
 ALL = (1 << 52) - 1
-SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
-IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
 def ids(*texts: str) -> list[int]:
@@ -35,7 +34,7 @@ def mid_deal_states(num_players: int, games: int = 48, steps: int = 13, seed: in
     return st
 
 
-@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_samples_keep_what_the_seat_knows(preset: str, num_players: int) -> None:
     st = mid_deal_states(num_players, steps=13 + num_players, preset=preset)
     view = public_view(st)
@@ -73,7 +72,7 @@ def test_samples_keep_what_the_seat_knows(preset: str, num_players: int) -> None
         assert int(total[gi]).bit_count() + (52 - int(d.stock_pos[gi])) == 52
 
 
-@pytest.mark.parametrize(("preset", "num_players"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_samples_are_playable_and_list_the_same_moves_as_a_fresh_position(preset: str, num_players: int) -> None:
     st = mid_deal_states(num_players, games=12, steps=21, seed=3, preset=preset)
     d = determinize(st.rules, public_view(st), moves_of(st), 3, np.random.default_rng(2))

@@ -10,6 +10,7 @@ import random
 
 import numpy as np
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS, random_action
 
 import cassino_env
 from cassino_env import core
@@ -18,21 +19,13 @@ from cassino_env.aec import raw_env
 from cassino_env.cards import card_id
 from cassino_env.obs import obs_layout
 from cassino_env.render import render_text
-from cassino_env.rules import PRESETS, make_rules
+from cassino_env.rules import make_rules
 from cassino_env.vector import CassinoVectorEnv
 from train.play import _deal_report, draw, play_session
-
-SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
-IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
 def ids(*texts: str) -> list[int]:
     return [card_id(t) for t in texts]
-
-
-def _random_action(obs: dict, rnd: random.Random) -> int:
-    legal = np.flatnonzero(obs["action_mask"])
-    return int(legal[rnd.randrange(len(legal))])
 
 
 # --- partnerships -----------------------------------------------------------------------------------------------------
@@ -56,7 +49,7 @@ def test_partners_get_their_sides_reward_and_sides_are_zero_sum(preset, n):
                 continue
             st = raw.core_state
             before = (int(st.match_index[0]), int(st.deal_index[0]))
-            e.step(_random_action(obs, rnd))
+            e.step(random_action(obs, rnd))
             if raw.last_result is not None and (st.current_player[0] < 0 or before != (
                     int(st.match_index[0]), int(st.deal_index[0]))):
                 deals += 1
@@ -101,7 +94,7 @@ def test_cicera_observation_hand_sizes_and_in_play_points_in_the_aec_env():
     a_ip, _ = L["in_play"]
     seen = 0
     while not e.terminations[e.agent_selection]:
-        e.step(_random_action(e.observe(e.agent_selection), rnd))
+        e.step(random_action(e.observe(e.agent_selection), rnd))
         if e.terminations[e.agent_selection]:
             break
         me = e.agent_name_mapping[e.agent_selection]
@@ -160,7 +153,7 @@ def test_stadium_builds_of_equal_value_side_by_side_in_the_env():
     assert "(player_1)" in text
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_overflow_info_follows_the_core(preset, n):
     """With a narrow move table every preset flags overflow in info, keeps the first M moves, and plays on."""
     e = cassino_env.env(rules=preset, num_players=n, max_moves=2)
@@ -177,7 +170,7 @@ def test_overflow_info_follows_the_core(preset, n):
             assert info["overflow"] == bool(raw.core_state.overflow[0])
             assert obs["action_mask"].sum() == int(raw.core_state.num_moves[0]) <= 2
             flagged += info["overflow"]
-            e.step(_random_action(obs, rnd))
+            e.step(random_action(obs, rnd))
     assert flagged > 0
 
 
@@ -210,7 +203,7 @@ def test_render_shows_14_builds_numeric_courts_and_in_play_points():
     assert "[build of 14: A♣ K♦ · seat 1's]" in picture
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_play_a_deal_of_every_preset(preset, n):
     out = io.StringIO()
     assert play_session("greedy", preset, num_players=n, seat=n - 1, seed=2, deals=1,

@@ -15,11 +15,12 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from conftest import PRESET_PLAYERS, preset_ids
 
 from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, SPADES, card_id, is_court, rank, suit
 from cassino_env.errors import IllegalMoveError
 from cassino_env.reference import BUILD, CAPTURE, TRAIL, Build, Game, Move, prune_dominated
-from cassino_env.rules import PRESETS, RuleSet, make_rules
+from cassino_env.rules import RuleSet, make_rules
 
 SEED = 72_067_229
 CLASSIC_DEALS = {2: 500, 3: 500, 4: 500}  # 1,500 classic deals, about 72,000 moves
@@ -167,10 +168,10 @@ def test_classic_random_deals(num_players: int) -> None:
     assert no_tie > CLASSIC_DEALS[num_players] // 2
 
 
-OTHER = [(p, n) for p, (counts, _) in PRESETS.items() if p != "classic" for n in counts]
+OTHER = [(p, n) for p, n in PRESET_PLAYERS if p != "classic"]
 
 
-@pytest.mark.parametrize(("preset", "num_players"), OTHER, ids=[f"{p}-{n}" for p, n in OTHER])
+@pytest.mark.parametrize(("preset", "num_players"), OTHER, ids=preset_ids(OTHER))
 def test_other_presets_random_deals(preset: str, num_players: int) -> None:
     """The same invariants for every other preset of RULES.md 6 (the reference engine implements every switch)."""
     rules = make_rules(preset, num_players)

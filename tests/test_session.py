@@ -69,7 +69,7 @@ def test_session_rejects_matches_after_the_decision_and_bad_sides() -> None:
         batch.record(np.array([1]), np.array([2]))
 
 
-@pytest.mark.parametrize(("n", "sides"), itertools.product(SESSION_WINS, (2, 3)))
+@pytest.mark.parametrize(("n", "sides"), list(itertools.product(SESSION_WINS, (2, 3))))
 def test_every_order_of_match_winners_is_decided_within_max_matches(n: int, sides: int) -> None:
     """All winner sequences of max_matches(n, sides) matches: the session is decided at the first side's n-th
     win, never later than max_matches; the batched tracker agrees with Session game by game."""

@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS
 
 from cassino_env import core
 from cassino_env.actions import MAX_MOVES
 from cassino_env.obs import encode, obs_size, public_view
-from cassino_env.rules import PRESETS, make_rules
+from cassino_env.rules import make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError, step_rewards
-
-#: Every preset of RULES.md 6 at every player count it allows.
-SUPPORTED = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
-IDS = [f"{p}-{n}p" for p, n in SUPPORTED]
 
 
 def _rng(B: int, seed: int = 0) -> np.ndarray:
     return (np.arange(B, dtype=np.uint64) + np.uint64(seed)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_observations_match_the_core(preset, n):
     B = 16
     env = CassinoVectorEnv(B, rules=preset, num_players=n, seed=3)
@@ -47,7 +44,7 @@ def test_observations_match_the_core(preset, n):
         obs, *_ = env.step(core.random_actions(st, rng))
 
 
-@pytest.mark.parametrize(("preset", "n"), SUPPORTED, ids=IDS)
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 @pytest.mark.parametrize(("reward", "episode"), [("points", "deal"), ("points", "match"), ("win", "match")])
 def test_rewards_and_episodes(preset, n, reward, episode):
     B = 32
