@@ -57,7 +57,8 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     data = torch.load(path, weights_only=True)  # plain data: loads without running code
     assert data["env_version"] == ENV_VERSION
     assert data["preset"] == "classic"
-    assert data["network"] == {"obs_dim": obs_size(2, 2), "hidden": 16, "embed": 8}
+    assert data["network"] == {"obs_dim": obs_size(2, 2), "hidden": 16, "embed": 8, "move_features": 0,
+                               "critic": "shared", "critic_dim": 0}
     agent = load_checkpoint_agent(str(path), RULES)
     env = CassinoVectorEnv(num_envs=8, rules=RULES, seed=0, with_view=False)
     obs, _ = env.reset()
