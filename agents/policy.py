@@ -18,14 +18,30 @@ candidates (illegal ones are set to ``-inf``) is the policy.
 Architecture (sizes from :class:`NetworkShape`):
 
 * **observation torso**: ``obs float32[N, D] -> Linear(D, hidden) -> ReLU -> Linear(hidden, hidden) -> ReLU = h``.
-* **value head**: ``Linear(hidden, 1)(h)``, the acting seat's expected (scaled) reward to the end of the episode.
+* **value**: the acting seat's expected (scaled) reward to the end of the episode. ``critic="shared"``: a head
+  ``Linear(hidden, 1)(h)`` on the policy's torso. ``critic="separate"``: its own MLP
+  ``[obs, critic_obs] -> hidden -> hidden -> 1``, where ``critic_obs`` (``critic_dim`` > 0) is what the acting seat
+  cannot see: every hand and the stock (:func:`agents.features.critic_state`).
 * **move embedding** of candidate ``(kind, card, value, cards)``: the sum of a played-card embedding
   (``Embedding(52)``), the sum of the embeddings of the table cards taken or used (``cards`` is a uint64 bitmask,
   unpacked in torch and multiplied by a ``52 x embed`` table), a kind embedding (trail, capture, build), a value
-  embedding (0..14) and an embedding of the number of table cards involved (clipped at 15).
+  embedding (0..14), an embedding of the number of table cards involved (clipped at 15) and, with
+  ``move_features`` = F > 0, ``MLP(F -> embed -> embed)`` of the move's features (:mod:`agents.features`: the points
+  it takes, sweep, what it leaves the next player, ...), which relate the move to the position.
 * **scorer**: ``score = MLP(ReLU(W h + m))``, the first layer of an MLP over ``[h, m]`` computed once per state
-  for its ``h`` half. Only legal candidates are embedded and scored (about 5 a turn in classic), so the cost
-  grows with the number of legal moves, not with the width ``M`` of the move table.
+  for its ``h`` half (DouZero's state-action scoring), plus, with move features, a linear term ``w . features``
+  (:meth:`CassinoPolicy.set_feature_prior` can start it at the ``advanced`` bot's score). Only legal candidates
+  are embedded and scored (about 5 a turn in classic), so the cost grows with the number of legal moves, not with
+  the width ``M`` of the move table.
+
+Why a critic that reads hidden cards does not bias the policy gradient (asymmetric actor-critic: Pinto et al. 2017;
+PerfectDou, Yang et al. 2022; Baisero & Amato 2022). The critic is used only during training, as the baseline and
+the bootstrap of GAE; it never acts. A baseline that does not depend on the action leaves the policy gradient
+unbiased whatever it reads. For the bootstrap, Baisero & Amato show that a critic of the state alone can be biased
+in general, but not when the actor is memoryless with an input computed from the state: that is the case here, since
+the observation is a function of the core state (:mod:`cassino_env.obs` encodes it from the state, nothing from
+earlier turns), and the critic reads that observation too (``[obs, critic_obs]``). It sees the stock as a set, not
+its order, so it conditions on less than the full state, never on less than the actor's view.
 """
 
 from __future__ import annotations

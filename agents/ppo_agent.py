@@ -190,6 +190,12 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
     if shape.obs_dim != need:
         raise CheckpointError(f"{path}: network reads observations of length {shape.obs_dim}, the environment "
                               f"gives {need}")
+    if shape.move_features:
+        from .features import NUM_MOVE_FEATURES
+
+        if shape.move_features != NUM_MOVE_FEATURES:
+            raise CheckpointError(f"{path}: network reads {shape.move_features} move features, this code computes "
+                                  f"{NUM_MOVE_FEATURES} (agents.features.MOVE_FEATURES)")
     policy = CassinoPolicy.from_shape(shape)
     try:
         policy.load_state_dict(data["model"])

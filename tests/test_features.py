@@ -1,0 +1,178 @@
+"""Move features, the full-state critic input, banked points (the shaping potential), the feature-reading network
+and its prior, PFSP snapshot sampling, and the ``pretrained:`` agent spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import PRESET_IDS, PRESET_PLAYERS
+
+torch = pytest.importorskip("torch")
+
+from agents.bots import STYLES, RuleTables, make_bot, score_moves, view_inputs  # noqa: E402
+from agents.features import (  # noqa: E402
+    MOVE_FEATURES,
+    NUM_MOVE_FEATURES,
+    SCALE,
+    MoveFeaturizer,
+    banked_points,
+    critic_state,
+    critic_state_size,
+    seat_margins,
+)
+from agents.policy import CassinoPolicy, MoveBatch, NetworkShape  # noqa: E402
+from agents.ppo_agent import CheckpointError, PPOAgent, load_checkpoint_agent, save_checkpoint  # noqa: E402
+from agents.registry import AgentSpecError, make_agent, pretrained_names  # noqa: E402
+from cassino_env.rules import make_rules  # noqa: E402
+from cassino_env.vector import CassinoVectorEnv  # noqa: E402
+from train.ppo_selfplay import Args, SnapshotPool, train  # noqa: E402
+
+
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
+def test_move_features_are_the_bots_features(preset: str, n: int) -> None:
+    """Every feature is the bots' kernel's, scaled; padding is 0; the advanced score picks the advanced bot's move."""
+    env = CassinoVectorEnv(num_envs=32, rules=preset, num_players=n, seed=4, max_moves=64)
+    fz, bot = MoveFeaturizer(env.rules), make_bot("advanced", env.rules)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        f = fz(obs)
+        mask = obs["action_mask"].astype(bool)
+        assert f.shape == (32, 64, NUM_MOVE_FEATURES) and f.dtype == np.float32
+        assert (f[~mask] == 0).all()
+        _, scores, feats = score_moves(RuleTables.of(env.rules), STYLES["advanced"], view_inputs(obs),
+                                       with_features=True)
+        np.testing.assert_allclose(f[..., :-1][mask], (feats * SCALE)[mask], rtol=1e-6, atol=1e-6)
+        best = np.where(mask, f[..., MOVE_FEATURES.index("advanced_score")], -np.inf).argmax(axis=1)
+        np.testing.assert_allclose(np.where(mask, scores, -np.inf)[np.arange(32), best],
+                                   np.where(mask, scores, -np.inf).max(axis=1))
+        assert (bot.act(obs, rng) == np.where(mask, scores, -np.inf).argmax(axis=1)).all()
+        obs, *_ = env.step(bot.act(obs, rng))
+
+
+def test_critic_state_holds_every_hand_and_the_stock() -> None:
+    rules = make_rules("classic", num_players=3)
+    env = CassinoVectorEnv(num_envs=8, rules=rules, seed=2)
+    env.reset()
+    for _ in range(5):
+        st = env.state
+        x = critic_state(st).reshape(8, 4, 52)
+        assert x.shape[1] * 52 == critic_state_size(3)
+        for b in range(8):
+            cur = int(st.current_player[b])
+            for r in range(3):
+                bits = np.flatnonzero(x[b, r])
+                want = [c for c in range(52) if int(st.hand[b, (cur + r) % 3]) >> c & 1]
+                assert bits.tolist() == want
+            assert sorted(np.flatnonzero(x[b, 3]).tolist()) == sorted(st.deck[b, st.stock_pos[b]:].tolist())
+        env.step(make_bot("greedy", rules).act(env.observe(), np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
+def test_banked_points_start_at_zero_and_only_grow_within_a_deal(preset: str, n: int) -> None:
+    env = CassinoVectorEnv(num_envs=16, rules=preset, num_players=n, seed=9)
+    obs, _ = env.reset()
+    tables, bot = RuleTables.of(env.rules), make_bot("greedy", env.rules)
+    before = banked_points(env.state, tables)
+    assert (before == 0).all()
+    for _ in range(52 - env.rules.table_cards - 1):  # the last move scores the deal and deals the next one
+        obs, _, terminated, _, _ = env.step(bot.act(obs, np.random.default_rng(0)))
+        assert not terminated.any()
+        now = banked_points(env.state, tables)
+        assert (now >= before - 1e-9).all()
+        before = now
+    margins = seat_margins(before, env.rules.num_players)
+    assert margins.shape == (16, env.rules.num_players)
+    if env.rules.num_sides == 2:
+        np.testing.assert_allclose(margins[:, 0], -margins[:, 1])
+
+
+def test_network_shape_is_validated() -> None:
+    with pytest.raises(ValueError, match="hidden"):
+        NetworkShape(obs_dim=10, hidden=-5)
+    with pytest.raises(ValueError, match="critic"):
+        NetworkShape(obs_dim=10, critic="oracle")
+    with pytest.raises(ValueError, match="critic_dim"):
+        NetworkShape(obs_dim=10, critic_dim=4)
+    assert NetworkShape(obs_dim=10).to_dict() == {"obs_dim": 10, "hidden": 128, "embed": 64, "move_features": 0,
+                                                  "critic": "shared", "critic_dim": 0}
+
+
+def test_feature_prior_starts_the_policy_at_the_advanced_bot() -> None:
+    """With a large prior weight the untrained network's arg-max move is the advanced bot's (up to score ties)."""
+    env = CassinoVectorEnv(num_envs=64, rules="classic", seed=5)
+    net = CassinoPolicy(obs_dim=env.obs_size, hidden=16, embed=8, move_features=NUM_MOVE_FEATURES,
+                        critic="separate", critic_dim=critic_state_size(2))
+    net.set_feature_prior(MOVE_FEATURES.index("advanced_score"), 1000.0)
+    agent, bot = PPOAgent(net, rules=env.rules), make_bot("advanced", env.rules)
+    fz = MoveFeaturizer(env.rules)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        ours, theirs = agent.act(obs, rng), bot.act(obs, rng)
+        score = fz(obs)[..., -1]
+        np.testing.assert_allclose(score[np.arange(64), ours], score[np.arange(64), theirs], atol=1e-3)
+        obs, *_ = env.step(theirs)
+    with pytest.raises(ValueError, match="rules"):
+        PPOAgent(net)
+    batch = MoveBatch.from_obs(obs, fz(obs))
+    with pytest.raises(ValueError, match="critic_obs"):
+        net(batch)  # the value needs the full state; acting (logits) does not
+    assert net.logits(batch).shape[0] == 64
+
+
+def test_pfsp_draws_the_snapshots_the_learner_loses_to() -> None:
+    pool = SnapshotPool(3, "pfsp")
+    net = torch.nn.Linear(2, 1)
+    for step in range(3):
+        pool.add(net, step)
+    pool.record(0, np.ones(300))   # the learner beats snapshot 0
+    pool.record(2, np.zeros(300))  # and loses to snapshot 2
+    w = pool.weights()
+    assert w[2] > w[1] > w[0] and abs(w.sum() - 1) < 1e-12
+    draws = np.bincount([pool.sample(np.random.default_rng(i)) for i in range(400)], minlength=3)
+    assert draws[2] > draws[1] > draws[0]
+    again = SnapshotPool(3, "pfsp")
+    again.load(pool.state())
+    assert again.winrate == pool.winrate
+    with pytest.raises(ValueError, match="pool_sampling"):
+        SnapshotPool(3, "elo")
+
+
+def test_training_with_features_full_state_critic_shaping_and_pfsp(tmp_path: Path) -> None:
+    """A tiny run with every strength option on trains, and its checkpoint plays as ``checkpoint:PATH``."""
+    final = train(Args(threads=1, run_dir=str(tmp_path), total_timesteps=2 * 768, num_envs=16, hidden=16, embed=8,
+                       num_minibatches=2, update_epochs=1, eval_every=0, eval_deals=2, eval_opponents=("greedy",),
+                       checkpoint_every=0, final_eval_deals=0, progress_every_s=1e9, max_train_seconds=0.0,
+                       snapshot_every=768, move_features=True, feature_prior=2.0, critic="separate",
+                       critic_full_state=True, shaping=True, pool_sampling="pfsp"))
+    rules = make_rules("classic")
+    agent = make_agent(f"checkpoint:{final}", rules)
+    env = CassinoVectorEnv(num_envs=4, rules=rules, seed=0)
+    obs, _ = env.reset()
+    a = agent.act(obs, np.random.default_rng(0))
+    assert (obs["action_mask"][np.arange(4), a] == 1).all()
+
+
+def test_pretrained_specs(tmp_path: Path) -> None:
+    with pytest.raises(AgentSpecError, match="unknown pretrained agent 'nonesuch'"):
+        make_agent("pretrained:nonesuch", make_rules("classic"))
+    for name in pretrained_names():  # every shipped checkpoint loads for its own rules and plays
+        preset, _, players = name.partition("-")
+        rules = make_rules(preset, num_players=int(players[:-1]) if players else None)
+        agent = make_agent(f"pretrained:{name}", rules)
+        assert agent.name == f"pretrained:{name}"
+        env = CassinoVectorEnv(num_envs=2, rules=rules, seed=0)
+        obs, _ = env.reset()
+        assert (obs["action_mask"][np.arange(2), agent.act(obs, np.random.default_rng(0))] == 1).all()
+
+
+def test_a_checkpoint_with_another_feature_count_is_refused(tmp_path: Path) -> None:
+    rules = make_rules("classic")
+    env = CassinoVectorEnv(num_envs=1, rules=rules)
+    net = CassinoPolicy(obs_dim=env.obs_size, hidden=8, embed=4, move_features=NUM_MOVE_FEATURES - 1)
+    path = save_checkpoint(tmp_path / "f.pt", net, rules)
+    with pytest.raises(CheckpointError, match="move features"):
+        load_checkpoint_agent(str(path), rules)
