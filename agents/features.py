@@ -44,6 +44,7 @@ import numpy as np
 
 from agents.bots import FEATURES as BOT_FEATURES
 from agents.bots import STYLES, RuleTables, score_moves, view_inputs
+from cassino_env.cards import SPADE_MASK
 from cassino_env.rules import RuleSet
 
 #: Names of the move features, in order (the last axis of :meth:`MoveFeaturizer.__call__`).
@@ -117,8 +118,6 @@ def critic_state(state: Any) -> np.ndarray:
     return out.reshape(B, -1)
 
 
-_SPADES = np.uint64(((1 << 13) - 1) << 39)
-
 
 def banked_points(state: Any, tables: RuleTables) -> np.ndarray:
     """float64[B, S]: each side's points already banked this deal, the potential of the reward shaping.
@@ -138,7 +137,7 @@ def banked_points(state: Any, tables: RuleTables) -> np.ndarray:
     side_cards = np.zeros((B, S), dtype=np.uint64)
     for p in range(P):
         side_cards[:, p % S] |= captured[:, p]
-    pts = tables.w_cards * np.bitwise_count(side_cards) + tables.w_spades * np.bitwise_count(side_cards & _SPADES)
+    pts = tables.w_cards * np.bitwise_count(side_cards) + tables.w_spades * np.bitwise_count(side_cards & SPADE_MASK)
     for c, v in zip(tables.point_cards.tolist(), tables.point_values.tolist(), strict=True):
         pts = pts + v * ((side_cards >> np.uint64(c)) & np.uint64(1))
     extra = float(tables.rules.sweep_points) * np.asarray(state.sweeps, dtype=np.float64) + np.asarray(
