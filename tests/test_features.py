@@ -176,3 +176,12 @@ def test_a_checkpoint_with_another_feature_count_is_refused(tmp_path: Path) -> N
     path = save_checkpoint(tmp_path / "f.pt", net, rules)
     with pytest.raises(CheckpointError, match="move features"):
         load_checkpoint_agent(str(path), rules)
+
+
+def test_critic_options_are_checked_before_the_run_folder_is_written(tmp_path: Path) -> None:
+    from train.ppo_selfplay import ConfigError
+
+    for bad in ({"critic": "oracle"}, {"critic": "shared", "critic_full_state": True}):
+        with pytest.raises(ConfigError, match="critic"):
+            train(Args(run_dir=str(tmp_path / "run"), **bad))
+        assert not (tmp_path / "run").exists()

@@ -172,14 +172,14 @@ class Args:
     """width of the observation torso (two layers)"""
     embed: int = 64
     """width of the move embeddings and scorer"""
-    move_features: bool = False
+    move_features: bool = True
     """give every candidate move the features of agents.features (points it takes, sweep, risk, exposure, ...)"""
-    feature_prior: float = 0.0
+    feature_prior: float = 2.0
     """with move_features: the untrained policy's logits start at this times the advanced bot's score of each move
     (logit per point; 0: a uniform start)"""
-    critic: str = "shared"
+    critic: str = "separate"
     """value estimator: shared (a head on the policy torso) or separate (its own network)"""
-    critic_full_state: bool = False
+    critic_full_state: bool = True
     """with critic=separate: the critic also reads every hand and the stock (training only; the policy never does)"""
 
     # --- opponents --------------------------------------------------------------------------------------------------
@@ -505,7 +505,15 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         seat_margins,
     )
     from agents.features import SCALE as FEATURE_SCALE
-    from agents.policy import CassinoPolicy, MoveBatch, NetworkShape, masked_entropy, masked_log_softmax, sample_actions
+    from agents.policy import (
+        CRITICS,
+        CassinoPolicy,
+        MoveBatch,
+        NetworkShape,
+        masked_entropy,
+        masked_log_softmax,
+        sample_actions,
+    )
     from agents.ppo_agent import CheckpointError, PPOAgent, policy_from_checkpoint, read_checkpoint, save_checkpoint
     from cassino_env.rules import make_rules
     from cassino_env.vector import CassinoVectorEnv
@@ -524,6 +532,10 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     if args.num_steps % deal_len:
         raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "
                           "(rollouts hold whole deals)")
+    if args.critic not in CRITICS:
+        raise ConfigError(f"critic={args.critic!r}: choose from {', '.join(CRITICS)}")
+    if args.critic_full_state and args.critic != "separate":
+        raise ConfigError("critic_full_state=True needs critic=separate (or give --critic-full-state False)")
     if ckpt is not None and (ckpt["preset"] != rules.preset or ckpt["num_players"] != rules.num_players):
         raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
                               f"not {rules.preset!r} with {rules.num_players}")
