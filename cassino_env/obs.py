@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from .cards import SPADE_MASK
+from .core import lowbit as _lowbit
 from .core import popcount as _popcount
 from .rules import RuleSet
 
@@ -177,6 +178,16 @@ if __doc__:  # None under python -OO
     __doc__ = fill_doc(__doc__)
 
 
+@njit(cache=True, inline="always")
+def _set_bits(row, start, cards, value=1.0):
+    """``row[start + c] = value`` for every card c of the bitmask ``cards`` (its set bits only)."""
+    one = np.uint64(1)
+    m = cards
+    while m:
+        row[start + _lowbit(m)] = value
+        m &= m - one
+
+
 @njit(cache=True)
 def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play,
                   match_scores, stock_pos, dealer, last_trail, last_capturer, params):
@@ -209,6 +220,7 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
     side_cards = np.zeros(S, dtype=np.int64)
     side_spades = np.zeros(S, dtype=np.int64)
     one = np.uint64(1)
+    all_cards = np.uint64((1 << 52) - 1)
     spade_mask = SPADE_MASK
     for b in range(B):
         row = out[b]
@@ -218,12 +230,8 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
             continue
         my_side = me % S
         visible = hand[b, me] | loose[b]
-        for c in range(52):
-            bit = one << np.uint64(c)
-            if hand[b, me] & bit:
-                row[o_hand + c] = 1.0
-            if loose[b] & bit:
-                row[o_loose + c] = 1.0
+        _set_bits(row, o_hand, hand[b, me])
+        _set_bits(row, o_loose, loose[b])
         for k in range(K):
             cards = build_cards[b, k]
             if cards == 0:
@@ -233,27 +241,25 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
             rel = (build_owner[b, k] - me) % P
             row[o_builds + (v - 1) * (P + 1)] = 1.0
             row[o_builds + (v - 1) * (P + 1) + 1 + rel] = 1.0
-            for c in range(52):
-                if cards & (one << np.uint64(c)):
-                    row[o_bown + 52 * rel + c] = 1.0
-                    row[o_bval + c] = v / 14.0
+            _set_bits(row, o_bown + 52 * rel, cards)
+            _set_bits(row, o_bval, cards, v / 14.0)
         for q in range(P):
             visible |= captured[b, q]
             rs = (q % S - my_side) % S
             pile = captured[b, q]
             row[o_cc + rs] += _popcount(pile) / 52.0
             row[o_sc + rs] += _popcount(pile & spade_mask) / 13.0
-            for c in range(52):
-                if pile & (one << np.uint64(c)):
-                    row[o_cap + 52 * rs + c] = 1.0
+            _set_bits(row, o_cap + 52 * rs, pile)
             rq = (q - me) % P
             row[o_hs + rq] = _popcount(hand[b, q]) / H
             row[o_sw + rq] = sweeps[b, q] / 4.0
             row[o_ip + rq] = in_play[b, q] / 4.0
-        for c in range(52):
-            if not visible & (one << np.uint64(c)):
-                row[o_unseen + c] = 1.0
-                row[o_ur + c % 13] += 0.25
+        m = ~visible & all_cards
+        while m:
+            c = _lowbit(m)
+            row[o_unseen + c] = 1.0
+            row[o_ur + c % 13] += 0.25
+            m &= m - one
         if last_capturer[b] >= 0:
             row[o_lc + (last_capturer[b] - me) % P] = 1.0
         side_cards[:] = 0

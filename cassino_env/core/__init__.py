@@ -104,8 +104,9 @@ For adapters that step one game per Python call and need numba speed (the AEC en
 int64[B], a listed index per game with a player to move); ``kernel_args(state)`` gives the packed arrays it takes
 (bind them once per state: they are the arrays the public fields view); ``result_rows(state)`` a zeroed
 int16[B, W] buffer for its result rows; ``result_from_rows(res, rules)`` the :class:`StepResult` of those rows (the
-one StepResult builder, :func:`step` uses it too). For kernels outside the core: ``popcount(x)`` (a numba
-intrinsic: set bits of an integer, int64; numba code only) and ``check_numba_cache(*files)``, the one numba cache
+one StepResult builder, :func:`step` uses it too). For kernels outside the core: ``popcount(x)`` and
+``lowbit(x)`` (numba intrinsics: the set bits of an integer, and the index of its lowest set bit, 64 for 0; int64;
+numba code only) and ``check_numba_cache(*files)``, the one numba cache
 guard (it covers every module of ``cassino_env``; pass the source file of a module elsewhere whose kernels call
 into it, see :mod:`cassino_env.core._cacheguard`). Suit masks are :data:`cassino_env.cards.SUIT_MASK`.
 
@@ -147,7 +148,7 @@ from ._api import (  # noqa: E402 - after the cache check on purpose
     tally,
     uses_classic_generator,
 )
-from ._bits import popcount  # noqa: E402
+from ._bits import lowbit, popcount  # noqa: E402
 
 __all__ = [
     "BUILD",
@@ -165,6 +166,7 @@ __all__ = [
     "kernel_args",
     "legal_mask",
     "move_list",
+    "lowbit",
     "popcount",
     "position",
     "random_actions",
