@@ -1,9 +1,10 @@
 """Play Cassino in the terminal against any agent: ``cassino play --opponent advanced``.
 
-The person plays one seat; the agent (a bot, ``pimc`` or ``checkpoint:PATH``, see :mod:`agents.registry`) plays
-every other seat (in partnerships, 4 or 6 players, that includes the person's partner). Before each of the person's
-turns the table, the builds with their values and owners, and the person's hand are drawn, followed by the numbered
-legal moves. A move is chosen by its number or typed as text (the action strings of :mod:`cassino_env.actions`)::
+The person plays one seat; the agent (a bot, ``pimc``, ``checkpoint:PATH`` or ``pretrained:NAME``, see
+:mod:`agents.registry`) plays every other seat (in partnerships, 4 or 6 players, that includes the person's
+partner). Before each of the person's turns the table, the builds with their values and owners, and the person's
+hand are drawn, followed by the numbered legal moves. A move is chosen by its number or typed as text (the action
+strings of :mod:`cassino_env.actions`)::
 
     trail 8S      capture 3C 5H with 8S      capture with 8S      build 9 with 2C on 7D      build 9 with 2C
 
@@ -272,13 +273,14 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
 
 def main(opponent: str = "advanced", preset: str = "classic", num_players: int | None = None, seat: int = 0,
          seed: int = 0, deals: int = 0, ascii: bool = False) -> int:
-    """Play Cassino in the terminal against an agent (a bot, pimc or checkpoint:PATH).
+    """Play Cassino in the terminal against an agent (a bot, pimc, checkpoint:PATH or pretrained:NAME).
 
     Moves are chosen by number or typed as text, e.g. "capture 3C 5H with 8S", "trail 8S", "build 9 with 2C on 7D".
     An illegal move is answered with the rule it breaks. Each deal ends with its score.
 
     Args:
-        opponent: agent spec: random, greedy, beginner, intermediate, advanced, pimc, pimc:N, checkpoint:PATH.
+        opponent: agent spec: random, greedy, beginner, intermediate, advanced, pimc, pimc:N, checkpoint:PATH,
+            pretrained:NAME (e.g. pretrained:classic).
         preset: rule preset of RULES.md section 6.
         num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
         seat: your seat; seat 0 moves first.
