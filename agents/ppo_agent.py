@@ -17,11 +17,12 @@ key                   meaning
 ====================  ============================================================================================
 ``format``            ``"cassino-ppo-checkpoint"``
 ``format_version``    int, :data:`FORMAT_VERSION`
-``env_version``       the environment version the policy was trained on, e.g. ``"cassino_v0"``
+``env_version``       the environment version the policy was trained on, e.g. ``"cassino_v1"``
 ``preset``            rule preset name (RULES.md 6)
 ``num_players``       seats
 ``rules``             every rule switch (``RuleSet.to_dict()``)
-``network``           :class:`agents.policy.NetworkShape` as a dict (``obs_dim``, ``hidden``, ``embed``)
+``network``           :class:`agents.policy.NetworkShape` as a dict (``obs_dim``, ``hidden``, ``embed``,
+                      ``move_features``, ``critic``, ``critic_dim``)
 ``model``             the network's ``state_dict``
 ``optimizer``         the optimiser's ``state_dict`` (training checkpoints)
 ``train``             training state (``train/ppo_selfplay.py``): iteration, global step, wall time, RNG states,
@@ -29,8 +30,8 @@ key                   meaning
 ====================  ============================================================================================
 
 :func:`read_checkpoint` raises :class:`CheckpointError` (a ``ValueError``) naming the file and the problem for a
-missing, truncated or corrupt file, a file of another kind, a checkpoint for another preset or player count, another
-network shape, or another environment version.
+missing, truncated or corrupt file (a zip member whose CRC fails included), a file of another kind, a checkpoint for
+another preset or player count, another network shape, or another environment version.
 """
 
 from __future__ import annotations
@@ -136,8 +137,14 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
-    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; anything else is corrupt or truncated
-        raise CheckpointError(f"{path}: not a readable checkpoint (not a torch.save archive: corrupt or truncated?)")
+    try:  # torch.save writes a zip archive; anything else, or a member whose CRC fails, is corrupt or truncated
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise CheckpointError(f"{path}: not a readable checkpoint (not a torch.save archive: corrupt or truncated?): "
+                              f"{exc}") from None
+    if bad is not None:
+        raise CheckpointError(f"{path}: corrupt checkpoint: the CRC of its member {bad!r} does not match")
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:  # weights_only met something other than tensors and plain containers
@@ -201,6 +208,9 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
         policy.load_state_dict(data["model"])
     except (RuntimeError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()}: {exc}") from None
+    for name, tensor in policy.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{path}: corrupt weights: {name} holds NaN or infinite values")
     return policy
 
 

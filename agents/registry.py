@@ -107,8 +107,8 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
     try:
         return make_bot(name, rules)
     except ValueError:
-        raise AgentSpecError(f"unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N (or ismcts:N) "
-                             f"checkpoint:PATH and pretrained:NAME; ladder stands for {', '.join(LADDER)}") from None
+        raise AgentSpecError(f"unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N (or ismcts:N)"
+                             f", checkpoint:PATH and pretrained:NAME; ladder stands for {', '.join(LADDER)}") from None
 
 
 def expand_specs(specs: Sequence[_Spec]) -> list[_Spec | str]:

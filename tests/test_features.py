@@ -185,3 +185,58 @@ def test_critic_options_are_checked_before_the_run_folder_is_written(tmp_path: P
         with pytest.raises(ConfigError, match="critic"):
             train(Args(run_dir=str(tmp_path / "run"), **bad))
         assert not (tmp_path / "run").exists()
+
+
+_FAST = dict(threads=1, total_timesteps=768, num_envs=16, hidden=8, embed=4, num_minibatches=1, update_epochs=1,
+             eval_every=0, eval_deals=1, eval_opponents=("greedy",), checkpoint_every=0, final_eval_deals=0,
+             progress_every_s=1e9, max_train_seconds=0.0, snapshot_every=768)
+
+
+@pytest.mark.parametrize("bad", [{"pool_sampling": "elo"}, {"feature_prior": float("nan")}, {"feature_prior": -1.0},
+                                 {"pool_size": 0}, {"num_envs": 0}, {"num_minibatches": 0},
+                                 {"bot_rates": {"nonesuch": 0.1}}, {"eval_opponents": ("pretrained:nonesuch",)},
+                                 {"final_eval_opponents": ("pretrained:cicera",)}])
+def test_bad_options_fail_before_the_run_folder_is_written(bad: dict, tmp_path: Path) -> None:
+    from train.ppo_selfplay import ConfigError
+
+    with pytest.raises((ConfigError, CheckpointError)):
+        train(Args(run_dir=str(tmp_path / "run"), **{**_FAST, **bad}))
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_shared_critic_needs_no_second_flag(tmp_path: Path) -> None:
+    final = train(Args(run_dir=str(tmp_path), critic="shared", **_FAST))
+    from agents.ppo_agent import read_checkpoint
+
+    assert read_checkpoint(final)["network"]["critic_dim"] == 0
+
+
+def test_a_failed_resume_leaves_the_run_as_it_was(tmp_path: Path) -> None:
+    from train.ppo_selfplay import ConfigError
+
+    final = train(Args(run_dir=str(tmp_path), **_FAST))
+    before = (tmp_path / "config.yaml").read_text()
+    for bad in ({"pool_sampling": "elo"}, {"move_features": False}):
+        with pytest.raises((ConfigError, CheckpointError)):
+            train(Args(resume=str(final), **{**_FAST, **bad}), explicit=set(bad))
+        assert (tmp_path / "config.yaml").read_text() == before
+
+
+def test_corrupt_weights_are_refused(tmp_path: Path) -> None:
+    rules = make_rules("classic")
+    env = CassinoVectorEnv(num_envs=1, rules=rules)
+    net = CassinoPolicy(obs_dim=env.obs_size, hidden=8, embed=4)
+    good = save_checkpoint(tmp_path / "good.pt", net, rules)
+    with torch.no_grad():
+        net.torso[0].weight[0, 0] = float("nan")
+    nan = save_checkpoint(tmp_path / "nan.pt", net, rules)
+    with pytest.raises(CheckpointError, match="NaN or infinite"):
+        load_checkpoint_agent(str(nan), rules)
+    raw = bytearray(good.read_bytes())
+    start = raw.index(b"PK\x03\x04", 200)  # a member after the first: flip bytes inside its data
+    for i in range(start + 120, start + 136):
+        raw[i] ^= 0xFF
+    flipped = tmp_path / "flipped.pt"
+    flipped.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError):
+        load_checkpoint_agent(str(flipped), rules)

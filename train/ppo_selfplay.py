@@ -46,7 +46,8 @@ every seat's moves are trained on), pool games and bot games (the current policy
 seat of it, rotating by deal, and only its moves are trained on; with partnerships the learner's partner is the
 learner too, never the opponent). The **pool** holds snapshots of past weights: the initial weights, then
 a copy every ``snapshot_every`` env steps; it keeps the newest ``pool_size`` (oldest dropped) and at each iteration
-one snapshot, drawn uniformly, plays the pool games. **Bots** (``agents.registry.make_agent`` specs, e.g. ``greedy``)
+one snapshot, drawn uniformly (or with ``pool_sampling="pfsp"`` by how often the learner loses to it,
+:class:`SnapshotPool`), plays the pool games. **Bots** (``agents.registry.make_agent`` specs, e.g. ``greedy``)
 play the bot games at ``bot_rates``. In the lists of bots to evaluate against, ``ladder`` stands for
 ``agents.registry.LADDER``.
 
@@ -66,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import shutil
 import sys
@@ -86,7 +88,7 @@ import torch  # noqa: E402
 import tyro  # noqa: E402
 import yaml  # noqa: E402
 
-from agents.registry import LADDER, expand_specs  # noqa: E402
+from agents.registry import LADDER, AgentSpecError, expand_specs  # noqa: E402
 from train import config  # noqa: E402
 from train.arena import evaluate_deals  # noqa: E402
 from train.config import CONFIGS_DIR, ConfigError, args_to_dict  # noqa: E402,F401 (CONFIGS_DIR: re-exported)
@@ -180,7 +182,8 @@ class Args:
     critic: str = "separate"
     """value estimator: shared (a head on the policy torso) or separate (its own network)"""
     critic_full_state: bool = True
-    """with critic=separate: the critic also reads every hand and the stock (training only; the policy never does)"""
+    """with critic=separate: the critic also reads every hand and the stock (training only; the policy never does);
+    ignored by the shared critic"""
 
     # --- opponents --------------------------------------------------------------------------------------------------
     pool_rate: float = 0.2
@@ -351,6 +354,26 @@ class SnapshotPool:
         self.snapshots = list(state["snapshots"])
         self.steps = [int(s) for s in state["steps"]]
         self.winrate = [float(w) for w in state.get("winrate", [0.5] * len(self.snapshots))]
+
+
+def check_options(args: Args) -> None:
+    """Check the options no other code checks before a run starts (sizes, choices, the prior).
+
+    Raises:
+        ConfigError: naming the field and the rule it breaks.
+    """
+    from agents.policy import CRITICS
+
+    for name in ("num_envs", "num_minibatches", "update_epochs", "threads", "hidden", "embed", "pool_size",
+                 "max_moves"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"{name}={getattr(args, name)!r} must be at least 1")
+    if args.critic not in CRITICS:
+        raise ConfigError(f"critic={args.critic!r}: choose from {', '.join(CRITICS)}")
+    if args.pool_sampling not in POOL_SAMPLING:
+        raise ConfigError(f"pool_sampling={args.pool_sampling!r}: choose from {', '.join(POOL_SAMPLING)}")
+    if not (math.isfinite(args.feature_prior) and args.feature_prior >= 0):
+        raise ConfigError(f"feature_prior={args.feature_prior!r} must be a finite number >= 0 (logits per point)")
 
 
 def make_bots(names: typing.Iterable[str], rules: Any) -> dict[str, Any]:
@@ -534,8 +557,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
                           "(rollouts hold whole deals)")
     if args.critic not in CRITICS:
         raise ConfigError(f"critic={args.critic!r}: choose from {', '.join(CRITICS)}")
-    if args.critic_full_state and args.critic != "separate":
-        raise ConfigError("critic_full_state=True needs critic=separate (or give --critic-full-state False)")
+    check_options(args)
     if ckpt is not None and (ckpt["preset"] != rules.preset or ckpt["num_players"] != rules.num_players):
         raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
                               f"not {rules.preset!r} with {rules.num_players}")
@@ -545,21 +567,23 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     num_iterations = max(args.total_timesteps // batch_steps, 1)
     run_dir = Path(args.run_dir) if args.run_dir else config.default_run_dir(args)
     ckpt_dir = run_dir / "checkpoints"
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(args_to_dict(args), sort_keys=False), encoding="utf-8")
 
     # --- seeding, env, network, opponents ----------------------------------------------------------------------------
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     bot_names = list(args.bot_rates)
     eval_names = expand_specs(args.eval_opponents)  # "ladder": the bots of agents.registry.LADDER
-    bots = make_bots(dict.fromkeys([*bot_names, *eval_names]), rules)
+    try:  # every agent spec is checked before anything is written, the final evaluation's too
+        bots = make_bots(dict.fromkeys([*bot_names, *eval_names]), rules)
+        make_bots([s for s in expand_specs(args.final_eval_opponents) if s not in bots], rules)
+    except AgentSpecError as exc:
+        raise ConfigError(f"bot_rates / eval_opponents / final_eval_opponents: {exc}") from None
     env = CassinoVectorEnv(B, rules, seed=args.seed * 1_000_003, max_moves=args.max_moves, reward=args.reward,
                            episode="deal", with_view=bool(bot_names) or args.move_features)
     obs, _ = env.reset()
     D, M = env.obs_size, args.max_moves
     F = NUM_MOVE_FEATURES if args.move_features else 0
-    C = critic_state_size(P) if args.critic_full_state else 0
+    C = critic_state_size(P) if args.critic_full_state and args.critic == "separate" else 0
     net_shape = NetworkShape(obs_dim=D, hidden=args.hidden, embed=args.embed, move_features=F, critic=args.critic,
                              critic_dim=C)
     featurizer = MoveFeaturizer(rules) if F else None
@@ -593,6 +617,9 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     else:
         pool.add(policy, 0)
 
+    # --- the run folder: written only now, once every option and the checkpoint have been checked ------------------
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(args_to_dict(args), sort_keys=False), encoding="utf-8")
     writer = SummaryWriter(str(run_dir))
     if ckpt is None:
         writer.add_text("hyperparameters", config.hparams_table(args))
