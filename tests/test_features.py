@@ -181,9 +181,9 @@ def test_a_checkpoint_with_another_feature_count_is_refused(tmp_path: Path) -> N
 def test_critic_options_are_checked_before_the_run_folder_is_written(tmp_path: Path) -> None:
     from train.ppo_selfplay import ConfigError
 
-    for bad in ({"critic": "oracle"}, {"critic": "shared", "critic_full_state": True}):
+    for bad in ({"critic": "oracle"}, {"critic": ""}, {"critic": "SEPARATE"}):
         with pytest.raises(ConfigError, match="critic"):
-            train(Args(run_dir=str(tmp_path / "run"), **bad))
+            train(Args(run_dir=str(tmp_path / "run"), **{**_FAST, **bad}))
         assert not (tmp_path / "run").exists()
 
 
