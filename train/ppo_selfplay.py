@@ -28,7 +28,7 @@ How the game is turned into PPO data
 * **Per-seat credit.** A transition belongs to the seat that acted. Its reward is the sum of the rewards that seat
   received (the env pays every seat at every step) from its action until its own next action; GAE then runs along
   each (game, seat) trajectory, linking a transition to the same seat's next one and stopping at ``terminated``.
-  The value head predicts the acting seat's return, so one network serves every seat.
+  The critic predicts the acting seat's return, so one network serves every seat.
 * **Reward.** ``reward="points"``: at the end of each deal a seat gets its side's deal points minus the other
   side's (zero-sum). It arrives every 24 decisions instead of once a match (~3 deals), its scale follows the game's
   scoring items (cards, spades, casinos, aces, sweeps) so the critic learns which captures matter, and maximising the
