@@ -688,6 +688,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         ep_ctrl: list[np.ndarray] = []
 
         # --- rollout -------------------------------------------------------------------------------------------------
+        potential = np.zeros((B, P))  # shaping potential (seat margins of banked points): 0, every deal is fresh
         for t in range(T):
             t0 = time.time()
             if t % deal_len == 0:
@@ -719,8 +720,6 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
                 who = opponent if c == POOL else bots[bot_names[c - 2]]
                 actions[t, rows_c] = who.act(slice_obs(obs, rows_c), rng)
             credit.act(t, cp)  # the transition belongs to the seat that acted
-            if shaping_tables is not None:
-                potential = seat_margins(banked_points(env.state, shaping_tables), P)
             t1 = time.time()
             obs, reward, terminated, _, _ = env.step(actions[t])
             t2 = time.time()
@@ -729,6 +728,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
                 after = seat_margins(banked_points(env.state, shaping_tables), P)
                 after[terminated] = 0.0
                 paid = reward + (after - potential)
+                potential = after
             credit.step(args.reward_scale * paid, terminated)  # every seat's reward, to its open transition
             deal_return += reward
             if terminated.any():
