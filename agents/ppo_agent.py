@@ -87,11 +87,19 @@ class PPOAgent:
             self.featurizer = MoveFeaturizer(rules)
 
     @torch.no_grad()
-    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-        """int64[B]: a legal move index per game (see :class:`agents.base.Agent`)."""
+    def act(self, obs: dict[str, Any], rng: np.random.Generator, feats: np.ndarray | None = None) -> np.ndarray:
+        """int64[B]: a legal move index per game (see :class:`agents.base.Agent`).
+
+        Args:
+            obs: the vector-env observation dict of B games.
+            rng: the caller's generator.
+            feats: float32[B, M, F], the move features of ``obs`` when the caller has computed them already
+                (:class:`agents.features.MoveFeaturizer`); computed here when None and the network reads them.
+        """
         if len(obs["action_mask"]) == 0:
             return np.zeros(0, dtype=np.int64)
-        feats = None if self.featurizer is None else self.featurizer(obs)
+        if feats is None and self.featurizer is not None:
+            feats = self.featurizer(obs)
         logits = self.policy.logits(MoveBatch.from_obs(obs, feats))
         return sample_actions(logits, rng, self.deterministic).astype(np.int64)
 

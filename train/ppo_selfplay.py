@@ -717,8 +717,11 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             values[t, rows] = value.numpy()
             for c in np.unique(ctrl[~mine]):
                 rows_c = np.flatnonzero(~mine & (ctrl == c))
-                who = opponent if c == POOL else bots[bot_names[c - 2]]
-                actions[t, rows_c] = who.act(slice_obs(obs, rows_c), rng)
+                if c == POOL:  # the pool snapshot reads the move features already computed for every game
+                    actions[t, rows_c] = opponent.act(slice_obs(obs, rows_c), rng,
+                                                      feats=feat_buf[t, rows_c] if F else None)
+                else:
+                    actions[t, rows_c] = bots[bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
             credit.act(t, cp)  # the transition belongs to the seat that acted
             t1 = time.time()
             obs, reward, terminated, _, _ = env.step(actions[t])
