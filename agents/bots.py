@@ -1,5 +1,5 @@
 """Scripted bots: ``random``, ``greedy`` and a ladder of hand-written strategies, ``beginner`` < ``intermediate`` <
-``advanced``, modelled on the computer levels of the online site of seed 004 (RULES.md 6).
+``advanced``, modelled on the computer levels of the online site of seed 004 (docs/rules.md 6).
 
 Every bot acts for a batch of games at once (:class:`agents.base.Agent`): it reads the acting seat's knowledge
 (``obs["view"]``, :func:`cassino_env.obs.public_view`) and the move table (``move_kind``, ``move_card``,
@@ -10,7 +10,7 @@ any preset and any seat.
 
 Strategies
 ----------
-A move's score is a weighted sum of the features below, in *points* (RULES.md 5): a card set ``X`` is worth
+A move's score is a weighted sum of the features below, in *points* (docs/rules.md 5): a card set ``X`` is worth
 ``V(X) = w_cards * |X| + w_spades * spades(X) + points(X)``, where ``points`` are the cards' own points under the
 rules' scoring (standard and bga: each ace 1, 10D 2, 2S 1; cicera: 10D 1, 2S 1, JH 1, aces nothing, and the spades
 of a napula its share: AS, 2S, 3S one point each, 4S a half, 5S a quarter) and ``w_cards = most-cards points /
@@ -23,7 +23,7 @@ feature                 meaning
 ======================  ==================================================================================
 ``gain``                ``V`` of the cards a capture takes, the played card included
 ``sweep``               sweep points a capture earns now (it empties the table)
-``bonus``               Cicera's other in-play points a capture earns now (RULES.md 5.3): pairing the card
+``bonus``               Cicera's other in-play points a capture earns now (docs/rules.md 5.3): pairing the card
                         the previous player just trailed, one suit throughout, three or more table cards
 ``sweep_risk``          ``P(threat can sweep the table left) * sweep points``
 ``exposure``            the threat's expected take from the table left: ``sum_v P(v) * V(what v captures)``,
@@ -137,7 +137,7 @@ class RuleTables:
 
     @classmethod
     def of(cls, rules: RuleSet) -> RuleTables:
-        """The tables of ``rules`` (RULES.md 1 values, 3 switches, 5 scoring)."""
+        """The tables of ``rules`` (docs/rules.md 1 values, 3 switches, 5 scoring)."""
         numeric = rules.court_values == "numeric"
         cap = np.zeros(NUM_CARDS, dtype=np.uint32)
         item = np.zeros(NUM_CARDS, dtype=np.int8)
@@ -146,20 +146,20 @@ class RuleTables:
             if r <= 10 or numeric:
                 cap[c] = 1 << r
                 item[c] = r
-                if r == 1 and rules.ace_high:  # RULES.md 3 ace_high: a played ace may count 14
+                if r == 1 and rules.ace_high:  # docs/rules.md 3 ace_high: a played ace may count 14
                     cap[c] |= 1 << 14
-            else:  # RULES.md 3 court_values=none: a court only pairs with a court of its rank
+            else:  # docs/rules.md 3 court_values=none: a court only pairs with a court of its rank
                 cap[c] = 1 << (COURT_BIT + r)
                 item[c] = COURT_BIT + r
         pts: dict[int, float] = {}
         if rules.scoring == "cicera":
-            # RULES.md 5.3: 2S, 10D, JH one point each, aces nothing; a napula (AS 2S 3S, then the run) scores its
+            # docs/rules.md 5.3: 2S, 10D, JH one point each, aces nothing; a napula (AS 2S 3S, then the run) scores its
             # length: its first three spades a point each, 4S and 5S a share of the longer runs they extend
             pts = {BIG_CASINO: 1.0, JACK_OF_HEARTS: 1.0, _SPADE_IDS[1]: 1.0, _SPADE_IDS[3]: 1.0, _SPADE_IDS[4]: 0.5,
                    _SPADE_IDS[5]: 0.25}
             pts[LITTLE_CASINO] = 2.0  # little casino 1, and napula's second card 1
             most_cards = 2.0
-        else:  # RULES.md 5.1 / 5.2: aces 1, big casino 2, little casino 1 (bga's shared ties keep these weights)
+        else:  # docs/rules.md 5.1 / 5.2: aces 1, big casino 2, little casino 1 (bga's shared ties keep these weights)
             pts = {BIG_CASINO: 2.0, LITTLE_CASINO: 1.0, 0: 1.0, 13: 1.0, 26: 1.0, 39: 1.0}
             most_cards = 3.0
         S = rules.num_sides
@@ -259,7 +259,7 @@ def _partition(vals, n, target, order, bins, choice):
 
 @njit(cache=True)
 def _sweep_values(vals, n, cfg, order, bins, choice):
-    """uint32 set of capture values that take every table item at once (RULES.md 1 sweep, 3 capture_mode)."""
+    """uint32 set of capture values that take every table item at once (docs/rules.md 1 sweep, 3 capture_mode)."""
     if n == 0:
         return np.uint32(0)
     court = 0
@@ -422,7 +422,7 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                         f[F_STEAL] += _value(bcards[b, k], cw, sw, pcards, pvals)
                 if (table_now & ~cards) == 0 and (cfg[_C_SWEEP_LAST] != 0 or not last_play):
                     f[F_SWEEP] = sweep_pts
-                if cfg[_C_IN_PLAY] != 0:  # RULES.md 5.3 in-play points other than the sweep
+                if cfg[_C_IN_PLAY] != 0:  # docs/rules.md 5.3 in-play points other than the sweep
                     lt = last_trail[b]
                     if lt >= 0 and cards == (one << np.uint64(lt)) and lt % 13 == c % 13:
                         f[F_BONUS] += 1.0

@@ -5,11 +5,11 @@ leaves for the next player; the scripted bots score exactly these facts (:mod:`a
 the networks the same facts, computed by the same numba kernel (:func:`agents.bots.score_moves`, with the
 ``advanced`` bot's exact hypergeometric chances), so there is one implementation of each feature.
 
-Every feature is in points of RULES.md 5 (the preset's scoring), scaled by :data:`SCALE` so typical values lie in
+Every feature is in points of docs/rules.md 5 (the preset's scoring), scaled by :data:`SCALE` so typical values lie in
 about [-2, 2]; padding moves (past ``num_moves``) are 0.
 
 =====================  ===========================================================================================
-feature                meaning (RULES.md item it comes from)
+feature                meaning (docs/rules.md item it comes from)
 =====================  ===========================================================================================
 ``gain``               value of the cards a capture takes, the played card included: cards (most cards, 5.1),
                        spades (most spades), aces, little and big casino (5.1; cicera's 5.3 point cards); 0 for a
@@ -123,7 +123,7 @@ def banked_points(state: Any, tables: RuleTables) -> np.ndarray:
     """float64[B, S]: each side's points already banked this deal, the potential of the reward shaping.
 
     A side's cards are worth what the bots value them at (:mod:`agents.bots`): ``w_cards`` per card and ``w_spades``
-    per spade (its share of the most-cards and most-spades items, RULES.md 5.1), each point card its points (aces,
+    per spade (its share of the most-cards and most-spades items, docs/rules.md 5.1), each point card its points (aces,
     little and big casino; Cicera's point cards and napula shares, 5.3), plus sweeps times the sweep points and
     Cicera's in-play points. 0 at the start of a deal, when nothing has been captured.
 

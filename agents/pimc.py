@@ -11,7 +11,7 @@ Every move is evaluated on the same samples (common random numbers), so differen
 blurred by the luck of the deal.
 
 The outcome of a rollout, for the searching seat's side, is its deal points minus the mean deal points of the other
-sides (RULES.md 5), plus ``match_bonus`` points if the deal ends the match in its side's favour (minus if against).
+sides (docs/rules.md 5), plus ``match_bonus`` points if the deal ends the match in its side's favour (minus if against).
 
 Budget: ``simulations`` rollouts per decision, spread evenly over the legal moves (``K = ceil(simulations /
 moves)``, at least ``min_samples``). A decision with one legal move is not searched. The default budget

@@ -18,7 +18,7 @@ key                   meaning
 ``format``            ``"cassino-ppo-checkpoint"``
 ``format_version``    int, :data:`FORMAT_VERSION`
 ``env_version``       the environment version the policy was trained on, e.g. ``"cassino_v1"``
-``preset``            rule preset name (RULES.md 6)
+``preset``            rule preset name (docs/rules.md 6)
 ``num_players``       seats
 ``rules``             every rule switch (``RuleSet.to_dict()``)
 ``network``           :class:`agents.policy.NetworkShape` as a dict (``obs_dim``, ``hidden``, ``embed``,

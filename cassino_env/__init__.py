@@ -1,6 +1,6 @@
 """cassino-rl: exact rules, a batched core and RL environments for the Cassino family of card games.
 
-The rules oracle of INTERCHANGE.md lives at the top level::
+The rules oracle of docs/interchange.md lives at the top level::
 
     import cassino_env
     moves = cassino_env.legal_moves(position)       # list[dict], canonical order, exact

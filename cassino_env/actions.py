@@ -35,7 +35,7 @@ Overflow: the core lists at most ``max_moves`` moves (default :data:`MAX_MOVES`)
 loses all its moves; what is lost is late builds (by played card id) of freak tables. Both encodings see only the
 listed moves.
 
-Action strings (ASCII card text, RULES.md 1; parsing also accepts ``T``, lower case and ``♣♦♥♠``)::
+Action strings (ASCII card text, docs/rules.md 1; parsing also accepts ``T``, lower case and ``♣♦♥♠``)::
 
     trail 8S                      capture 3C 5H with 8S        capture 5C 8D with AS as 14
     build 9 with 2C on 7D         capture with 8S              build 9 with 2C            #17
@@ -335,7 +335,7 @@ def resolve_actions(encoding, kind, card, value, cards, n, build_id, to_move, ma
                 a = np.int64(52 + c)
         else:
             a = np.int64(build_id[c, value[i]])
-            if a < 0:  # a build value below the card's rank: no rule set makes one (RULES.md 4); never map it
+            if a < 0:  # a build value below the card's rank: no rule set makes one (docs/rules.md 4); never map it
                 continue
         cnt = _popcount(cards[i])
         # most table cards, then the first in canonical order (a later move replaces only with strictly more)

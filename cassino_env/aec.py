@@ -18,12 +18,14 @@ layer over the batched rules core (:mod:`cassino_env.core`, one game) and holds 
 | Observation Values | `observation` [0, 1] (scores, sweeps, in-play points may exceed 1), `action_mask` {0, 1} |
 
 Cassino is a fishing card game: each player in turn plays one card from hand to *capture* table cards of equal
-value or sums (``RULES.md`` 1, 3), to *build* a pile that only a card of its value can later take (4), or to *trail*
+value or sums (``docs/rules.md`` 1, 3), to *build* a pile that only a card of its value can later take (4), or to
+*trail*
 it face up. After every card is played the deal is scored: in the classic preset most cards 3, most spades 1, big
 casino (10♦) 2, little casino (2♠) 1, each ace 1, each sweep 1 (5.1); a match is played to 21 (2.6). Every preset of
-``RULES.md`` 6 runs: `classic` (2, 3, 4 players), `matsuda` (2), `cicera` (4, partnerships; 12-card hands, one round
+``docs/rules.md`` 6 runs: `classic` (2, 3, 4 players), `matsuda` (2), `cicera` (4, partnerships; 12-card hands, one
+round
 a deal, in-play points, to 51), `bga` (2, 3, 4, 6; numeric courts, ace high, ties for most shared), `stadium` (2) and
-`royal` (2, 3, 4; numeric courts, ace high). ``RULES.md`` is the rules contract.
+`royal` (2, 3, 4; numeric courts, ace high). ``docs/rules.md`` is the rules contract.
 
 >>> import numpy as np, cassino_env
 >>> env = cassino_env.env(num_players=2)
@@ -46,11 +48,12 @@ cassino_env.env(rules="classic", num_players=None, render_mode=None, action_enco
                 episode="deal", illegal_action="raise", illegal_reward=-1.0, max_moves=512, prune=True)
 ```
 
-`rules`: a preset name of ``RULES.md`` 6 (`"classic"`, `"matsuda"`, `"cicera"`, `"bga"`, `"stadium"`, `"royal"`),
-a `RuleSet` (`cassino_env.make_rules`, any switches of ``RULES.md`` 3) or a mapping `{"preset": NAME, SWITCH: VALUE}`.
+`rules`: a preset name of ``docs/rules.md`` 6 (`"classic"`, `"matsuda"`, `"cicera"`, `"bga"`, `"stadium"`, `"royal"`),
+a `RuleSet` (`cassino_env.make_rules`, any switches of ``docs/rules.md`` 3) or a mapping
+`{"preset": NAME, SWITCH: VALUE}`.
 
-`num_players`: seats, a count the preset allows (``RULES.md`` 6; `RulesError` otherwise); default the preset's first
-(2; 4 for cicera).
+`num_players`: seats, a count the preset allows (``docs/rules.md`` 6; `RulesError` otherwise); default the preset's
+first (2; 4 for cicera).
 
 `render_mode`: `None`, `"ansi"` (`render()` returns the text) or `"human"` (prints it, also after every step).
 
@@ -91,7 +94,7 @@ another hand or the stock order. Seats and sides are relative to the viewer (rel
 
 {obs_table}
 
-Values are the preset's (``RULES.md`` 1, 3): courts are 11-13 where `court_values` is numeric, a build may be
+Values are the preset's (``docs/rules.md`` 1, 3): courts are 11-13 where `court_values` is numeric, a build may be
 declared 14 and an ace captures as 14 (a move value of 14) where `ace_high`; with `attach` builds several builds may
 share a value (`builds` then marks each owner). Blocks a preset never uses stay 0 (builds in cicera; `in_play`
 outside it).
@@ -128,7 +131,7 @@ Every id has readable text and back: `env.unwrapped.action_to_string(a)` ("captu
 Rewards arrive when a deal ends (every seat gets its reward then, whoever played the last card; PettingZoo's
 `_cumulative_rewards` holds it until the seat next acts or sees its termination). Partners share their side's reward
 (cicera and 4-player games: seats 0+2 and 1+3; 6 players: seats p and p+3). Deal points are the preset's scoring
-(``RULES.md`` 5: standard, bga with shared points for tied "most" items, cicera with napula and in-play points), as
+(``docs/rules.md`` 5: standard, bga with shared points for tied "most" items, cicera with napula and in-play points), as
 itemised in `last_result.deal_items` (`cassino_env.core.ITEMS`).
 
 | `reward`   | when                 | seat of side s gets                                                          |
@@ -150,7 +153,7 @@ explicit position.
 ### Version History
 
 * v0: Initial release: classic preset, `moves` and `card_value` (table version 1) encodings, `MAX_MOVES` 512.
-  Every preset of ``RULES.md`` 6 (matsuda, cicera, bga with 6 players, stadium, royal); the observation gained the
+  Every preset of ``docs/rules.md`` 6 (matsuda, cicera, bga with 6 players, stadium, royal); the observation gained the
   `in_play` block (D 525 -> 527 for 2 players).
 * v1: the observation gained the `last_capturer`, `unseen_by_rank` and `most_decided` blocks (D 527 -> 546 for 2
   players); checkpoints of v0 do not load.

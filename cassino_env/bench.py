@@ -124,7 +124,7 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
     Args:
         engine: ``"core"`` (batched numba core), ``"reference"`` (the one-game reference engine), ``"aec"`` (the
             PettingZoo env, one game: only batch 1 is timed) or ``"vector"`` (the vector env, full observations).
-        preset: a RULES.md section 6 preset the engine implements (``classic``).
+        preset: a docs/rules.md section 6 preset the engine implements (``classic``).
         batch: batch sizes B (games stepped together).
         seconds: wall-clock time measured per batch size, seconds.
         threads: numba threads; > 1 runs the ``parallel=True`` kernels (core only).

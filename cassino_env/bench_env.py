@@ -33,7 +33,7 @@ def bench_aec(preset: str = "classic", num_players: int = 2, seconds: float = 2.
     """Random masked play in one AEC env for ``seconds`` (wall clock, seconds) after a warm-up.
 
     Args:
-        preset: a RULES.md 6 preset the core implements.
+        preset: a docs/rules.md 6 preset the core implements.
         num_players: seats.
         seconds: time measured, seconds.
         seed: seeds the env (``reset(seed=...)`` once) and the action choice (a ``random.Random`` instance).
@@ -77,7 +77,7 @@ def bench_vector(preset: str = "classic", num_players: int = 2, batch: int = 102
     """Random play in a vector env of ``batch`` games with full observations for ``seconds`` after a warm-up.
 
     Args:
-        preset: a RULES.md 6 preset the core implements.
+        preset: a docs/rules.md 6 preset the core implements.
         num_players: seats.
         batch: B, games stepped together.
         seconds: time measured, seconds.

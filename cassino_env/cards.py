@@ -1,4 +1,4 @@
-"""Cards: ids, text and values (RULES.md section 1).
+"""Cards: ids, text and values (docs/rules.md section 1).
 
 A card id is ``13 * suit + (rank - 1)`` with suits clubs 0, diamonds 1, hearts 2, spades 3 and ranks A=1 … K=13,
 so ``AS`` is 39, ``2S`` is 40 and ``10D`` is 22. Card text is rank + suit (``10D``, ``AS``, ``KC``); parsing also
@@ -25,9 +25,9 @@ _SUIT_ALIASES = {"C": 0, "D": 1, "H": 2, "S": 3, "♣": 0, "♦": 1, "♥": 2, "
 _RANK_ALIASES = {r: i + 1 for i, r in enumerate(RANKS)} | {"T": 10, "1": 1}
 
 CLUBS, DIAMONDS, HEARTS, SPADES = 0, 1, 2, 3
-BIG_CASINO = 22  # 10D, RULES.md 5.1
-LITTLE_CASINO = 40  # 2S, RULES.md 5.1
-JACK_OF_HEARTS = 36  # JH, RULES.md 5.3
+BIG_CASINO = 22  # 10D, docs/rules.md 5.1
+LITTLE_CASINO = 40  # 2S, docs/rules.md 5.1
+JACK_OF_HEARTS = 36  # JH, docs/rules.md 5.3
 ACE_OF_SPADES = 39
 
 #: int8[52]: rank 1..13 of each card id.
@@ -64,12 +64,12 @@ def card_id(card: str | int) -> int:
     if isinstance(card, (int, np.integer)) and not isinstance(card, bool):
         if 0 <= int(card) < NUM_CARDS:
             return int(card)
-        raise CardError(f"card id {card!r} is outside 0..51 (RULES.md 1)")
+        raise CardError(f"card id {card!r} is outside 0..51 (docs/rules.md 1)")
     if not isinstance(card, str):
         raise CardError(f"a card must be text such as '10D' or an id 0..51, got {type(card).__name__} {card!r}")
     text = card.strip().upper()
     if len(text) < 2 or text[-1] not in _SUIT_ALIASES or text[:-1] not in _RANK_ALIASES:
-        raise CardError(f"{card!r} is not a card: expected rank A 2-10 J Q K (or T) and suit C D H S (RULES.md 1)")
+        raise CardError(f"{card!r} is not a card: expected rank A 2-10 J Q K (or T) and suit C D H S (docs/rules.md 1)")
     return 13 * _SUIT_ALIASES[text[-1]] + _RANK_ALIASES[text[:-1]] - 1
 
 

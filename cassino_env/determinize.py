@@ -9,7 +9,7 @@ with one game per sample, ready to be stepped (and cloned with :func:`take`).
 A sample keeps everything the seat knows: its hand, the table (loose cards, builds with their declared values and
 owners), captured piles, sweeps, in-play points (Cicera), match totals, dealer, last capturer, last trail, hand and
 stock sizes, and the seat's move table. It also keeps what the rules let the seat infer: the owner of a build holds
-a card that captures it (RULES.md 4.4), so each other seat that owns builds is dealt such a card for each value it
+a card that captures it (docs/rules.md 4.4), so each other seat that owns builds is dealt such a card for each value it
 owns -- a card of that value, with numeric courts a court of it, and for a build of 14 (``ace_high``) an ace. One
 card serves every build of its value (with ``attach`` several builds may share one) and an ace serves builds of 1
 and of 14 alike. Samples are uniform over the deals consistent with these
@@ -79,7 +79,7 @@ def take(state: core.State, index: np.ndarray) -> core.State:
 
 
 def capture_values(rules: RuleSet) -> np.ndarray:
-    """bool[52, 15]: ``[c, v]`` when a card c played from hand captures value v (RULES.md 1 value, 3 ace_high): its
+    """bool[52, 15]: ``[c, v]`` when a card c played from hand captures value v (docs/rules.md 1 value, 3 ace_high): its
     rank for numerals (and courts where ``court_values`` is numeric), also 14 for an ace where ``ace_high``. Courts
     that only pair capture no value (they are never built)."""
     out = np.zeros((NUM_CARDS, 15), dtype=bool)
@@ -114,7 +114,7 @@ def _sample_row(rules: RuleSet, view: dict[str, np.ndarray], r: int, k: int, rng
     if pos + stock != len(unseen):
         raise ValueError(f"row {r}: {len(unseen)} unseen cards but other hands hold {pos} and the stock {stock}")
     samples = rng.permuted(np.broadcast_to(unseen, (k, len(unseen))), axis=1)
-    # RULES.md 4.4: the owner of a build holds a card that captures its value
+    # docs/rules.md 4.4: the owner of a build holds a card that captures its value
     needs = []
     for slot in range(view["build_cards"].shape[1]):
         owner = int(view["build_owner"][r, slot])

@@ -1,7 +1,7 @@
 """Exception types raised by the rules engines and the JSON oracle.
 
 Every error is a :class:`ValueError` subclass so callers can catch bad input with one ``except``; the message always
-names the offending field or the rule (a RULES.md section) that forbids the move.
+names the offending field or the rule (a docs/rules.md section) that forbids the move.
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ class CassinoError(ValueError):
 
 
 class CardError(CassinoError):
-    """A card text or card id could not be parsed (RULES.md section 1)."""
+    """A card text or card id could not be parsed (docs/rules.md section 1)."""
 
 
 class RulesError(CassinoError):
-    """An unknown preset, an unknown switch, or a switch value outside RULES.md section 3."""
+    """An unknown preset, an unknown switch, or a switch value outside docs/rules.md section 3."""
 
 
 class PositionError(CassinoError):
-    """A malformed position: the message names the field (INTERCHANGE.md "Position")."""
+    """A malformed position: the message names the field (docs/interchange.md "Position")."""
 
 
 class MoveFormatError(CassinoError):
-    """A malformed move dict: the message names the field (INTERCHANGE.md "Move")."""
+    """A malformed move dict: the message names the field (docs/interchange.md "Move")."""
 
 
 class IllegalMoveError(CassinoError):
-    """A well-formed move that the rules forbid; the message names the rule (RULES.md section)."""
+    """A well-formed move that the rules forbid; the message names the rule (docs/rules.md section)."""

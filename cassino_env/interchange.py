@@ -1,4 +1,4 @@
-"""The JSON rules oracle of INTERCHANGE.md: positions and moves as plain dicts, answered by the reference engine.
+"""The JSON rules oracle of docs/interchange.md: positions and moves as plain dicts, answered by the reference engine.
 
 >>> pos = {"rules": "classic", "to_move": 0, "hands": [["8S"], ["2C"]], "loose": ["5H", "3C", "6D", "2H"]}
 >>> for m in legal_moves(pos):
@@ -66,7 +66,7 @@ def _int_list(x: Any, n: int, name: str, default: int = 0, low: int = 0) -> list
 
 
 def position_to_game(position: Mapping[str, Any]) -> Game:
-    """Validate an INTERCHANGE.md position and build the reference :class:`~cassino_env.reference.Game`.
+    """Validate an docs/interchange.md position and build the reference :class:`~cassino_env.reference.Game`.
 
     Raises:
         PositionError: naming the field for any malformed or contradictory field, or an unknown field.
@@ -130,7 +130,7 @@ def _builds(builds_in: Any, rules: RuleSet, n: int, seen: dict[int, str]) -> lis
     if not isinstance(builds_in, list):
         raise PositionError(f"builds: expected a list of build objects, got {builds_in!r}")
     if builds_in and rules.builds == "none":
-        raise PositionError(f"builds: preset {rules.preset!r} has no builds (RULES.md 3 builds=none)")
+        raise PositionError(f"builds: preset {rules.preset!r} has no builds (docs/rules.md 3 builds=none)")
     out = []
     for i, b in enumerate(builds_in):
         name = f"builds[{i}]"
@@ -140,27 +140,28 @@ def _builds(builds_in: Any, rules: RuleSet, n: int, seen: dict[int, str]) -> lis
         value, owner = b["value"], _seat(b["owner"], n, f"{name}.owner")
         if not _is_int(value) or not rules.is_build_value(value):
             raise PositionError(f"{name}.value: {value!r} is not a build value of these rules: 1..10, 11..13 with "
-                                "numeric courts, 14 with ace_high (RULES.md 4.1 rule 3)")
+                                "numeric courts, 14 with ace_high (docs/rules.md 4.1 rule 3)")
         if len(cards) < 2:
-            raise PositionError(f"{name}.cards: a build holds at least two cards (RULES.md 1 build)")
+            raise PositionError(f"{name}.cards: a build holds at least two cards (docs/rules.md 1 build)")
         if rules.court_values == "none" and any(is_court(c) for c in cards):
-            raise PositionError(f"{name}.cards: courts have no value and never join builds (RULES.md 3)")
+            raise PositionError(f"{name}.cards: courts have no value and never join builds (docs/rules.md 3)")
         if not splits([rank(c) for c in cards], value):
             raise PositionError(f"{name}: cards {' '.join(cards_text(cards))} do not split into groups of value "
-                                f"{value} (RULES.md 1 build)")
+                                f"{value} (docs/rules.md 1 build)")
         out.append(Build(frozenset(cards), value, owner))
     values = [b.value for b in out]
     if rules.builds in ("standard", "reservation") and len(set(values)) != len(values):
-        raise PositionError("builds: two builds share a value; equal builds merge (RULES.md 4.1 rule 6)")
+        raise PositionError("builds: two builds share a value; equal builds merge (docs/rules.md 4.1 rule 6)")
     owners = [b.owner for b in out]
     if rules.builds == "reservation" and len(set(owners)) != len(owners):
         raise PositionError("builds: a seat owns two reservations; under reservation a player owns at most one "
-                            "(RULES.md 4.4)")
+                            "(docs/rules.md 4.4)")
     return out
 
 
 def game_to_position(game: Game, rules_field: Any = None) -> dict[str, Any]:
-    """The INTERCHANGE.md position of ``game``; ``rules_field`` is echoed as ``rules`` (default: the preset name)."""
+    """The docs/interchange.md position of ``game``; ``rules_field`` is echoed as ``rules`` (default: the preset
+    name)."""
     return {
         "rules": copy.deepcopy(rules_field) if rules_field is not None else game.rules.preset,
         "num_players": game.rules.num_players,
@@ -180,7 +181,7 @@ def game_to_position(game: Game, rules_field: Any = None) -> dict[str, Any]:
 
 
 def move_to_dict(m: Move) -> dict[str, Any]:
-    """The INTERCHANGE.md dict of move ``m`` (lists sorted by card id)."""
+    """The docs/interchange.md dict of move ``m`` (lists sorted by card id)."""
     d: dict[str, Any] = {"action": KIND_NAMES[m.kind], "card": card_text(m.card)}
     if m.kind == CAPTURE:
         d["take"] = [card_text(c) for c in m.cards]
@@ -193,11 +194,11 @@ def move_to_dict(m: Move) -> dict[str, Any]:
 
 
 def move_from_dict(game: Game, move: Mapping[str, Any]) -> Move:
-    """Parse an INTERCHANGE.md move dict for ``game`` (lists in any order).
+    """Parse an docs/interchange.md move dict for ``game`` (lists in any order).
 
     Raises:
         MoveFormatError: naming the field for a malformed move.
-        IllegalMoveError: for ``"ace": 14`` where RULES.md 3 ``ace_high`` is off or the card is no ace.
+        IllegalMoveError: for ``"ace": 14`` where docs/rules.md 3 ``ace_high`` is off or the card is no ace.
     """
     if not isinstance(move, Mapping):
         raise MoveFormatError(f"move: expected a JSON object, got {type(move).__name__}")
@@ -226,13 +227,13 @@ def move_from_dict(game: Game, move: Mapping[str, Any]) -> Move:
     if action == "capture":
         if ace == 14:
             if rank(card) != 1 or not game.rules.ace_high:
-                raise IllegalMoveError("only a played ace under ace_high may count 14 (RULES.md 3 ace_high)")
+                raise IllegalMoveError("only a played ace under ace_high may count 14 (docs/rules.md 3 ace_high)")
             value = 14
         else:
             value = game.value(card) if game.value(card) is not None else rank(card)
         return Move(CAPTURE, card, value, tuple(sorted(cards)))
     if ace == 14:
-        raise IllegalMoveError("in a build an ace always counts 1 (RULES.md 3 ace_high)")
+        raise IllegalMoveError("in a build an ace always counts 1 (docs/rules.md 3 ace_high)")
     value = move.get("value")
     if not _is_int(value):
         raise MoveFormatError(f"value: a build move declares an integer value, got {value!r}")
@@ -240,7 +241,8 @@ def move_from_dict(game: Game, move: Mapping[str, Any]) -> Move:
 
 
 def legal_moves(position: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every distinct legal move in ``position``, canonical order (INTERCHANGE.md), exact; [] when the deal is over.
+    """Every distinct legal move in ``position``, canonical order (docs/interchange.md), exact; [] when the deal is
+    over.
 
     Raises:
         PositionError: for a malformed position (the message names the field).
@@ -249,7 +251,7 @@ def legal_moves(position: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def apply_move(position: Mapping[str, Any], move: Mapping[str, Any]) -> dict[str, Any]:
-    """The position after ``move``; deals the next round or ends the deal as RULES.md 2 says. Input unchanged.
+    """The position after ``move``; deals the next round or ends the deal as docs/rules.md 2 says. Input unchanged.
 
     Raises:
         PositionError: malformed position. MoveFormatError: malformed move.
@@ -261,7 +263,8 @@ def apply_move(position: Mapping[str, Any], move: Mapping[str, Any]) -> dict[str
 
 
 def score_deal(position: Mapping[str, Any]) -> dict[str, Any]:
-    """Score a finished deal (RULES.md 5): ``{"sides": [[seats]...], "items": [{item: points}...], "totals": [...]}``.
+    """Score a finished deal (docs/rules.md 5): ``{"sides": [[seats]...], "items": [{item: points}...], "totals":
+    [...]}``.
 
     Raises:
         PositionError: malformed position, or a deal that is not over (cards in a hand or the stock).

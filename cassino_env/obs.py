@@ -2,14 +2,15 @@
 
 The encoding is a view of the batched core's state (:mod:`cassino_env.core`) through one seat's eyes: its own hand,
 the table, every build with its value and owner, every side's captured cards (they were face up when taken), the
-cards it has not seen, the stock size, round and deal progress, scores, sweeps, in-play points (Cicera, RULES.md
-5.3), its seat relative to the dealer and the last trailed card. One layout serves every preset of RULES.md 6: values
+cards it has not seen, the stock size, round and deal progress, scores, sweeps, in-play points (Cicera, docs/rules.md
+5.3), its seat relative to the dealer and the last trailed card. One layout serves every preset of docs/rules.md 6:
+values
 run to 14 (numeric courts 11-13, an ace captured high 14), hands are normalised by the preset's ``hand_size`` (12 in
 Cicera), and blocks a preset never fills (builds in Cicera, in-play points outside it) stay 0. Other hands and the
 stock order never enter it. Seats and sides are *relative to the viewer*: relative seat ``r`` is seat
 ``(viewer + r) % P``; relative side ``s`` is side ``(side(viewer) + s) % S``.
 
-Layout of ``observation`` (float32[D]; P seats, S sides, 52 cards in card-id order, RULES.md 1): the blocks of
+Layout of ``observation`` (float32[D]; P seats, S sides, 52 cards in card-id order, docs/rules.md 1): the blocks of
 :data:`BLOCKS`, in order. :func:`obs_layout`, :func:`obs_size`, the encoder kernel's offsets
 (:func:`encoder_params`), the bounds of the observation space (:func:`obs_high`) and this table all follow from
 that one list (the table below is generated from it at import; the same table is in :mod:`cassino_env.aec`):
@@ -34,7 +35,7 @@ from .core import lowbit as _lowbit
 from .core import popcount as _popcount
 from .rules import RuleSet
 
-NUM_VALUES = 14  # build values 1..14 (14: ace high, RULES.md 3)
+NUM_VALUES = 14  # build values 1..14 (14: ace high, docs/rules.md 3)
 
 
 @dataclass(frozen=True)
@@ -76,19 +77,19 @@ BLOCKS: tuple[Block, ...] = (
     Block("spades_count", 0, 0, 1, "spades captured by relative side s / 13"),
     # a seat plays fewer than 52 cards a deal, so fewer than 52 sweeps: / 4 stays below 13
     Block("sweeps", 0, 1, 0, "sweeps this deal by relative seat r / 4", high=13.0),
-    # at most 3 in-play points a play (RULES.md 5.3), fewer than 52 plays a deal: / 4 stays below 39
-    Block("in_play", 0, 1, 0, "Cicera's in-play points this deal of relative seat r / 4 (RULES.md 5.3; 0 in presets "
-          "without in_play_bonuses)", high=39.0),
+    # at most 3 in-play points a play (docs/rules.md 5.3), fewer than 52 plays a deal: / 4 stays below 39
+    Block("in_play", 0, 1, 0, "Cicera's in-play points this deal of relative seat r / 4 (docs/rules.md 5.3; 0 "
+          "in presets without in_play_bonuses)", high=39.0),
     # a tie for the lead at the target plays on: no finite bound
     Block("match_scores", 0, 0, 1, "match total of relative side s / target",
           high=float(np.finfo(np.float32).max)),
     Block("seat_from_dealer", 0, 1, 0, "one-hot: the viewer sits r seats after the dealer (r = 1 moves first)"),
     Block("progress", 3, 0, 0, "stock size / 52; rounds dealt / rounds per deal; cards played / 52"),
     Block("last_capturer", 0, 1, 0, "one-hot: relative seat r made the last capture this deal (the residue goes to "
-          "the last capturer unless the preset says otherwise, RULES.md 5); all 0 before the first capture"),
+          "the last capturer unless the preset says otherwise, docs/rules.md 5); all 0 before the first capture"),
     Block("unseen_by_rank", 13, 0, 0, "per rank 1..13 (A..K): unseen cards of that rank / 4"),
     Block("most_decided", 0, 0, 2, "per relative side s, 2 entries: s has clinched most cards (more than any other "
-          "side can still reach), then most spades (RULES.md 5)"),
+          "side can still reach), then most spades (docs/rules.md 5)"),
 )
 
 #: The rule numbers at the front of the encoder's parameter array (:func:`encoder_params`), then each block's start.
@@ -160,7 +161,7 @@ def layout_table() -> str:
     return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
-#: Seat and side counts the presets use (RULES.md 6), for the sizes quoted in docstrings.
+#: Seat and side counts the presets use (docs/rules.md 6), for the sizes quoted in docstrings.
 _DOC_SHAPES = ((2, 2, "2 players"), (3, 3, "3"), (4, 2, "4 in partnerships"), (6, 3, "6 in three partnerships"))
 
 
@@ -401,7 +402,7 @@ def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray
     Returns:
         ``viewer`` int8[B]; ``hand`` uint64[B] (the viewer's cards); ``loose`` uint64[B]; ``build_cards``
         uint64[B, K]; ``build_value`` int8[B, K]; ``build_owner`` int8[B, K] (-1: empty slot); ``captured``
-        uint64[B, P]; ``sweeps`` int16[B, P]; ``in_play`` int16[B, P] (Cicera's in-play points, RULES.md 5.3);
+        uint64[B, P]; ``sweeps`` int16[B, P]; ``in_play`` int16[B, P] (Cicera's in-play points, docs/rules.md 5.3);
         ``hand_sizes`` int8[B, P]; ``stock_size`` int8[B]; ``dealer``
         int8[B]; ``last_capturer`` int8[B] (-1 none); ``last_trail`` int8[B] (-1 none); ``match_scores`` int16[B, S];
         ``unseen`` uint64[B] (cards in other hands or the stock).

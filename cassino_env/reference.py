@@ -1,6 +1,6 @@
 """Reference rules engine: one game at a time, written to be read and to be obviously right.
 
-This module is the executable statement of RULES.md, every switch of section 3. It is slow on purpose: move
+This module is the executable statement of docs/rules.md, every switch of section 3. It is slow on purpose: move
 generation enumerates sets with plain Python sets and recursion. The batched core (:mod:`cassino_env.core`) is
 tested against it move by move.
 
@@ -13,12 +13,12 @@ A :class:`Move` is ``(kind, card, value, cards)``:
 * ``value`` — the capture value (the played card's value; 14 for an ace captured high) or the declared build
   value; 0 for a trail;
 * ``cards`` — sorted ids of every table card taken (capture) or used (build), loose cards and all cards of whole
-  builds. Two groupings of the same cards are the same move (INTERCHANGE.md "Move").
+  builds. Two groupings of the same cards are the same move (docs/interchange.md "Move").
 
 The canonical order is trails, captures, builds; then played card id; then the sorted card list (a prefix first);
 then value — exactly ``sorted(moves, key=Move.sort_key)``.
 
-Decisions where RULES.md is silent (also in the README):
+Decisions where docs/rules.md is silent (also in the README):
 
 * Dealing a deal: ``deck[:table_cards]`` face up, then ``hand_size``-card blocks to each seat starting after the
   dealer; the rest is the stock, front first.
@@ -49,7 +49,7 @@ class Move:
     cards: tuple[int, ...] = ()
 
     def sort_key(self) -> tuple[int, int, tuple[int, ...], int]:
-        """Key of the canonical order (INTERCHANGE.md: trails, captures, builds; card; sorted card list; value)."""
+        """Key of the canonical order (docs/interchange.md: trails, captures, builds; card; sorted card list; value)."""
         return (self.kind, self.card, self.cards, self.value)
 
     def __str__(self) -> str:
@@ -65,7 +65,7 @@ class Move:
 
 @dataclass(frozen=True)
 class Build:
-    """A build on the table (RULES.md 1): its cards, declared ``value`` and ``owner`` seat."""
+    """A build on the table (docs/rules.md 1): its cards, declared ``value`` and ``owner`` seat."""
 
     cards: frozenset[int]
     value: int
@@ -99,7 +99,7 @@ def prune_dominated(moves: Sequence[Move]) -> list[Move]:
 
 
 def match_winner(scores: Sequence[int], target: int) -> int | None:
-    """Winning side of a match after a deal, or None (RULES.md 2.6).
+    """Winning side of a match after a deal, or None (docs/rules.md 2.6).
 
     The match ends after a deal in which a side reaches ``target``; the highest total wins; if the highest totals
     tie, another deal is played (None).
@@ -112,7 +112,7 @@ def match_winner(scores: Sequence[int], target: int) -> int | None:
 
 @dataclass
 class Game:
-    """The state of one deal, played one move at a time (RULES.md 2).
+    """The state of one deal, played one move at a time (docs/rules.md 2).
 
     Attributes:
         rules: the rule set (any preset and switches).
@@ -155,7 +155,7 @@ class Game:
     @classmethod
     def new_deal(cls, rules: RuleSet, deck: Sequence[int], dealer: int,
                  match_scores: Sequence[int] | None = None) -> Game:
-        """Deal a new deal from a shuffled ``deck`` of 52 card ids (RULES.md 2.1; dealing order in module doc).
+        """Deal a new deal from a shuffled ``deck`` of 52 card ids (docs/rules.md 2.1; dealing order in module doc).
 
         Raises:
             PositionError: if ``deck`` is not a permutation of the 52 card ids or ``dealer`` is not a seat.
@@ -182,7 +182,7 @@ class Game:
 
     # -- card values -------------------------------------------------------------------------------------------------
     def value(self, card: int) -> int | None:
-        """Numeric value of ``card`` (RULES.md 1), or None for a court when ``court_values = none``."""
+        """Numeric value of ``card`` (docs/rules.md 1), or None for a court when ``court_values = none``."""
         if is_court(card) and self.rules.court_values == "none":
             return None
         return rank(card)
@@ -203,21 +203,22 @@ class Game:
         return any(self.value(c) == v or (v == 14 and self.rules.ace_high and rank(c) == 1) for c in hand)
 
     def _capture_sets(self, v: int) -> set[frozenset[int]]:
-        """Every card set a numeral of capture value ``v`` may take (RULES.md 1 group; 3 ``capture_mode``)."""
+        """Every card set a numeral of capture value ``v`` may take (docs/rules.md 1 group; 3 ``capture_mode``)."""
         loose, _ = self._atoms()
-        # A build is a group only by itself: captured whole, by exactly its value, never inside a sum (RULES.md 1).
+        # A build is a group only by itself: captured whole, by exactly its value, never inside a sum (docs/rules.md 1).
         builds = [(v, b.cards) for b in self.builds if b.value == v]
         if self.rules.capture_mode == "one_group":
             return set(_groups(loose, v)) | {cards for _, cards in builds}
         return partitions([], loose + builds, v) - {frozenset()}
 
     def _build_sets(self, card: int, v: int) -> set[frozenset[int]]:
-        """Every table card set ``card`` may build into value ``v`` (RULES.md 4.1-4.3; rules 1 and 4-7)."""
+        """Every table card set ``card`` may build into value ``v`` (docs/rules.md 4.1-4.3; rules 1 and 4-7)."""
         p, cv, rules = self.to_move, self.value(card), self.rules
         loose, _ = self._atoms()
         out: set[frozenset[int]] = set()
         if rules.builds == "attach":
-            # RULES.md 4.3: the card goes on exactly one item x, as value(x) + value(c) or, when equal, as value(c).
+            # docs/rules.md 4.3: the card goes on exactly one item x, as value(x) + value(c) or, when equal, as
+            # value(c).
             items = loose + [(b.value, b.cards) for b in self.builds
                              if b.owner != p or rules.raise_own_build]
             multiple = {b.cards for b in self.builds if b.is_multiple}
@@ -231,9 +232,9 @@ class Game:
         others = [b for b in self.builds if b.value != v]
         mandatory: list[Atom] = [(cv, frozenset((card,)))]
         if rules.builds == "reservation":
-            # RULES.md 4.2: reservations have no fixed grouping; all their cards regroup with the new ones.
+            # docs/rules.md 4.2: reservations have no fixed grouping; all their cards regroup with the new ones.
             if any(b.owner == p for b in same) and not rules.raise_own_build:
-                return out  # overwriting your own reservation needs raise_own_build (RULES.md 4.2, 4.4)
+                return out  # overwriting your own reservation needs raise_own_build (docs/rules.md 4.2, 4.4)
             cards_of = [(rank(c), frozenset((c,))) for b in same for c in b.cards]
             out |= {u | frozenset(c for _, cs in cards_of for c in cs)
                     for u in partitions(mandatory + cards_of, loose, v)}
@@ -245,7 +246,7 @@ class Game:
                 out |= {u | base for u in partitions(mandatory + cards_of + extra, loose, v)}
         else:
             if any(b.owner == p for b in same) and not rules.raise_own_build:
-                return out  # building on your own build (adding) needs raise_own_build (RULES.md 4.4)
+                return out  # building on your own build (adding) needs raise_own_build (docs/rules.md 4.4)
             same_atoms = [(b.value, b.cards) for b in same]
             base = frozenset().union(*(b.cards for b in same))
             out |= {u | base for u in partitions(mandatory + same_atoms, loose, v)}
@@ -265,13 +266,13 @@ class Game:
         return out
 
     def _candidates(self) -> list[Move]:
-        """All moves by the card rules, before the owner obligations of RULES.md 4.4."""
+        """All moves by the card rules, before the owner obligations of docs/rules.md 4.4."""
         p, rules = self.to_move, self.rules
         hand = sorted(self.hands[p])
         moves: list[Move] = [Move(TRAIL, c) for c in hand]
         for c in hand:
             v = self.value(c)
-            if v is None:  # RULES.md 3 court_values=none: a court pairs courts of its rank, by court_pair_take
+            if v is None:  # docs/rules.md 3 court_values=none: a court pairs courts of its rank, by court_pair_take
                 matches = [k for k in sorted(self.loose) if rank(k) == rank(c)]
                 if rules.court_pair_take == "one":
                     moves += [Move(CAPTURE, c, rank(c), (k,)) for k in matches]
@@ -279,15 +280,15 @@ class Game:
                     moves.append(Move(CAPTURE, c, rank(c), tuple(matches)))
                 continue
             moves += [Move(CAPTURE, c, v, tuple(sorted(s))) for s in self._capture_sets(v)]
-            if v == 1 and rules.ace_high:  # RULES.md 3 ace_high: a played ace may capture as 14
+            if v == 1 and rules.ace_high:  # docs/rules.md 3 ace_high: a played ace may capture as 14
                 moves += [Move(CAPTURE, c, 14, tuple(sorted(s))) for s in self._capture_sets(14)]
         if rules.builds != "none":
             for c in hand:
-                if self.value(c) is None:  # courts are never built (RULES.md 3 court_values=none)
+                if self.value(c) is None:  # courts are never built (docs/rules.md 3 court_values=none)
                     continue
                 rest = [k for k in hand if k != c]
                 for v in range(self.value(c), rules.max_value + 1):
-                    if not self.can_capture(rest, v):  # RULES.md 4.1 rule 2: keep a card that captures v
+                    if not self.can_capture(rest, v):  # docs/rules.md 4.1 rule 2: keep a card that captures v
                         continue
                     moves += [Move(BUILD, c, v, tuple(sorted(s))) for s in self._build_sets(c, v)]
         return moves
@@ -302,7 +303,7 @@ class Game:
         return moves
 
     def _stuck(self) -> bool:
-        """True when the RULES.md 4.4 obligations leave no legal move (then any trail is legal; decided here).
+        """True when the docs/rules.md 4.4 obligations leave no legal move (then any trail is legal; decided here).
 
         It happens only where one card captures two build values: under ``ace_high`` an ace is the only card
         covering its owner's builds of 1 and of 14, so taking either build strands the other, and trailing is barred.
@@ -310,49 +311,49 @@ class Game:
         return not any(self._obligation_error(m) is None for m in self._candidates())
 
     def _obligation_error(self, m: Move) -> str | None:
-        """The RULES.md 4.4 rule that ``m`` breaks, or None."""
+        """The docs/rules.md 4.4 rule that ``m`` breaks, or None."""
         p = self.to_move
         used = set(m.cards)
         mine = [b for b in self.builds if b.owner == p]
         if mine and self.rules.owner_rule == "no_trail" and m.kind == TRAIL:
-            return "RULES.md 4.4 no_trail: a player who owns a build may not trail"
+            return "docs/rules.md 4.4 no_trail: a player who owns a build may not trail"
         if mine and self.rules.owner_rule == "resolve_next_turn":
             touches = any(b.cards <= used for b in mine)
             if not (touches and (m.kind == CAPTURE or (m.kind == BUILD and self.rules.raise_own_build))):
                 what = "capture" if not self.rules.raise_own_build else "capture or build on"
-                return f"RULES.md 4.4 resolve_next_turn: the owner of a build must {what} one of their builds"
+                return f"docs/rules.md 4.4 resolve_next_turn: the owner of a build must {what} one of their builds"
         left = [c for c in self.hands[p] if c != m.card]
         owned = [b.value for b in self.builds if b.owner == p and not (b.cards & used)]
         if m.kind == BUILD:
             owned.append(m.value)
         for v in owned:
             if not self.can_capture(left, v):
-                return (f"RULES.md 4.4: the move would leave you owning a build of {v} without a card in hand that "
-                        f"captures it")
+                return (f"docs/rules.md 4.4: the move would leave you owning a build of {v} without a card in hand "
+                        "that captures it")
         return None
 
     # -- checking and applying ---------------------------------------------------------------------------------------
     def check(self, m: Move) -> None:
         """Raise :class:`IllegalMoveError` naming the rule if ``m`` is not legal now; return None if it is."""
         if self.to_move is None:
-            raise IllegalMoveError("the deal is over: nobody is to move (RULES.md 2.4)")
+            raise IllegalMoveError("the deal is over: nobody is to move (docs/rules.md 2.4)")
         p = self.to_move
         if m.card not in self.hands[p]:
-            raise IllegalMoveError(f"{card_text(m.card)} is not in the hand of seat {p} (RULES.md 2.2)")
+            raise IllegalMoveError(f"{card_text(m.card)} is not in the hand of seat {p} (docs/rules.md 2.2)")
         table = self.loose.union(*(b.cards for b in self.builds))
         missing = [c for c in m.cards if c not in table]
         if missing:
-            raise IllegalMoveError(f"{card_text(missing[0])} is not on the table (RULES.md 2.2)")
+            raise IllegalMoveError(f"{card_text(missing[0])} is not on the table (docs/rules.md 2.2)")
         used = set(m.cards)
         for b in self.builds:
             if b.cards & used and not b.cards <= used:
                 raise IllegalMoveError(f"build {'+'.join(card_text(c) for c in sorted(b.cards))} of {b.value} is "
-                                       "taken or used only whole (RULES.md 1 build)")
+                                       "taken or used only whole (docs/rules.md 1 build)")
         if m.kind == TRAIL:
             if m.cards or m.value:
-                raise IllegalMoveError("a trail takes no table cards (RULES.md 1 trail)")
+                raise IllegalMoveError("a trail takes no table cards (docs/rules.md 1 trail)")
         elif not m.cards:
-            raise IllegalMoveError(f"a {KIND_NAMES[m.kind]} must take or use table cards (RULES.md 1)")
+            raise IllegalMoveError(f"a {KIND_NAMES[m.kind]} must take or use table cards (docs/rules.md 1)")
         elif m.kind == CAPTURE:
             self._check_capture(m)
         else:
@@ -367,59 +368,63 @@ class Game:
             matches = [k for k in self.loose if rank(k) == rank(m.card)]
             if self.rules.court_pair_take == "one":
                 ok = len(m.cards) == 1 and m.cards[0] in matches
-                rule = "takes exactly one loose court of its rank (RULES.md 3 court_pair_take=one)"
+                rule = "takes exactly one loose court of its rank (docs/rules.md 3 court_pair_take=one)"
             else:
                 ok = bool(matches) and set(m.cards) == set(matches)
-                rule = "takes every loose court of its rank (RULES.md 3 court_pair_take=all)"
+                rule = "takes every loose court of its rank (docs/rules.md 3 court_pair_take=all)"
             if not ok:
                 raise IllegalMoveError(f"a court has no value (court_values=none) and {rule}; {card_text(m.card)} "
                                        f"cannot take {' '.join(card_text(c) for c in m.cards)}")
             return
         if m.value not in (v, 14 if v == 1 and self.rules.ace_high else v):
-            raise IllegalMoveError(f"{card_text(m.card)} captures as {v}, not {m.value} (RULES.md 1 value, 3 ace_high)")
+            raise IllegalMoveError(f"{card_text(m.card)} captures as {v}, not {m.value} "
+                                   "(docs/rules.md 1 value, 3 ace_high)")
         for b in self.builds:
             if b.cards <= set(m.cards) and b.value != m.value:
-                raise IllegalMoveError(f"a build of {b.value} is captured only by a card of that value (RULES.md 1)")
+                raise IllegalMoveError(f"a build of {b.value} is captured only by a card "
+                                       "of that value (docs/rules.md 1)")
         if frozenset(m.cards) not in self._capture_sets(m.value):
             what = "one group" if self.rules.capture_mode == "one_group" else "groups"
             raise IllegalMoveError(f"the cards taken do not form {what} of value {m.value}, each a loose card, loose "
-                                   "numerals summing to it, or a build of it (RULES.md 1 group, 3 capture_mode)")
+                                   "numerals summing to it, or a build of it (docs/rules.md 1 group, 3 capture_mode)")
 
     def _check_build(self, m: Move) -> None:
         v, p, rules = m.value, self.to_move, self.rules
         if rules.builds == "none":
-            raise IllegalMoveError(f"preset {rules.preset!r} has no builds (RULES.md 3 builds=none)")
+            raise IllegalMoveError(f"preset {rules.preset!r} has no builds (docs/rules.md 3 builds=none)")
         if self.value(m.card) is None:
-            raise IllegalMoveError("a court has no value and is never built (RULES.md 3 court_values=none)")
+            raise IllegalMoveError("a court has no value and is never built (docs/rules.md 3 court_values=none)")
         if not 1 <= v <= rules.max_value:
-            raise IllegalMoveError(f"build value {v} is outside 1..{rules.max_value} (RULES.md 4.1 rule 3)")
+            raise IllegalMoveError(f"build value {v} is outside 1..{rules.max_value} (docs/rules.md 4.1 rule 3)")
         if not self.can_capture([c for c in self.hands[p] if c != m.card], v):
-            raise IllegalMoveError(f"building {v} needs another card that captures {v} in hand (RULES.md 4.1 rule 2)")
+            raise IllegalMoveError(f"building {v} needs another card that captures {v} "
+                                   "in hand (docs/rules.md 4.1 rule 2)")
         used = set(m.cards)
         inside = [b for b in self.builds if b.cards <= used]
         if rules.builds != "attach":
             for b in self.builds:
                 if b.value == v and b not in inside:
                     raise IllegalMoveError(f"every build of value {v} must join a new build of {v} "
-                                           "(RULES.md 4.1 rule 6)")
+                                           "(docs/rules.md 4.1 rule 6)")
         raised = [b for b in inside if b.value != v]
         if rules.builds == "standard" and any(b.is_multiple for b in raised):
-            raise IllegalMoveError("a multiple build cannot be raised (RULES.md 4.1 rule 4)")
+            raise IllegalMoveError("a multiple build cannot be raised (docs/rules.md 4.1 rule 4)")
         if len(raised) > 1:
-            raise IllegalMoveError("at most one build is raised per move (RULES.md 4.1 rule 7)")
+            raise IllegalMoveError("at most one build is raised per move (docs/rules.md 4.1 rule 7)")
         if any(b.owner == p for b in inside) and not rules.raise_own_build:
-            raise IllegalMoveError("you may not build on your own build (RULES.md 3 raise_own_build)")
+            raise IllegalMoveError("you may not build on your own build (docs/rules.md 3 raise_own_build)")
         if (rules.builds == "standard" and raised and not rules.raise_with_table_cards
                 and raised[0].value + self.value(m.card) != v):
             raise IllegalMoveError("a raised build takes only the hand card: its new value is its value plus the "
-                                   "card's (RULES.md 4.1 rule 5, raise_with_table_cards=false)")
+                                   "card's (docs/rules.md 4.1 rule 5, raise_with_table_cards=false)")
         if frozenset(m.cards) not in self._build_sets(m.card, v):
             rule = "4.3: one item, value(x)+value(c) or a pair of equal values" if rules.builds == "attach" else \
                 "4.1 rule 1"
-            raise IllegalMoveError(f"the played card and the cards used do not make a build of {v} (RULES.md {rule})")
+            raise IllegalMoveError(f"the played card and the cards used do not make "
+                                   f"a build of {v} (docs/rules.md {rule})")
 
     def in_play_points(self, m: Move) -> int:
-        """Cicera's in-play points of capture ``m`` other than the sweep (RULES.md 5.3), 0 without the switch."""
+        """Cicera's in-play points of capture ``m`` other than the sweep (docs/rules.md 5.3), 0 without the switch."""
         if not self.rules.in_play_bonuses or m.kind != CAPTURE:
             return 0
         points = 0
@@ -433,7 +438,7 @@ class Game:
         return points
 
     def apply(self, m: Move) -> None:
-        """Play ``m`` for the player to move, in place; deal the next round or end the deal as RULES.md 2 says.
+        """Play ``m`` for the player to move, in place; deal the next round or end the deal as docs/rules.md 2 says.
 
         Raises:
             IllegalMoveError: naming the rule, with the game unchanged.
@@ -456,7 +461,7 @@ class Game:
             self.bonus_points[p] += bonus
             last_play = not self.stock and not any(self.hands)
             if not self.loose and not self.builds and (self.rules.sweep_on_last_play or not last_play):
-                self.sweeps[p] += 1  # RULES.md 1 sweep; 3 sweep_on_last_play
+                self.sweeps[p] += 1  # docs/rules.md 1 sweep; 3 sweep_on_last_play
         else:
             self.builds.append(Build(frozenset(used | {m.card}), m.value, p))
         self._advance(p)
@@ -474,7 +479,7 @@ class Game:
             self._end_deal(p)
 
     def _deal_round(self) -> None:
-        """RULES.md 2.3: hand_size cards to each seat in turn from the stock's front, starting after the dealer."""
+        """docs/rules.md 2.3: hand_size cards to each seat in turn from the stock's front, starting after the dealer."""
         n, h = self.rules.num_players, self.rules.hand_size
         for k in range(1, n + 1):
             seat = (self.dealer + k) % n
@@ -485,7 +490,7 @@ class Game:
             self._advance(self.to_move)
 
     def _end_deal(self, last_player: int) -> None:
-        """RULES.md 2.4: the residue goes to the side of ``residue_to`` (never a sweep).
+        """docs/rules.md 2.4: the residue goes to the side of ``residue_to`` (never a sweep).
 
         With no capture in the whole deal it stays on the table, scored by nobody, whatever ``residue_to`` says.
         """
@@ -498,22 +503,22 @@ class Game:
 
     # -- scoring -----------------------------------------------------------------------------------------------------
     def score_deal(self) -> dict:
-        """Score the deal from the captured piles, sweeps and in-play points (RULES.md 5, by ``scoring``).
+        """Score the deal from the captured piles, sweeps and in-play points (docs/rules.md 5, by ``scoring``).
 
         Returns:
             ``{"sides": [[seats], ...], "items": [{item: points}, ...], "totals": [points, ...]}``, per side, in
-            points; items as INTERCHANGE.md "Deal tally" lists them.
+            points; items as docs/interchange.md "Deal tally" lists them.
         """
         rules = self.rules
         sides = rules.sides
         piles = [set().union(*(self.captured[s] for s in side)) for side in sides]
         ncards = [len(pile) for pile in piles]
         nspades = [sum(1 for c in pile if suit(c) == SPADES) for pile in piles]
-        tie_shares = rules.scoring == "bga"  # RULES.md 5.2: tied sides each score
+        tie_shares = rules.scoring == "bga"  # docs/rules.md 5.2: tied sides each score
 
         def most(counts: list[int], points: int, tie_points: int) -> list[int]:
             top = max(counts)
-            if top == 0:  # nobody has most of what every side has none of (RULES.md 2)
+            if top == 0:  # nobody has most of what every side has none of (docs/rules.md 2)
                 return [0] * len(counts)
             if counts.count(top) > 1:
                 return [tie_points if c == top and tie_shares else 0 for c in counts]
@@ -548,7 +553,8 @@ class Game:
 
 
 def napula(pile: set[int]) -> int:
-    """Cicera's napula (RULES.md 5.3): holding A, 2 and 3 of spades scores the length of the spade run from the ace."""
+    """Cicera's napula (docs/rules.md 5.3): holding A, 2 and 3 of spades scores the length of the spade run from
+    the ace."""
     run = 0
     while run < 13 and SPADES * 13 + run in pile:
         run += 1

@@ -3,7 +3,7 @@
 Cards are written with suit symbols (``10♦``, ``A♠``). Only what the viewer may see is drawn: the viewer's own hand,
 the other hands as sizes, the stock as its size. Builds show their declared value (up to 14 where ``ace_high``); a
 ``values:`` line says how courts and aces count where that differs from classic (numeric courts J 11, Q 12, K 13; an
-ace capturing as 14), and presets with in-play points (Cicera, RULES.md 5.3) get an ``in-play`` column.
+ace capturing as 14), and presets with in-play points (Cicera, docs/rules.md 5.3) get an ``in-play`` column.
 
 >>> import numpy as np
 >>> from cassino_env import core
@@ -46,7 +46,7 @@ def pretty_cards(cards) -> str:
 
 
 def values_note(rules) -> str | None:
-    """How courts and aces count under ``rules`` (RULES.md 1, 3), or None for classic values (A 1, courts pair)."""
+    """How courts and aces count under ``rules`` (docs/rules.md 1, 3), or None for classic values (A 1, courts pair)."""
     parts = []
     if rules.court_values == "numeric":
         parts.append("J 11 · Q 12 · K 13")

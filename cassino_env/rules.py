@@ -1,4 +1,4 @@
-"""Rule sets: every switch of RULES.md section 3 as one frozen, validated dataclass, and the presets of section 6.
+"""Rule sets: every switch of docs/rules.md section 3 as one frozen, validated dataclass, and the presets of section 6.
 
 >>> r = make_rules("classic", num_players=4)
 >>> r.partnerships, r.sides
@@ -6,7 +6,7 @@
 >>> make_rules("classic", num_players=6)
 Traceback (most recent call last):
 ...
-cassino_env.errors.RulesError: preset 'classic' allows num_players 2, 3, 4, not 6 (RULES.md 6)
+cassino_env.errors.RulesError: preset 'classic' allows num_players 2, 3, 4, not 6 (docs/rules.md 6)
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
 
 @dataclass(frozen=True)
 class RuleSet:
-    """One complete rule set: the switches of RULES.md section 3 (field names are the switch names).
+    """One complete rule set: the switches of docs/rules.md section 3 (field names are the switch names).
 
     Build one with :func:`make_rules` (a preset plus overrides) rather than by hand. Construction validates every
     field and raises :class:`~cassino_env.errors.RulesError` naming the field for a bad value.
 
     Attributes:
-        preset: name of the RULES.md section 6 preset this rule set started from.
+        preset: name of the docs/rules.md section 6 preset this rule set started from.
         num_players: seats, 2, 3, 4 or 6.
         partnerships: sides of two opposite seats (4 players: 0+2 vs 1+3; 6 players: p and p+3).
         table_cards: cards dealt face up to the table at the start of a deal.
@@ -82,26 +82,26 @@ class RuleSet:
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
-                raise RulesError(f"{name}={getattr(self, name)!r} is not one of {list(choices)} (RULES.md 3)")
+                raise RulesError(f"{name}={getattr(self, name)!r} is not one of {list(choices)} (docs/rules.md 3)")
         for name in ("partnerships", "ace_high", "raise_own_build", "raise_with_table_cards", "sweep_on_last_play",
                      "in_play_bonuses"):
             if not isinstance(getattr(self, name), bool):
-                raise RulesError(f"{name} must be true or false, got {getattr(self, name)!r} (RULES.md 3)")
+                raise RulesError(f"{name} must be true or false, got {getattr(self, name)!r} (docs/rules.md 3)")
         for name, low in (("table_cards", 0), ("hand_size", 1), ("sweep_points", 0), ("target", 1)):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise RulesError(f"{name} must be an integer >= {low}, got {v!r} (RULES.md 3)")
+                raise RulesError(f"{name} must be an integer >= {low}, got {v!r} (docs/rules.md 3)")
         if self.partnerships and self.num_players not in (4, 6):
-            raise RulesError(f"partnerships need 4 or 6 players, not num_players={self.num_players} (RULES.md 3)")
+            raise RulesError(f"partnerships need 4 or 6 players, not num_players={self.num_players} (docs/rules.md 3)")
         per_round = self.hand_size * self.num_players
         if self.table_cards + per_round > 52 or (52 - self.table_cards) % per_round:
             raise RulesError(
                 f"table_cards={self.table_cards} and hand_size={self.hand_size} do not deal a 52-card pack out in "
-                f"whole rounds to {self.num_players} players (RULES.md 2)")
+                f"whole rounds to {self.num_players} players (docs/rules.md 2)")
         if self.court_values == "numeric" and self.court_pair_take != "one":
-            raise RulesError("court_pair_take applies only with court_values='none' (RULES.md 3)")
+            raise RulesError("court_pair_take applies only with court_values='none' (docs/rules.md 3)")
         if self.in_play_bonuses and self.scoring != "cicera":
-            raise RulesError("in_play_bonuses needs scoring='cicera' (RULES.md 5.3)")
+            raise RulesError("in_play_bonuses needs scoring='cicera' (docs/rules.md 5.3)")
         if self.partnerships:
             half = self.num_players // 2
             sides = tuple((p, p + half) for p in range(half))
@@ -122,11 +122,11 @@ class RuleSet:
 
     @property
     def max_value(self) -> int:
-        """Largest build value (RULES.md 4.1 rule 3): 10, 13 with numeric courts, 14 with ace_high."""
+        """Largest build value (docs/rules.md 4.1 rule 3): 10, 13 with numeric courts, 14 with ace_high."""
         return 14 if self.ace_high else 13 if self.court_values == "numeric" else 10
 
     def is_build_value(self, v: int) -> bool:
-        """True when a build may be declared ``v`` (RULES.md 4.1 rule 3): 1..10; 11..13 only with numeric courts;
+        """True when a build may be declared ``v`` (docs/rules.md 4.1 rule 3): 1..10; 11..13 only with numeric courts;
         14 only with ``ace_high``."""
         return 1 <= v <= 10 or (11 <= v <= 13 and self.court_values == "numeric") or (v == 14 and self.ace_high)
 
@@ -142,7 +142,7 @@ class RuleSet:
 _BASE = dict(table_cards=4, hand_size=4, sweep_points=1, sweep_on_last_play=True, residue_to="last_capturer",
              in_play_bonuses=False)
 
-#: RULES.md section 6: preset name -> (allowed player counts, switch values).
+#: docs/rules.md section 6: preset name -> (allowed player counts, switch values).
 PRESETS: dict[str, tuple[tuple[int, ...], dict[str, Any]]] = {
     "classic": ((2, 3, 4), dict(_BASE, court_values="none", court_pair_take="one", ace_high=False,
                                 capture_mode="groups", builds="standard", raise_own_build=True,
@@ -174,10 +174,10 @@ def make_rules(preset: str | RuleSet | Mapping[str, Any] = "classic", num_player
     """Build a validated :class:`RuleSet` from a preset name and switch overrides.
 
     Args:
-        preset: a RULES.md section 6 preset name, an existing RuleSet (returned, with overrides applied), or a
-            mapping ``{"preset": NAME, SWITCH: VALUE, ...}`` as in INTERCHANGE.md's ``rules`` field.
+        preset: a docs/rules.md section 6 preset name, an existing RuleSet (returned, with overrides applied), or a
+            mapping ``{"preset": NAME, SWITCH: VALUE, ...}`` as in docs/interchange.md's ``rules`` field.
         num_players: seats; defaults to the preset's first allowed count.
-        **overrides: any switch of RULES.md section 3.
+        **overrides: any switch of docs/rules.md section 3.
 
     Raises:
         RulesError: unknown preset or switch, a player count the preset does not list, or a bad switch value.
@@ -189,34 +189,35 @@ def make_rules(preset: str | RuleSet | Mapping[str, Any] = "classic", num_player
             counts = PRESETS[name][0] if name in PRESETS else (2, 3, 4, 6)
             if num_players not in counts:
                 raise RulesError(f"preset {name!r} allows num_players {', '.join(map(str, counts))}, not "
-                                 f"{num_players} (RULES.md 6)")
+                                 f"{num_players} (docs/rules.md 6)")
             base["num_players"] = num_players
-            base["partnerships"] = num_players in (4, 6)  # RULES.md 3: the default for the new count
+            base["partnerships"] = num_players in (4, 6)  # docs/rules.md 3: the default for the new count
         if "partnerships" in overrides and name == "cicera" and not overrides["partnerships"]:
-            raise RulesError("preset 'cicera' is played in partnerships only (RULES.md 6)")
+            raise RulesError("preset 'cicera' is played in partnerships only (docs/rules.md 6)")
         base.update(overrides)
         return _build(base)
     if isinstance(preset, Mapping):
         spec = dict(preset)
         name = spec.pop("preset", None)
         if name is None:
-            raise RulesError("an object must name its 'preset' (INTERCHANGE.md rules)")
+            raise RulesError("an object must name its 'preset' (docs/interchange.md rules)")
         if "num_players" in spec:
             if num_players is not None and spec["num_players"] != num_players:
                 raise RulesError(f"rules.num_players={spec['num_players']} disagrees with num_players={num_players}")
             num_players = spec.pop("num_players")
         return make_rules(name, num_players, **{**spec, **overrides})
     if not isinstance(preset, str) or preset not in PRESETS:
-        raise RulesError(f"unknown preset {preset!r}; known presets: {', '.join(PRESETS)} (RULES.md 6)")
+        raise RulesError(f"unknown preset {preset!r}; known presets: {', '.join(PRESETS)} (docs/rules.md 6)")
     counts, values = PRESETS[preset]
     n = counts[0] if num_players is None else num_players
     if n not in counts:
-        raise RulesError(f"preset {preset!r} allows num_players {', '.join(map(str, counts))}, not {n} (RULES.md 6)")
+        raise RulesError(f"preset {preset!r} allows num_players {', '.join(map(str, counts))}, "
+                         f"not {n} (docs/rules.md 6)")
     spec = dict(values, preset=preset, num_players=n, partnerships=n in (4, 6))
     if overrides.get("court_values") == "numeric" and "court_pair_take" not in overrides:
-        spec["court_pair_take"] = "one"  # the switch applies only to valueless courts (RULES.md 3)
+        spec["court_pair_take"] = "one"  # the switch applies only to valueless courts (docs/rules.md 3)
     if "partnerships" in overrides and preset == "cicera" and not overrides["partnerships"]:
-        raise RulesError("preset 'cicera' is played in partnerships only (RULES.md 6)")
+        raise RulesError("preset 'cicera' is played in partnerships only (docs/rules.md 6)")
     spec.update(overrides)
     return _build(spec)
 
@@ -225,12 +226,13 @@ def _build(spec: dict[str, Any]) -> RuleSet:
     known = {f.name for f in dataclasses.fields(RuleSet) if f.init}
     unknown = sorted(set(spec) - known)
     if unknown:
-        raise RulesError(f"unknown rule switch {unknown[0]!r}; switches are {sorted(known - {'preset'})} (RULES.md 3)")
+        raise RulesError(f"unknown rule switch {unknown[0]!r}; switches are {sorted(known - {'preset'})} "
+                         "(docs/rules.md 3)")
     return RuleSet(**spec)
 
 
 def splits(values: list[int], v: int) -> bool:
-    """True when the card ``values`` partition into groups each summing to ``v`` (a build's cards, RULES.md 1)."""
+    """True when the card ``values`` partition into groups each summing to ``v`` (a build's cards, docs/rules.md 1)."""
     if not values:
         return True
     if sum(values) % v:

@@ -1,13 +1,13 @@
 """Match formats above the match: seed 004's *session*, won by the first side to win N matches (N = 1, 2 or 3).
 
-RULES.md 6: "Seed 004's site plays a match to 21 as one match and a session as the first to win 1, 2 or 3
+docs/rules.md 6: "Seed 004's site plays a match to 21 as one match and a session as the first to win 1, 2 or 3
 matches". A match (deals until a side reaches ``rules.target``, 21 or 51, another deal while the top totals tie;
-RULES.md 2.6) is played by the core; the first player alternates between deals because the dealer moves one seat
+docs/rules.md 2.6) is played by the core; the first player alternates between deals because the dealer moves one seat
 per deal (a match's first dealer is seat P-1). This module only folds the winners of whole matches, in the order
 they were played, into a session result. It knows nothing of cards, so it serves every preset and player count: a
 side is a seat, or a partnership (``rules.num_sides`` sides).
 
-Decisions where RULES.md is silent: a session has no draws (a match always has a winner, so the first side to N
+Decisions where docs/rules.md is silent: a session has no draws (a match always has a winner, so the first side to N
 wins always exists, after at most ``num_sides * (N - 1) + 1`` matches); every side's match count starts at 0 and
 nothing carries over from one session to the next; a match reported after the session is decided is an error, not
 silently ignored.
@@ -64,7 +64,7 @@ def check_session_wins(wins_needed: int) -> int:
     if isinstance(wins_needed, bool) or not isinstance(wins_needed, (int, np.integer)) \
             or int(wins_needed) not in SESSION_WINS:
         raise SessionError(f"a session is won by the first side to win {', '.join(map(str, SESSION_WINS[:-1]))} or "
-                           f"{SESSION_WINS[-1]} matches (seed 004, RULES.md 6), not {wins_needed!r}")
+                           f"{SESSION_WINS[-1]} matches (seed 004, docs/rules.md 6), not {wins_needed!r}")
     return int(wins_needed)
 
 

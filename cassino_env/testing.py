@@ -1,7 +1,7 @@
 """A reusable contract checker for a rule set: the core and both environments, as Pgx's ``api_test`` does for its envs.
 
 :func:`check_rules` plays random legal games of one rule set (a preset name, a :class:`~cassino_env.rules.RuleSet`
-with any switches of RULES.md 3, or an INTERCHANGE.md ``rules`` mapping) through the batched core
+with any switches of docs/rules.md 3, or an docs/interchange.md ``rules`` mapping) through the batched core
 (:func:`check_core`), the vector env (:func:`check_vector_env`) and the PettingZoo AEC env (:func:`check_aec_env`), and
 checks at every step what the package documents whatever the play:
 
@@ -12,7 +12,7 @@ checks at every step what the package documents whatever the play:
   and every other agent's mask is all zeros;
 * **conservation**: each of the 52 cards is in exactly one place (a hand, the table, a build, a captured pile or
   the stock) after every step, and the stock is the deck the seed fixes (:func:`cassino_env.core.deck_for`);
-* **points add up** where RULES.md 5 fixes them: each finished deal shares out 52 cards and 13 spades, the
+* **points add up** where docs/rules.md 5 fixes them: each finished deal shares out 52 cards and 13 spades, the
   casinos (and aces or the jack of hearts) exactly once, totals are the sum of the items, seats get their side's
   points, match totals grow by the deal's, and a match ends exactly when a side reaches the target alone in the lead;
   environment rewards are zero-sum and equal for partners;
@@ -45,7 +45,7 @@ from .rules import RuleSet, make_rules
 __all__ = ["ContractError", "check_aec_env", "check_core", "check_rules", "check_vector_env"]
 
 _FULL = np.uint64((1 << NUM_CARDS) - 1)
-#: Items whose points every finished deal shares out in full, by ``scoring`` (RULES.md 5.1-5.3): the casinos, the
+#: Items whose points every finished deal shares out in full, by ``scoring`` (docs/rules.md 5.1-5.3): the casinos, the
 #: aces (standard, bga) or the jack of hearts (cicera).
 _FIXED_ITEMS = {
     "standard": {"big_casino": 2, "little_casino": 1, "aces": 4},
@@ -63,7 +63,7 @@ def check_rules(rules: str | RuleSet | Mapping[str, Any], *, num_players: int | 
     """Check one rule set in the core, the vector env and the AEC env (module docstring).
 
     Args:
-        rules: a preset name (RULES.md 6), a RuleSet or a ``{"preset": NAME, SWITCH: VALUE}`` mapping.
+        rules: a preset name (docs/rules.md 6), a RuleSet or a ``{"preset": NAME, SWITCH: VALUE}`` mapping.
         num_players: seats (default: the preset's first allowed count, or the RuleSet's).
         games: games stepped together in the core and the vector env.
         steps: steps of random play in the core and the vector env (a deal is 48 to 52 steps).
@@ -246,7 +246,8 @@ def _check_result(rules: RuleSet, res: core.StepResult, before: core.State, afte
     for item, points in _FIXED_ITEMS[rules.scoring].items():
         k = core.ITEMS.index(item)
         _games_ok(~done | (items[:, :, k].sum(axis=1) == points), where,
-                  f"{item} did not score {points} in all (RULES.md 5)", lambda b, k=k: f"{items[b, :, k].tolist()}")
+                  f"{item} did not score {points} in all (docs/rules.md 5)",
+                  lambda b, k=k: f"{items[b, :, k].tolist()}")
     totals = before.match_scores.astype(np.int64) + res.deal_totals
     _games_ok(~done[:, None] | (res.match_totals == totals), where,
               "match_totals are not the previous totals plus the deal's")

@@ -3,7 +3,7 @@
 A thin layer over :mod:`cassino_env.core` (no rules of its own): each call plays one move in every game, for that
 game's acting seat, and returns what the *next* acting seat sees. Finished episodes reset automatically (the core
 deals the next deal, or a new match, in the same step), as Gymnasium's vector environments do. Every preset of
-RULES.md 6 runs, at every player count it allows (``rules="cicera"``, ``rules="bga", num_players=6``, ...).
+docs/rules.md 6 runs, at every player count it allows (``rules="cicera"``, ``rules="bga", num_players=6``, ...).
 
 >>> env = CassinoVectorEnv(num_envs=4, rules="classic", seed=0)
 >>> obs, info = env.reset()
@@ -34,7 +34,7 @@ Rewards are ``float32[B, P]`` for every seat of every game at every step (0 exce
 so a seat is credited rewards that arrive between its own turns:
 
 * ``reward="points"``: at the end of each deal, seat i gets its side's deal points minus the mean deal points of
-  the other sides (RULES.md 5, the preset's scoring: standard, bga or cicera with its in-play points): zero-sum;
+  the other sides (docs/rules.md 5, the preset's scoring: standard, bga or cicera with its in-play points): zero-sum;
   partners (4 players: seats 0+2, 1+3; 6 players: p and p+3) get the same reward.
 * ``reward="win"``: at the end of a match, +1 for the seats of the winning side and -1 for every other seat.
 
@@ -106,7 +106,7 @@ class CassinoVectorEnv:
 
     Args:
         num_envs: B, games stepped together.
-        rules: preset name (RULES.md 6) or a RuleSet.
+        rules: preset name (docs/rules.md 6) or a RuleSet.
         num_players: seats; defaults to the preset's first allowed count.
         seed: game b is seeded ``seed + b`` (its deals are a pure function of that seed and its counters).
         max_moves: M, width of the move table (default :data:`cassino_env.actions.MAX_MOVES`, chosen by

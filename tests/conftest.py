@@ -19,9 +19,9 @@ from cassino_env.rules import PRESETS
 
 #: Repository root (the folder holding pyproject.toml).
 REPO_ROOT = Path(__file__).resolve().parent.parent
-#: tests/data: positions and expected results in the INTERCHANGE.md format.
+#: tests/data: positions and expected results in the docs/interchange.md format.
 DATA_DIR = Path(__file__).resolve().parent / "data"
-#: RULES.md section 7 worked cases as data (a copy of shared/cases/worked_cases.json).
+#: docs/rules.md section 7 worked cases as data (a copy of shared/cases/worked_cases.json).
 WORKED_CASES_PATH = DATA_DIR / "worked_cases.json"
 
 
@@ -49,7 +49,7 @@ def worked_cases() -> list[dict[str, Any]]:
     return json.loads(WORKED_CASES_PATH.read_text(encoding="utf-8"))["cases"]
 
 
-#: Every RULES.md 6 preset with each player count it supports, as ``(preset, num_players)``.
+#: Every docs/rules.md 6 preset with each player count it supports, as ``(preset, num_players)``.
 PRESET_PLAYERS: list[tuple[str, int]] = [(preset, n) for preset, (counts, _) in PRESETS.items() for n in counts]
 
 
@@ -72,7 +72,7 @@ def permute_hidden(pos: dict, viewer: int, rnd: random.Random, rules) -> dict:
     """The interchange position ``pos`` with every card the viewer cannot see (other hands, the stock) dealt anew,
     sizes kept.
 
-    Deals that break what the viewer can infer -- a build's owner holds a card that captures it (RULES.md 4.4; an
+    Deals that break what the viewer can infer -- a build's owner holds a card that captures it (docs/rules.md 4.4; an
     ace for a build of 14 where ``ace_high``) -- are drawn again: they are not positions of the game.
     """
     from cassino_env.determinize import capture_values  # imports the core: only when a test asks

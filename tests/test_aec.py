@@ -1,6 +1,6 @@
 """The PettingZoo AEC env (cassino_env.aec): PettingZoo's own tests, then what they miss (they play one episode).
 
-The parametrized tests run on every preset of RULES.md 6 at every player count it allows (classic 2/3/4, matsuda 2,
+The parametrized tests run on every preset of docs/rules.md 6 at every player count it allows (classic 2/3/4, matsuda 2,
 cicera 4, bga 2/3/4/6, stadium 2, royal 2/3/4).
 """
 
@@ -375,14 +375,14 @@ def _position_env(encoding: str, hands, loose=(), builds=(), to_move=0, **kw) ->
 
 
 def test_card_value_picks_most_cards_then_canonical_first():
-    # RULES.md 7 case 1: table A 2 3 5 6 8, hand 8: {8, 6+2, 5+3} (5 cards) or {8, 5+2+A} (4 cards)
+    # docs/rules.md 7 case 1: table A 2 3 5 6 8, hand 8: {8, 6+2, 5+3} (5 cards) or {8, 5+2+A} (4 cards)
     e = _position_env("card_value", [["8S"], ["KD"]], ["AH", "2D", "3C", "5D", "6H", "8C"])
     cap = card_value_id(1, card_id("8S"), 8)
     i = int(e._to_move[cap])
     st = e.core_state
     assert sorted(core.move_list(st, 0)[i][3]) == sorted(card_id(c) for c in ["2D", "3C", "5D", "6H", "8C"])
     assert e.observe("player_0")["moves"][cap, 3] == 5
-    # RULES.md 7 case 3: K takes exactly one K; equal sizes: the canonical first (lower card id, KC)
+    # docs/rules.md 7 case 3: K takes exactly one K; equal sizes: the canonical first (lower card id, KC)
     e = _position_env("card_value", [["KS"], ["2D"]], ["KH", "KC", "10D", "3C"])
     cap = card_value_id(1, card_id("KS"), 13)
     assert e.observe("player_0")["moves"][cap, 4 + card_id("KC")] == 1

@@ -118,7 +118,7 @@ def test_pimc_plays_only_legal_moves(preset: str, num_players: int) -> None:
 
 
 def test_greedy_takes_the_most_valuable_capture_and_breaks_ties_by_table_order() -> None:
-    # RULES.md 7 case 1. Table AH 2D 3C 5D 6H 8C, hand 8S: {8, 6+2, 5+3} (6 cards with the 8S) or {8, 5+2+A}
+    # docs/rules.md 7 case 1. Table AH 2D 3C 5D 6H 8C, hand 8S: {8, 6+2, 5+3} (6 cards with the 8S) or {8, 5+2+A}
     # (5 cards, an ace: 1 point). Greedy values the point of the ace above one more card.
     rules = make_rules("classic")
     st = core.from_position(rules, hands=[ids("8S"), ids("2C")], loose=ids("AH", "2D", "3C", "5D", "6H", "8C"))
@@ -197,7 +197,7 @@ def test_pimc_takes_an_obvious_sweep_and_is_reproducible() -> None:
 
 def test_rule_tables_read_every_preset() -> None:
     # Bots read the rules through RuleTables only: courts with no value pair by rank, numeric courts have values,
-    # an ace high also captures 14; the point cards are the scoring's (RULES.md 5).
+    # an ace high also captures 14; the point cards are the scoring's (docs/rules.md 5).
     for preset, (counts, _) in PRESETS.items():
         t = RuleTables.of(make_rules(preset, counts[0]))
         assert t.cap_bits.shape == (52,)
@@ -232,7 +232,7 @@ def _one(obs: dict) -> dict:
 
 
 def test_greedy_takes_cicera_in_play_points() -> None:
-    # RULES.md 5.3 / 7 case 12: taking, by pairing, the card the previous player just trailed is a point. Table 7C
+    # docs/rules.md 5.3 / 7 case 12: taking, by pairing, the card the previous player just trailed is a point. Table 7C
     # and 7D (7D just trailed), hand 7S: one group only, so the 7 takes one of them; 7C comes first in the table's
     # order, but the 7D pays the in-play point.
     rules = make_rules("cicera")
@@ -281,7 +281,7 @@ def test_aces_high_and_numeric_courts_in_the_bots_values() -> None:
     i = moves.index(m)
     want = 3 * tables.w_cards + tables.w_spades + 1.0  # AS 10H 4C: three cards, a spade, the ace's point
     assert feats[0, i, FEATURES.index("gain")] == pytest.approx(want)
-    # numeric courts: a Q (12) takes 3+3+6 (RULES.md 7 case 13), and greedy values it
+    # numeric courts: a Q (12) takes 3+3+6 (docs/rules.md 7 case 13), and greedy values it
     st = position_of("matsuda", [ids("QS"), ids("2D", "5D", "7D", "8D")], ids("3H", "3C", "6D", "10D"))
     m = core.move_list(st, 0)[int(make_bot("greedy", make_rules("matsuda")).act(obs_of(st),
                                                                                np.random.default_rng(0))[0])]

@@ -1,4 +1,4 @@
-"""Cards (RULES.md 1: ids, text, aliases) and rule sets (RULES.md 3 switches, 6 presets)."""
+"""Cards (docs/rules.md 1: ids, text, aliases) and rule sets (docs/rules.md 3 switches, 6 presets)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ SYMBOLS = "♣♦♥♠"
 
 # -- cards -------------------------------------------------------------------------------------------------------------
 def test_all_52_cards_both_ways() -> None:
-    """RULES.md 1: id = 13 * suit + (rank - 1), suits C D H S, ranks A..K; text is rank + suit."""
+    """docs/rules.md 1: id = 13 * suit + (rank - 1), suits C D H S, ranks A..K; text is rank + suit."""
     for s, suit_letter in enumerate(SUITS):
         for r, rank_text in enumerate(RANKS, start=1):
             cid = 13 * s + r - 1
@@ -53,7 +53,7 @@ def test_named_cards() -> None:
 
 @pytest.mark.parametrize("cid", range(52))
 def test_aliases(cid: int) -> None:
-    """RULES.md 1: parsers accept T for 10, lower case and the suit symbols ♣♦♥♠."""
+    """docs/rules.md 1: parsers accept T for 10, lower case and the suit symbols ♣♦♥♠."""
     text = card_text(cid)
     rank_text, suit_letter = text[:-1], text[-1]
     symbol = SYMBOLS[SUITS.index(suit_letter)]
@@ -93,7 +93,7 @@ def test_parse_cards() -> None:
 
 
 # -- rule sets ---------------------------------------------------------------------------------------------------------
-#: RULES.md section 6, row by row (switches not named in a row take the defaults of the row "In every preset").
+#: docs/rules.md section 6, row by row (switches not named in a row take the defaults of the row "In every preset").
 SPEC: dict[str, tuple[tuple[int, ...], dict[str, Any]]] = {
     "classic": ((2, 3, 4), dict(table_cards=4, hand_size=4, court_values="none", court_pair_take="one",
                                 ace_high=False, capture_mode="groups", builds="standard", raise_own_build=True,
@@ -131,14 +131,14 @@ def test_presets_match_rules_md_section_6() -> None:
                 assert got[switch] == value, (name, switch)
             assert r.preset == name
             assert r.num_players == n
-            assert r.partnerships == (n in (4, 6)), "partnerships by default for 4 and 6 players (RULES.md 3)"
+            assert r.partnerships == (n in (4, 6)), "partnerships by default for 4 and 6 players (docs/rules.md 3)"
             assert r.residue_to == ("last_player" if name == "bga" else "last_capturer")
             assert r.in_play_bonuses == (name == "cicera")
 
 
 @pytest.mark.parametrize("name", sorted(SPEC))
 def test_preset_player_counts(name: str) -> None:
-    """RULES.md 6: a preset with a player count its row does not list is an error naming num_players."""
+    """docs/rules.md 6: a preset with a player count its row does not list is an error naming num_players."""
     counts = SPEC[name][0]
     assert make_rules(name).num_players == counts[0]
     for n in (1, 2, 3, 4, 5, 6, 8):
@@ -161,7 +161,7 @@ def test_sides_and_derived_facts() -> None:
     assert [six.side_of(s) for s in range(6)] == [0, 1, 2, 0, 1, 2]
     assert [make_rules("classic", n).rounds_per_deal for n in (2, 3, 4)] == [6, 4, 3]
     assert make_rules("cicera").rounds_per_deal == 1
-    assert make_rules("cicera", hand_size=6).rounds_per_deal == 2  # RULES.md 6: 6 each in two rounds allowed
+    assert make_rules("cicera", hand_size=6).rounds_per_deal == 2  # docs/rules.md 6: 6 each in two rounds allowed
     assert [make_rules(p).max_value for p in ("classic", "matsuda", "bga")] == [10, 13, 14]
 
 
@@ -237,7 +237,7 @@ _SWITCH_VALUES = {"court_values": ("none", "numeric"), "court_pair_take": ("one"
 
 @pytest.mark.parametrize("switch", sorted(_SWITCH_VALUES))
 def test_every_switch_value_runs_in_the_core(switch: str) -> None:
-    """No switch value of RULES.md 3 is refused: each one, set on classic, deals and plays 2,000 random moves."""
+    """No switch value of docs/rules.md 3 is refused: each one, set on classic, deals and plays 2,000 random moves."""
     import numpy as np
 
     from cassino_env import core

@@ -1,4 +1,4 @@
-"""The ``cassino`` command line: ``cassino moves`` against INTERCHANGE.md, its error path, and the command list."""
+"""The ``cassino`` command line: ``cassino moves`` against docs/interchange.md, its error path, and the command list."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from train import cli
 
-# RULES.md 7 case 1, classic, seat 0 to move holding 8S; seat 1 holds 2C.
+# docs/rules.md 7 case 1, classic, seat 0 to move holding 8S; seat 1 holds 2C.
 #   table:  AH  2D  3C  5D  6H  8C
 #   hand:   8S
 # The 8 may take {8, 6+2, 5+3} or {8, 5+2+A}, never all six cards.
@@ -49,7 +49,7 @@ def test_moves_prints_one_json_move_a_line(position_file: Path, repo_root: Path)
     moves = [json.loads(line) for line in lines]
     assert all(isinstance(m, dict) for m in moves)
     assert lines == [json.dumps(m) for m in moves]  # compact: one object a line, nothing else
-    # Trails come first (INTERCHANGE.md "Move").
+    # Trails come first (docs/interchange.md "Move").
     assert moves[0] == {"action": "trail", "card": "8S"}
     keys = {move_key(m) for m in moves}
     assert len(keys) == len(moves)  # each move once
@@ -57,7 +57,7 @@ def test_moves_prints_one_json_move_a_line(position_file: Path, repo_root: Path)
     assert move_key({"action": "capture", "card": "8S", "take": ["AH", "2D", "5D", "8C"]}) in keys
     assert move_key({"action": "capture", "card": "8S", "take": ["AH", "2D", "3C", "5D", "6H", "8C"]}) not in keys
     # The groups of value 8 are 8C, 6H+2D, 5D+3C and 5D+2D+AH; classic takes any non-empty set of disjoint groups
-    # (RULES.md 3, capture_mode groups). With no second card in hand there is no build.
+    # (docs/rules.md 3, capture_mode groups). With no second card in hand there is no build.
     groups = [["8C"], ["2D", "6H"], ["3C", "5D"], ["AH", "2D", "5D"]]
     takes = [[]]
     for group in groups:
@@ -99,7 +99,7 @@ def test_moves_malformed_json_exits_2(tmp_path: Path, repo_root: Path) -> None:
         pytest.param(None, "No such file", id="missing-file"),
         pytest.param("[1, 2, 3]", "JSON object", id="not-an-object"),
         pytest.param("", "not valid JSON", id="empty-file"),
-        # INTERCHANGE.md: "An unknown field is an error naming it."
+        # docs/interchange.md: "An unknown field is an error naming it."
         pytest.param(json.dumps({**POSITION, "colour": "red"}), "colour", id="unknown-field"),
     ],
 )

@@ -1,4 +1,4 @@
-"""The contract checker (cassino_env.testing.check_rules) on every preset and player count of RULES.md 6 and on
+"""The contract checker (cassino_env.testing.check_rules) on every preset and player count of docs/rules.md 6 and on
 switch mixes no preset has; and that it does catch a broken contract."""
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def stock_masks(st) -> np.ndarray:
 
 
 def check_conservation(st) -> None:
-    """RULES.md 2: each of the 52 cards is in exactly one place (stock, a hand, loose, a build, a pile)."""
+    """docs/rules.md 2: each of the 52 cards is in exactly one place (stock, a hand, loose, a build, a pile)."""
     parts = [st.hand, st.loose[:, None], st.build_cards, st.captured, stock_masks(st)[:, None]]
     allm = np.concatenate(parts, axis=1)
     assert (popcount(allm).sum(axis=1) == 52).all()
@@ -72,7 +72,7 @@ def check_table(st) -> None:
 @pytest.mark.parametrize(("preset", "players"), [("matsuda", 2), ("cicera", 4), ("bga", 2), ("bga", 6),
                                                  ("stadium", 2), ("royal", 3)])
 def test_every_preset_runs(preset, players):
-    """Every RULES.md 6 preset deals, lists moves that pass the invariants and plays whole matches."""
+    """Every docs/rules.md 6 preset deals, lists moves that pass the invariants and plays whole matches."""
     rules = make_rules(preset, num_players=players)
     st = core.init(rules, np.arange(16))
     assert st.build_cards.shape[1] == (26 if rules.builds == "attach" else rules.max_value)
@@ -97,7 +97,7 @@ def test_init_shapes_and_first_deal():
         assert sorted(deck.tolist()) == list(range(52))
         assert (st.deck[b] == deck).all()
         pos = core.position(st, b)
-        # RULES.md 2.1 / movespec: 4 to the table, then 4-card blocks from the dealer's left (seat 0 when dealer 2)
+        # docs/rules.md 2.1 / movespec: 4 to the table, then 4-card blocks from the dealer's left (seat 0 when dealer 2)
         assert pos["loose"] == sorted(deck[:4].tolist())
         assert [pos["hands"][q] for q in (0, 1, 2)] == [sorted(deck[4 + 4 * k:8 + 4 * k].tolist()) for k in range(3)]
         assert pos["stock"] == deck[16:].tolist()
@@ -187,7 +187,7 @@ def test_random_play_invariants(players, partnerships, games, steps):
             assert (items[:, :, 1].sum(axis=1) == spades_top).all()
             assert (items[:, :, 0] == 3 * ((cards == cards.max(axis=1, keepdims=True)) & cards_top[:, None])).all()
             assert (spades[full].sum(axis=1) == 13).all()
-            # RULES.md 2: 11 points without sweeps, less 3 for a tie for cards and 1 for a tie for spades
+            # docs/rules.md 2: 11 points without sweeps, less 3 for a tie for cards and 1 for a tie for spades
             fixed = items[:, :, :5].sum(axis=(1, 2))
             assert (fixed[full] == (11 - 3 * ~cards_top - 1 * ~spades_top)[full]).all()
             assert (r.deal_totals[d] == items.sum(axis=2)).all()
@@ -299,7 +299,7 @@ def test_overflow_never_loses_all_moves():
     assert (st.num_moves == 1).all()
 
 
-# -- hand-built positions (RULES.md 7 worked cases, classic) ---------------------------------------------------------
+# -- hand-built positions (docs/rules.md 7 worked cases, classic) ------------------------------------------------------
 
 
 def fp(hands, loose=(), builds=(), to_move=0, prune=False, **kw):
@@ -529,7 +529,7 @@ def brute_moves(hands, loose, builds, p, prune):
     hand = sorted(hands[p])
     own = [b for b in builds if b[2] == p]
 
-    def keeps(c, used, new_value=None):  # RULES.md 4.4 owner obligation
+    def keeps(c, used, new_value=None):  # docs/rules.md 4.4 owner obligation
         left = [x for x in hand if x != c]
         need = [b[1] for b in own if not (b[0] & used)] + ([new_value] if new_value else [])
         return all(any(value(x) == v for x in left) for v in need)
@@ -581,7 +581,7 @@ def brute_moves(hands, loose, builds, p, prune):
                         ok = splits((a, *lv), v)
                     if ok and keeps(c, cards, v):
                         out.add((2, c, v, tuple(sorted(cards))))
-    if not out:  # RULES.md 4.4 blocks every move (an owner without a capturing card): any trail (README decision)
+    if not out:  # docs/rules.md 4.4 blocks every move (an owner without a capturing card): any trail (README decision)
         out = {(0, c, 0, ()) for c in hand}
     return sorted(out, key=lambda m: (m[0], m[1], m[3], m[2]))
 

@@ -1,7 +1,8 @@
-"""Invariants of the batched core over thousands of random deals of every preset (RULES.md 2, 5).
+"""Invariants of the batched core over thousands of random deals of every preset (docs/rules.md 2, 5).
 
 Every finished deal's tally (``StepResult.deal_items``, ``deal_cards``, ``deal_spades``) is checked against what
-RULES.md 5 fixes whatever the play: all 52 cards end in the piles; the casinos, J♥ and aces are scored once; most cards
+docs/rules.md 5 fixes whatever the play: all 52 cards end in the piles; the casinos, J♥ and aces are scored once; most
+cards
 and most spades go to the unique leader (standard, cicera) or are shared by tied leaders (bga); napula is 0 or a run
 of 3 to 13, for one side at most; and every card stays in exactly one place at every step.
 """
@@ -22,7 +23,7 @@ def _check_tally(rules, res, b: int) -> None:
     items = res.deal_items[b].astype(np.int64)  # [S, ITEMS]
     cards = res.deal_cards[b].astype(np.int64)
     spades = res.deal_spades[b].astype(np.int64)
-    assert cards.sum() == 52 and spades.sum() == 13, "every card ends in a pile (RULES.md 2.4: someone captured)"
+    assert cards.sum() == 52 and spades.sum() == 13, "every card ends in a pile (docs/rules.md 2.4: someone captured)"
     col = items.sum(axis=0)
     cicera = rules.scoring == "cicera"
     assert col[ITEM["big_casino"]] == (1 if cicera else 2)
@@ -54,7 +55,7 @@ def test_random_deals_keep_the_invariants(preset, num_players):
             [st.hand, st.loose[:, None], st.build_cards, st.captured], axis=1), axis=1)
         held = np.bitwise_count(np.concatenate([st.hand, st.loose[:, None], st.build_cards, st.captured], axis=1))
         stock = 52 - st.stock_pos.astype(np.int64)
-        assert (held.sum(axis=1) + stock == 52).all(), "each card in exactly one place (RULES.md 2)"
+        assert (held.sum(axis=1) + stock == 52).all(), "each card in exactly one place (docs/rules.md 2)"
         assert (np.bitwise_count(full) + stock == 52).all()
         assert (st.num_moves > 0).all()
         res = core.step(st, rng.integers(st.num_moves.astype(np.int64)))

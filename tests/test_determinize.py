@@ -1,6 +1,6 @@
 """Determinisation (cassino_env.determinize): samples keep everything the seat knows and only re-deal unseen cards.
 
-Each check runs on mid-deal states reached by random play, for every preset of RULES.md 6 at every player count it
+Each check runs on mid-deal states reached by random play, for every preset of docs/rules.md 6 at every player count it
 allows; the build owners' obligations are checked for ace-high builds of 14 and side-by-side attach builds.
 """
 
@@ -93,7 +93,7 @@ def test_samples_are_playable_and_list_the_same_moves_as_a_fresh_position(preset
 
 
 def test_build_owners_are_dealt_a_capturing_card() -> None:
-    # Seat 1 owns a build of 9 (4C+5D); seat 0 (the viewer) cannot see seat 1's two cards. RULES.md 4.4: the owner
+    # Seat 1 owns a build of 9 (4C+5D); seat 0 (the viewer) cannot see seat 1's two cards. docs/rules.md 4.4: the owner
     # holds a 9. Table: build 9 = 4C 5D (seat 1) and loose 2H; seat 0 holds 3S 7C; seat 1 holds 9H KD.
     rules = make_rules("classic")
     rest = [c for c in range(52) if c not in (42, 6, 34, 25, 27, 3, 17)]  # every other card in the stock
@@ -111,7 +111,8 @@ def test_build_owners_are_dealt_a_capturing_card() -> None:
 @pytest.mark.parametrize("rounds", [det_module.MAX_REJECTION_ROUNDS, 0])  # 0: every failing sample is repaired
 @pytest.mark.parametrize("preset", ["royal", "bga"])
 def test_an_owner_of_a_build_of_14_is_dealt_an_ace(preset: str, rounds: int, monkeypatch) -> None:
-    # ace_high (RULES.md 3): a build of 14 is captured only by an ace played as 14. Seat 1 owns KD+AC = 14 and holds
+    # ace_high (docs/rules.md 3): a build of 14 is captured only by an ace played as 14. Seat 1 owns KD+AC = 14 and
+    # holds
     # two unseen cards; seat 0 views. Also a build of 1 (AD | AH, a multiple build) of seat 1: the same ace serves.
     monkeypatch.setattr(det_module, "MAX_REJECTION_ROUNDS", rounds)
     rules = make_rules(preset)
@@ -130,7 +131,7 @@ def test_an_owner_of_a_build_of_14_is_dealt_an_ace(preset: str, rounds: int, mon
 
 @pytest.mark.parametrize("rounds", [det_module.MAX_REJECTION_ROUNDS, 0])
 def test_attach_builds_of_one_value_need_one_card(rounds: int, monkeypatch) -> None:
-    # stadium (attach, RULES.md 4.3): seat 1 owns two builds of 6 side by side and a build of 8, and holds two
+    # stadium (attach, docs/rules.md 4.3): seat 1 owns two builds of 6 side by side and a build of 8, and holds two
     # cards: one 6 serves both builds of 6, so every sample deals seat 1 one 6 and one 8.
     monkeypatch.setattr(det_module, "MAX_REJECTION_ROUNDS", rounds)
     rules = make_rules("stadium")

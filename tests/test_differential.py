@@ -132,7 +132,7 @@ def test_core_matches_reference(num_players, partnerships, prune, trail_bias, sl
     assert _play(rules, seeds, prune, rng, trail_bias, slow) > 0
 
 
-#: RULES.md 6 presets with every player count, and the deals per count: at least 1,000 deals per preset.
+#: docs/rules.md 6 presets with every player count, and the deals per count: at least 1,000 deals per preset.
 PRESET_RUNS = [("matsuda", 2, 1000), ("cicera", 4, 1000), ("bga", 2, 400), ("bga", 3, 200), ("bga", 4, 200),
                ("bga", 6, 200), ("stadium", 2, 1000), ("royal", 2, 500), ("royal", 3, 250), ("royal", 4, 250)]
 
@@ -235,7 +235,7 @@ def _random_preset_position(rng: np.random.Generator, rules):
                 continue
             owner = int(rng.integers(P))
             if rules.builds == "reservation" and any(o == owner for _, _, o in builds):
-                avail.extend(cards)  # a player owns at most one reservation (RULES.md 4.4)
+                avail.extend(cards)  # a player owns at most one reservation (docs/rules.md 4.4)
                 continue
             used_values.add(v)
             builds.append((sorted(cards), v, owner))
@@ -281,7 +281,7 @@ def test_stuck_owner_may_trail_in_both_engines():
     assert core.move_list(st, 0) == _ref_moves(g, True) == [(core.TRAIL, cid("AC"), 0, ())]
 
 
-#: Switch mixes no preset has, so that every value of every RULES.md 3 switch meets the differential test.
+#: Switch mixes no preset has, so that every value of every docs/rules.md 3 switch meets the differential test.
 OVERRIDE_RUNS = [
     ("cicera", {"capture_mode": "groups", "court_pair_take": "all"}),
     ("cicera", {"hand_size": 6}),

@@ -29,7 +29,7 @@ REGENERATE = ("If this change is intended, regenerate the golden files on purpos
 
 
 def test_one_golden_file_per_preset() -> None:
-    """Every RULES.md section 6 preset has one golden deal, and tests/golden holds no stale file."""
+    """Every docs/rules.md section 6 preset has one golden deal, and tests/golden holds no stale file."""
     presets = [preset for preset, _, _ in make_golden.GOLDEN]
     assert sorted(presets) == sorted(["classic", "matsuda", "cicera", "bga", "stadium", "royal"])
     on_disk = sorted(p.stem for p in make_golden.GOLDEN_DIR.glob("*.txt"))

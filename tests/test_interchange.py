@@ -1,6 +1,6 @@
-"""The JSON rules oracle (INTERCHANGE.md): validation, defaults, output form, canonical order, and consistency.
+"""The JSON rules oracle (docs/interchange.md): validation, defaults, output form, canonical order, and consistency.
 
-Bad input raises a ValueError subclass naming the field (or, for a forbidden move, the RULES.md rule) and never
+Bad input raises a ValueError subclass naming the field (or, for a forbidden move, the docs/rules.md rule) and never
 modifies the input; every move ``legal_moves`` lists can be applied, and the result is again a valid position.
 """
 
@@ -132,12 +132,12 @@ def test_malformed_move_names_the_field(move: Any, field: str) -> None:
 
 ILLEGAL_MOVES = [
     ({"action": "trail", "card": "KH"}, "2.2"),  # P1's card
-    ({"action": "capture", "card": "4D", "take": ["5H"]}, "RULES.md 1"),
-    ({"action": "capture", "card": "4D", "take": ["6S"]}, "RULES.md 1 build"),  # part of a build
+    ({"action": "capture", "card": "4D", "take": ["5H"]}, "docs/rules.md 1"),
+    ({"action": "capture", "card": "4D", "take": ["6S"]}, "docs/rules.md 1 build"),  # part of a build
     ({"action": "capture", "card": "4D", "take": ["7S"]}, "2.2"),  # not on the table
     ({"action": "build", "card": "4D", "value": 8, "use": ["4C"]}, "4.1 rule 2"),
     ({"action": "build", "card": "4D", "value": 9, "use": ["5H"]}, "4.1 rule 6"),
-    ({"action": "capture", "card": "9C", "take": ["6S", "3H", "5H"]}, "RULES.md 1"),
+    ({"action": "capture", "card": "9C", "take": ["6S", "3H", "5H"]}, "docs/rules.md 1"),
 ]
 
 
@@ -148,7 +148,7 @@ def test_illegal_move_names_the_rule(move: dict[str, Any], rule: str) -> None:
     with pytest.raises(IllegalMoveError) as err:
         cassino_env.apply_move(position, move)
     assert isinstance(err.value, ValueError)
-    assert "RULES.md" in str(err.value)
+    assert "docs/rules.md" in str(err.value)
     assert rule in str(err.value)
     assert position == frozen
 
@@ -156,7 +156,7 @@ def test_illegal_move_names_the_rule(move: dict[str, Any], rule: str) -> None:
 def test_move_after_the_deal_is_illegal() -> None:
     over = base(hands=[[], []], to_move=None, loose=[], builds=[])
     assert cassino_env.legal_moves(over) == []
-    with pytest.raises(IllegalMoveError, match="RULES.md"):
+    with pytest.raises(IllegalMoveError, match="docs/rules.md"):
         cassino_env.apply_move(over, {"action": "trail", "card": "9C"})
 
 
@@ -166,7 +166,7 @@ def test_score_deal_needs_a_finished_deal() -> None:
 
 
 def test_rules_as_object() -> None:
-    """INTERCHANGE.md: ``rules`` may be ``{"preset": NAME, SWITCH: VALUE}``; apply_move echoes it unchanged."""
+    """docs/interchange.md: ``rules`` may be ``{"preset": NAME, SWITCH: VALUE}``; apply_move echoes it unchanged."""
     rules = {"preset": "classic", "sweep_points": 1}
     as_object = base(rules=rules)
     assert cassino_env.legal_moves(as_object) == cassino_env.legal_moves(base())
@@ -180,7 +180,7 @@ def test_rules_as_object() -> None:
 
 
 def test_omitted_fields_take_their_defaults() -> None:
-    """INTERCHANGE.md: every field but rules, hands and to_move may be omitted; dealer defaults to to_move - 1."""
+    """docs/interchange.md: every field but rules, hands and to_move may be omitted; dealer defaults to to_move - 1."""
     short = {"rules": "classic", "to_move": 0, "hands": [["9C", "4D"], ["KH", "2S"]], "loose": ["5H", "4C"],
              "builds": [{"cards": ["6S", "3H"], "value": 9, "owner": 1}]}
     assert cassino_env.legal_moves(short) == cassino_env.legal_moves(base())
@@ -217,7 +217,7 @@ def is_sorted_ids(cards: list[str]) -> bool:
 
 
 def check_output_form(position: dict[str, Any]) -> None:
-    """Output card lists are sorted by card id (INTERCHANGE.md "Move"); ``stock`` keeps its dealing order."""
+    """Output card lists are sorted by card id (docs/interchange.md "Move"); ``stock`` keeps its dealing order."""
     for field in ("hands", "captured"):
         assert all(is_sorted_ids(cards) for cards in position[field]), position[field]
     assert is_sorted_ids(position["loose"])
@@ -225,7 +225,7 @@ def check_output_form(position: dict[str, Any]) -> None:
 
 
 def canonical_key(move: dict[str, Any]) -> tuple:
-    """INTERCHANGE.md: trails, captures, builds; by played card id; by the sorted card-id list; by value."""
+    """docs/interchange.md: trails, captures, builds; by played card id; by the sorted card-id list; by value."""
     cards = [card_id(c) for c in move.get("take", move.get("use", []))]
     value = move["value"] if move["action"] == "build" else move.get("ace", 1)
     return (ACTIONS.index(move["action"]), card_id(move["card"]), cards, value)
@@ -288,7 +288,7 @@ def test_every_legal_move_applies_on_random_positions(seed: int) -> None:
             after = cassino_env.apply_move(position, move)
             assert position == frozen, "apply_move modified its input"
             check_output_form(after)
-            assert sorted(all_cards(after)) == list(range(52)), "conservation (RULES.md 2)"
+            assert sorted(all_cards(after)) == list(range(52)), "conservation (docs/rules.md 2)"
             expected = game.copy()
             expected.apply(move_from_dict(expected, move))
             assert after == game_to_position(expected)
@@ -301,13 +301,13 @@ def test_every_legal_move_applies_on_random_positions(seed: int) -> None:
 
 
 def test_positions_need_not_hold_52_cards() -> None:
-    """INTERCHANGE.md: a position of fewer cards is accepted; only a card appearing twice is an error."""
+    """docs/interchange.md: a position of fewer cards is accepted; only a card appearing twice is an error."""
     pos = {"rules": "classic", "to_move": 0, "hands": [["7S"], ["KD"]], "loose": ["3H", "4H"]}
     assert {"action": "capture", "card": "7S", "take": ["3H", "4H"]} in cassino_env.legal_moves(pos)
 
 
 def test_court_capture_is_listed_plainly() -> None:
-    """A court pairing a court is a plain capture dict (RULES.md 3 court_values=none: no value, no ace field)."""
+    """A court pairing a court is a plain capture dict (docs/rules.md 3 court_values=none: no value, no ace field)."""
     moves = cassino_env.legal_moves({"rules": "classic", "to_move": 0, "hands": [["QS"], ["2C"]], "loose": ["QH"]})
     assert moves == [{"action": "trail", "card": "QS"}, {"action": "capture", "card": "QS", "take": ["QH"]}]
 

@@ -59,7 +59,7 @@ for agent in env.agent_iter():
     steps += 1
 env.close()
 
-# an oracle query (INTERCHANGE.md): RULES.md 7 case 1, seat 0 holds 8S
+# an oracle query (docs/interchange.md): docs/rules.md 7 case 1, seat 0 holds 8S
 moves = cassino_env.legal_moves({"rules": "classic", "num_players": 2, "to_move": 0, "hands": [["8S"], ["2C"]],
                                  "loose": ["AH", "2D", "3C", "5D", "6H", "8C"]})
 loaded = sorted(n for n in sys.modules if n.partition(".")[0] in UPPER)

@@ -34,7 +34,7 @@ def test_bad_input_is_answered_and_asked_again_then_the_deal_is_scored() -> None
     assert "no move 99" in text
     assert "not understood: 'hello' is not an action" in text
     assert "'ZZ' is not a card" in text
-    assert "is not in the hand of seat 0 (RULES.md 2.2)" in text
+    assert "is not in the hand of seat 0 (docs/rules.md 2.2)" in text
     assert "no move #999" in text
     assert "capture 3C 5H with 8S" in text  # the help text
     assert f"you play: trail {card_text(hand[0])}" in text
@@ -61,14 +61,14 @@ def test_a_whole_match_to_the_end_and_quitting() -> None:
 def test_illegal_moves_get_the_rule_they_break() -> None:
     rules = make_rules("classic")
     c = card_id
-    # RULES.md 7 case 4: table 7, hand 2 8: building 9 with the 2 is illegal (no 9 held).
+    # docs/rules.md 7 case 4: table 7, hand 2 8: building 9 with the 2 is illegal (no 9 held).
     st = core.from_position(rules, hands=[[c("2C"), c("8D")], [c("3S")]], loose=[c("7H")])
-    assert "RULES.md 4.1 rule 2" in _why_illegal(st, 2, c("2C"), 9, (c("7H"),))
-    # RULES.md 7 case 7: you own build 3+4 of 7, a 10 is loose, hand 7 K 2: trailing the K is illegal.
+    assert "docs/rules.md 4.1 rule 2" in _why_illegal(st, 2, c("2C"), 9, (c("7H"),))
+    # docs/rules.md 7 case 7: you own build 3+4 of 7, a 10 is loose, hand 7 K 2: trailing the K is illegal.
     st = core.from_position(rules, hands=[[c("7C"), c("KD"), c("2H")], [c("3S")]], loose=[c("10H")],
                             builds=[([c("3C"), c("4D")], 7, 0)])
     assert "no_trail" in _why_illegal(st, 0, c("KD"), 0, ())
-    # RULES.md 7 case 1: taking only the 8 with the 8 is legal but dominated, so it is not offered.
+    # docs/rules.md 7 case 1: taking only the 8 with the 8 is legal but dominated, so it is not offered.
     st = core.from_position(rules, hands=[[c("8S")], [c("2C")]],
                             loose=[c(x) for x in ("AH", "2D", "3C", "5D", "6H", "8C")])
     assert "largest captures" in _why_illegal(st, 1, c("8S"), 8, (c("8C"),))

@@ -9,7 +9,7 @@ from cassino_env.errors import PositionError
 
 
 def test_cicera_position_with_builds_is_rejected():
-    """RULES.md 3 builds=none (cicera, RULES.md 6): a cicera position cannot hold builds.
+    """docs/rules.md 3 builds=none (cicera, docs/rules.md 6): a cicera position cannot hold builds.
 
     The core's from_position refuses ("builds: preset 'cicera' has no builds"), but the oracle accepts the position
     and even lists a capture of the build.
@@ -22,7 +22,7 @@ def test_cicera_position_with_builds_is_rejected():
 
 @pytest.mark.parametrize("value", [11, 12, 13])
 def test_build_value_above_10_without_numeric_courts(value):
-    """RULES.md 4.1 rule 3: v <= 10 with court_values=none; 14 is the only extra value ace_high allows.
+    """docs/rules.md 4.1 rule 3: v <= 10 with court_values=none; 14 is the only extra value ace_high allows.
 
     With {"preset": "classic", "ace_high": true} the oracle accepts builds of 11-13 (max_value is 14 there).
     """
@@ -34,7 +34,7 @@ def test_build_value_above_10_without_numeric_courts(value):
 
 
 def test_core_from_position_rejects_build_that_does_not_split():
-    """RULES.md 1 build: its cards split into groups each summing to the value.
+    """docs/rules.md 1 build: its cards split into groups each summing to the value.
 
     5C 5D 4D sum to 14 = 2 x 7 but do not split into groups of 7; from_position checks only the sum's divisibility
     (the oracle rejects the same build). The AEC env's reset(options={"position": ...}) goes through this path.

@@ -64,7 +64,7 @@ def test_partners_get_their_sides_reward_and_sides_are_zero_sum(preset, n):
 
 
 def test_bga_ties_for_most_share_the_points_and_rewards_stay_zero_sum():
-    # bga scoring (RULES.md 5.2): a tie for most cards gives 2 to each tied side. Find such deals in random play.
+    # bga scoring (docs/rules.md 5.2): a tie for most cards gives 2 to each tied side. Find such deals in random play.
     env = CassinoVectorEnv(256, "bga", num_players=2, seed=0, with_view=False)
     env.reset()
     rng = (np.arange(256, dtype=np.uint64) + np.uint64(7)) * np.uint64(0x9E3779B97F4A7C15)
@@ -104,7 +104,7 @@ def test_cicera_observation_hand_sizes_and_in_play_points_in_the_aec_env():
         seen += int(want.any())
     assert seen > 0
     items = dict(zip(core.ITEMS, e.last_result.deal_items[0].T.tolist(), strict=True))
-    assert items["aces"] == [0, 0]  # aces score nothing in cicera (RULES.md 5.3)
+    assert items["aces"] == [0, 0]  # aces score nothing in cicera (docs/rules.md 5.3)
 
 
 @pytest.mark.parametrize("preset", ["royal", "bga"])
@@ -128,7 +128,7 @@ def test_an_ace_captures_as_14_in_both_encodings(preset):
 
 
 def test_numeric_courts_capture_sums_and_pairing_courts_do_not():
-    # RULES.md 7 case 13 (matsuda): table 3H 3C 6D 10D, hand QS: the Q (12) may take 3+3+6.
+    # docs/rules.md 7 case 13 (matsuda): table 3H 3C 6D 10D, hand QS: the Q (12) may take 3+3+6.
     pos = {"hands": [ids("QS"), ids("2C")], "loose": ids("3H", "3C", "6D", "10D"), "to_move": 0}
     e = raw_env(rules="matsuda")
     e.reset(options={"position": pos})
@@ -140,7 +140,7 @@ def test_numeric_courts_capture_sums_and_pairing_courts_do_not():
 
 
 def test_stadium_builds_of_equal_value_side_by_side_in_the_env():
-    # Two builds of 6 (attach, RULES.md 4.3: rule 6 does not apply), one per seat: both in the position and the
+    # Two builds of 6 (attach, docs/rules.md 4.3: rule 6 does not apply), one per seat: both in the position and the
     # observation; the vector env's view reads each build's value from state.build_value.
     pos = {"hands": [ids("6C", "9D"), ids("6H", "9S")], "loose": ids("KS"),
            "builds": [(ids("4C", "2C"), 6, 0), (ids("4D", "2D"), 6, 1)], "to_move": 0}

@@ -1,10 +1,10 @@
-"""Invariants of the reference engine over thousands of random deals (RULES.md 2, 4.4, 5).
+"""Invariants of the reference engine over thousands of random deals (docs/rules.md 2, 4.4, 5).
 
 Every deal is dealt by ``Game.new_deal`` from a seeded ``numpy.random.Generator`` (never the global RNG) and played
 out with uniformly random legal moves. At every step: each of the 52 cards is in exactly one place; builds are well
-formed and their owners hold a card that captures them (RULES.md 4.4); the legal list is non-empty, canonically
+formed and their owners hold a card that captures them (docs/rules.md 4.4); the legal list is non-empty, canonically
 sorted and free of duplicates; every listed move passes ``check`` and some unlisted ones fail it. At the deal's end
-the points without sweeps and in-play points add up as RULES.md 2 and 5 say.
+the points without sweeps and in-play points add up as docs/rules.md 2 and 5 say.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def splits(values: list[int], v: int) -> bool:
 
 
 def check_position(g: Game) -> None:
-    """Conservation (RULES.md 2) and well-formed builds (RULES.md 1, 4.1 rule 6, 4.4) in the current position."""
+    """Conservation (docs/rules.md 2) and well-formed builds (docs/rules.md 1, 4.1 rule 6, 4.4) in the current
+    position."""
     cards = places(g)
     assert len(cards) == 52, Counter(cards).most_common(3)
     assert set(cards) == set(range(52))
@@ -57,14 +58,14 @@ def check_position(g: Game) -> None:
         assert g.rules.court_values == "numeric" or not any(is_court(c) for c in b.cards)
         if g.rules.builds != "reservation":  # reservations regroup freely; their cards need only sum to k * value
             assert splits([rank(c) for c in b.cards], b.value), b
-        # RULES.md 4.4: no move leaves a player owning a build without a card that captures it.
+        # docs/rules.md 4.4: no move leaves a player owning a build without a card that captures it.
         assert g.can_capture(g.hands[b.owner], b.value), b
     if g.rules.builds in ("standard", "reservation"):
         values = [b.value for b in g.builds]
-        assert len(values) == len(set(values)), "builds of equal value merge (RULES.md 4.1 rule 6)"
+        assert len(values) == len(set(values)), "builds of equal value merge (docs/rules.md 4.1 rule 6)"
     if g.rules.builds == "reservation":
         owners = [b.owner for b in g.builds]
-        assert len(owners) == len(set(owners)), "under reservation a player owns at most one build (RULES.md 4.4)"
+        assert len(owners) == len(set(owners)), "under reservation a player owns at most one build (docs/rules.md 4.4)"
 
 
 def unlisted(g: Game, chosen: Move, listed: set[Move]) -> list[Move]:
@@ -102,7 +103,7 @@ def play_random_deal(rules: RuleSet, rng: np.random.Generator, stats: Counter) -
             g.check(m)
         chosen = moves[int(rng.integers(len(moves)))]
         for m in unlisted(g, chosen, set(moves)):
-            with pytest.raises(IllegalMoveError, match="RULES.md"):
+            with pytest.raises(IllegalMoveError, match="docs/rules.md"):
                 g.check(m)
         check_pruning(moves)
         stats["positions"] += 1
@@ -120,7 +121,7 @@ def play_random_deal(rules: RuleSet, rng: np.random.Generator, stats: Counter) -
 
 
 def expected_fixed_points(g: Game) -> int:
-    """Points of the deal other than sweeps and in-play points, from the piles (RULES.md 2 conservation, 5)."""
+    """Points of the deal other than sweeps and in-play points, from the piles (docs/rules.md 2 conservation, 5)."""
     rules = g.rules
     piles = [set().union(*(g.captured[s] for s in side)) for side in rules.sides]
     if not any(piles):
@@ -130,10 +131,10 @@ def expected_fixed_points(g: Game) -> int:
     tied_cards, tied_spades = ncards.count(max(ncards)), nspades.count(max(nspades))
     if rules.scoring == "standard":
         return 11 - 3 * (tied_cards > 1) - (tied_spades > 1)
-    if rules.scoring == "bga":  # RULES.md 5.2: tied sides each score 2 for cards, 1 for spades
+    if rules.scoring == "bga":  # docs/rules.md 5.2: tied sides each score 2 for cards, 1 for spades
         cards = 3 if tied_cards == 1 else 2 * tied_cards
         return cards + tied_spades + 2 + 1 + 4
-    napula = 0  # RULES.md 5.3: the length of the side's spade run from the ace, when it holds A-2-3 of spades
+    napula = 0  # docs/rules.md 5.3: the length of the side's spade run from the ace, when it holds A-2-3 of spades
     for p in piles:
         run = next(k for k in range(14) if k == 13 or SPADES * 13 + k not in p)
         napula += run if run >= 3 else 0
@@ -149,7 +150,7 @@ def check_deal_end(g: Game) -> None:
     assert sum(tally["totals"]) - extra == expected_fixed_points(g), tally
     assert extra >= 0
     if g.last_capturer is not None or g.rules.residue_to == "last_player":
-        assert not g.loose, "the residue is given away (RULES.md 2.4)"
+        assert not g.loose, "the residue is given away (docs/rules.md 2.4)"
         assert not g.builds
 
 
@@ -164,7 +165,7 @@ def test_classic_random_deals(num_players: int) -> None:
         check_deal_end(g)
         no_tie += expected_fixed_points(g) == 11
     assert min(stats["capture"], stats["build"], stats["trail"]) > 0, stats
-    assert stats["positions"] == CLASSIC_DEALS[num_players] * 48  # 48 cards played per deal (RULES.md 2)
+    assert stats["positions"] == CLASSIC_DEALS[num_players] * 48  # 48 cards played per deal (docs/rules.md 2)
     assert no_tie > CLASSIC_DEALS[num_players] // 2
 
 
@@ -173,7 +174,7 @@ OTHER = [(p, n) for p, n in PRESET_PLAYERS if p != "classic"]
 
 @pytest.mark.parametrize(("preset", "num_players"), OTHER, ids=preset_ids(OTHER))
 def test_other_presets_random_deals(preset: str, num_players: int) -> None:
-    """The same invariants for every other preset of RULES.md 6 (the reference engine implements every switch)."""
+    """The same invariants for every other preset of docs/rules.md 6 (the reference engine implements every switch)."""
     rules = make_rules(preset, num_players)
     rng = np.random.default_rng([SEED, num_players, len(preset)])
     stats: Counter = Counter()
@@ -184,7 +185,7 @@ def test_other_presets_random_deals(preset: str, num_players: int) -> None:
 
 
 def test_prune_dominated_on_a_known_list() -> None:
-    """Table A 2 3 5 6 8, hand 8 (RULES.md 7 case 1): only the two maximal captures and the trail survive."""
+    """Table A 2 3 5 6 8, hand 8 (docs/rules.md 7 case 1): only the two maximal captures and the trail survive."""
     def ids(*texts: str) -> set[int]:
         return {card_id(t) for t in texts}
 
@@ -199,7 +200,7 @@ def test_prune_dominated_on_a_known_list() -> None:
     check_pruning(moves)
 
 
-# -- an independent, brute-force reading of RULES.md for the classic preset ------------------------------------------
+# -- an independent, brute-force reading of docs/rules.md for the classic preset ---------------------------------------
 @cache
 def into_groups(values: tuple[int, ...], v: int) -> bool:
     """True when the sorted ``values`` split into groups each summing to ``v`` (the empty tuple does)."""
@@ -215,11 +216,11 @@ def into_groups(values: tuple[int, ...], v: int) -> bool:
 
 
 def brute_force_moves(g: Game) -> set[Move]:
-    """Every legal classic move, by trying each hand card on each set of table items against RULES.md literally."""
+    """Every legal classic move, by trying each hand card on each set of table items against docs/rules.md literally."""
     p, hand = g.to_move, sorted(g.hands[g.to_move])
 
     def val(c: int) -> int | None:
-        return None if is_court(c) else rank(c)  # RULES.md 3 court_values=none
+        return None if is_court(c) else rank(c)  # docs/rules.md 3 court_values=none
 
     items: list[int | Build] = [c for c in sorted(g.loose) if val(c) is not None] + list(g.builds)
     moves = {Move(TRAIL, c) for c in hand}
@@ -234,7 +235,7 @@ def brute_force_moves(g: Game) -> set[Move]:
                 loose = tuple(sorted(rank(x) for x in chosen if isinstance(x, int)))
                 builds = [x for x in chosen if isinstance(x, Build)]
                 cards = tuple(sorted([x for x in chosen if isinstance(x, int)] + [k for b in builds for k in b.cards]))
-                # Capture (RULES.md 1 group): builds whole and of value cv, loose numerals in groups summing to cv.
+                # Capture (docs/rules.md 1 group): builds whole and of value cv, loose numerals in groups summing to cv.
                 if all(b.value == cv for b in builds) and into_groups(loose, cv):
                     moves.add(Move(CAPTURE, c, cv, cards))
                 for v in range(cv, 11):  # 4.1 rule 3: v <= 10
@@ -294,7 +295,7 @@ def random_classic_position(rng: np.random.Generator) -> Game:
     loose = {deck.pop() for _ in range(int(rng.integers(0, 7)))}
     size = int(rng.integers(1, 5))
     hands = [{deck.pop() for _ in range(size)} for _ in range(n)]
-    for b in builds:  # owners hold a capturing card, as in play (RULES.md 4.4)
+    for b in builds:  # owners hold a capturing card, as in play (docs/rules.md 4.4)
         if b.value not in [rank(c) for c in hands[b.owner]] and (card := take(b.value)) is not None:
             hands[b.owner].add(card)
     return Game(rules=make_rules("classic", n), hands=hands, loose=loose, builds=builds,
@@ -302,7 +303,8 @@ def random_classic_position(rng: np.random.Generator) -> Game:
 
 
 def test_classic_moves_match_a_brute_force_reading() -> None:
-    """The engine's legal moves equal a brute-force enumeration of RULES.md 1, 3, 4.1 and 4.4 on 3,000 positions."""
+    """The engine's legal moves equal a brute-force enumeration of docs/rules.md 1, 3, 4.1 and 4.4 on 3,000
+    positions."""
     rng = np.random.default_rng([SEED, 1])
     positions = [random_classic_position(rng) for _ in range(2000)]
     for _ in range(25):  # and positions met in random games

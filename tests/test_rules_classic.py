@@ -1,6 +1,7 @@
-"""Classic-preset rule cases as data: ``tests/data/classic_cases.json``, one or more per rule of RULES.md 2-5.
+"""Classic-preset rule cases as data: ``tests/data/classic_cases.json``, one or more per rule of docs/rules.md 2-5.
 
-Each case is an INTERCHANGE.md position with the expected legal and illegal moves, the position after a move, or the
+Each case is an docs/interchange.md position with the expected legal and illegal moves, the position after a move, or
+the
 deal's tally; its ``note`` carries a one-line picture of the table. :func:`test_worked_cases.check_case` runs them.
 """
 
@@ -18,7 +19,7 @@ def test_cases_are_well_formed() -> None:
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids)) >= 40
     for c in CASES:
-        assert c["rules_section"].startswith("RULES.md "), c["id"]
+        assert c["rules_section"].startswith("docs/rules.md "), c["id"]
         assert c["note"], c["id"]
         rules = c["position"]["rules"]
         assert (rules if isinstance(rules, str) else rules["preset"]) == "classic", c["id"]

@@ -1,15 +1,15 @@
 """Rule cases for every rule where a preset differs from classic: ``tests/data/preset_cases.json``.
 
-Each case is an INTERCHANGE.md position with the expected legal and illegal moves (each illegal move with the rule
+Each case is an docs/interchange.md position with the expected legal and illegal moves (each illegal move with the rule
 text its error must name), the position after a move, or the deal's tally; :func:`test_worked_cases.check_case` runs
-it. Test ids are the case ids, ``<preset>-<RULES.md section>-<rule>`` (e.g. ``bga-4.4-owner-must-capture``), and a
-case's ``rule`` field names the RULES.md section and rule it tests, so every preset rule maps to a test.
+it. Test ids are the case ids, ``<preset>-<docs/rules.md section>-<rule>`` (e.g. ``bga-4.4-owner-must-capture``), and a
+case's ``rule`` field names the docs/rules.md section and rule it tests, so every preset rule maps to a test.
 
-Besides the cases: the RULES.md section 6 preset table itself (switch values, player counts, deal sizes), and a
+Besides the cases: the docs/rules.md section 6 preset table itself (switch values, player counts, deal sizes), and a
 check that every switch on which a preset differs from classic has at least one case.
 
-A case carrying ``xfail`` states what RULES.md says where the reference engine disagrees; it is expected to fail
-(strictly) until the engine or RULES.md is changed, and the text says why.
+A case carrying ``xfail`` states what docs/rules.md says where the reference engine disagrees; it is expected to fail
+(strictly) until the engine or docs/rules.md is changed, and the text says why.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_cases_are_well_formed() -> None:
     assert len(ids) == len(set(ids)) >= 40
     for c in CASES:
         assert c["id"].split("-")[0] == _preset(c), f"{c['id']}: the id starts with the case's preset"
-        assert c["rule"].startswith("RULES.md "), c["id"]
+        assert c["rule"].startswith("docs/rules.md "), c["id"]
         assert c["note"], c["id"]
         assert {"legal", "illegal", "apply", "totals"} & set(c), f"{c['id']} checks nothing"
         assert ("after" in c) == ("apply" in c), c["id"]
@@ -57,10 +57,10 @@ def test_preset_case(case: dict[str, Any]) -> None:
     check_case(case)
 
 
-# -- RULES.md section 6: the preset table ------------------------------------------------------------------------------
+# -- docs/rules.md section 6: the preset table -------------------------------------------------------------------------
 
-#: RULES.md section 6, one row per preset: allowed player counts and the switch values of section 3 (with
-#: RULES.md 6's "In every preset" line: sweep_on_last_play true, in_play_bonuses only in cicera, residue_to
+#: docs/rules.md section 6, one row per preset: allowed player counts and the switch values of section 3 (with
+#: docs/rules.md 6's "In every preset" line: sweep_on_last_play true, in_play_bonuses only in cicera, residue_to
 #: last_capturer except bga). ``rounds``: rounds per deal (4 table cards, then ``hand_size`` each per round).
 TABLE: dict[str, dict[str, Any]] = {
     "classic": dict(players=(2, 3, 4), court_values="none", court_pair_take="one", ace_high=False,
@@ -89,7 +89,7 @@ TABLE: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("preset", PRESET_NAMES, ids=lambda p: f"{p}-6-preset-table")
 def test_preset_table(preset: str) -> None:
-    """RULES.md 6: each preset's switches, player counts, partnerships, and the deal it makes."""
+    """docs/rules.md 6: each preset's switches, player counts, partnerships, and the deal it makes."""
     row = dict(TABLE[preset])
     players = row.pop("players")
     for n in players:
@@ -106,12 +106,12 @@ def test_preset_table(preset: str) -> None:
         rounds = 48 // (rules.hand_size * n)
         assert len(game.stock) == (rounds - 1) * rules.hand_size * n, f"{preset} ({n} players): rounds"
     for n in sorted({2, 3, 4, 5, 6} - set(players)):
-        with pytest.raises(CassinoError, match="RULES.md 6"):
+        with pytest.raises(CassinoError, match="docs/rules.md 6"):
             make_rules(preset, n)
 
 
 def test_deal_sizes_named_in_rules_md_6() -> None:
-    """RULES.md 6: matsuda deals 6 rounds; cicera one round of 12 cards each to 4 players."""
+    """docs/rules.md 6: matsuda deals 6 rounds; cicera one round of 12 cards each to 4 players."""
     assert 48 // (make_rules("matsuda", 2).hand_size * 2) == 6
     cicera = make_rules("cicera", 4)
     assert (cicera.hand_size, 48 // (cicera.hand_size * 4)) == (12, 1)

@@ -65,7 +65,7 @@ def test_rewards_and_episodes(preset, n, reward, episode):
         assert np.allclose(rewards.sum(axis=1), 0.0) or reward == "win"
         for q in range(S, n):  # partners share their side's reward
             assert np.array_equal(rewards[:, q], rewards[:, q - S])
-        assert not res.deal_items[:, :, others].any()  # only the items of the preset's scoring (RULES.md 5)
+        assert not res.deal_items[:, :, others].any()  # only the items of the preset's scoring (docs/rules.md 5)
         assert np.array_equal(res.deal_totals, res.deal_items.sum(axis=2))
         paid = rewards.any(axis=1)
         if reward == "points":

@@ -1,4 +1,4 @@
-"""RULES.md section 7 worked cases, run from ``tests/data/worked_cases.json`` (a copy of shared/cases/).
+"""docs/rules.md section 7 worked cases, run from ``tests/data/worked_cases.json`` (a copy of shared/cases/).
 
 The file's ``about`` field says how each case is checked; :func:`check_case` does exactly that and is shared with
 ``test_rules_classic.py``, whose cases use the same format plus a few optional fields (``exact_legal``, ``why``,
@@ -26,7 +26,7 @@ def load_cases(name: str) -> list[dict[str, Any]]:
 
 
 def move_key(move: dict[str, Any]) -> tuple:
-    """A move's identity (INTERCHANGE.md "Move"): action, card, the set of take/use cards, value, ace."""
+    """A move's identity (docs/interchange.md "Move"): action, card, the set of take/use cards, value, ace."""
     cards = move.get("take", move.get("use", []))
     return (move["action"], card_id(move["card"]), frozenset(card_id(c) for c in cards), move.get("value"),
             move.get("ace", 1))
@@ -67,7 +67,7 @@ def check_case(case: dict[str, Any]) -> None:
         assert move_key(move) not in keys, f"{case['id']}: illegal move {move} is listed"
         with pytest.raises(cassino_env.IllegalMoveError) as err:
             cassino_env.apply_move(position, move)
-        assert "RULES.md" in str(err.value), f"{case['id']}: {move}: message names no rule: {err.value}"
+        assert "docs/rules.md" in str(err.value), f"{case['id']}: {move}: message names no rule: {err.value}"
         if why is not None:
             assert why in str(err.value), f"{case['id']}: {move}: expected {why!r} in {err.value}"
     if "apply" in case:
@@ -90,7 +90,7 @@ WORKED = load_cases("worked_cases.json")
 
 
 def test_worked_cases_file_is_complete() -> None:
-    """RULES.md section 7 has 14 cases; the JSON holds each once, W01-W14."""
+    """docs/rules.md section 7 has 14 cases; the JSON holds each once, W01-W14."""
     assert [c["id"] for c in WORKED] == [f"W{i:02d}" for i in range(1, 15)]
 
 

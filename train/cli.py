@@ -3,7 +3,7 @@
 Usage::
 
     cassino --help                      # the commands, one line each
-    cassino moves position.json         # legal moves of an INTERCHANGE.md position, one JSON object a line
+    cassino moves position.json         # legal moves of an docs/interchange.md position, one JSON object a line
     cassino bench --engine core --json  # games and moves per second of an engine
 
 Each command is a function whose typed parameters (documented in its Google-style docstring) become the command's
@@ -102,7 +102,7 @@ def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FIL
 
     try:
         legal = cassino_env.legal_moves(position)
-    except ValueError as exc:  # malformed position: the message names the field (INTERCHANGE.md)
+    except ValueError as exc:  # malformed position: the message names the field (docs/interchange.md)
         return error(f"{file}: {exc}")
     try:
         for move in legal:
@@ -127,7 +127,7 @@ def bench(
     Args:
         engine: core is the batched numba engine; reference is the slow, one-game-at-a-time engine; aec is the
             PettingZoo environment (one game); vector is the vector environment with full observations.
-        preset: rule preset of RULES.md section 6 (classic, matsuda, cicera, bga, stadium, royal).
+        preset: rule preset of docs/rules.md section 6 (classic, matsuda, cicera, bga, stadium, royal).
         batch: batch sizes (games stepped together) to measure, one after another.
         seconds: wall-clock seconds spent at each batch size.
         threads: numba threads the core may use.

@@ -2,7 +2,7 @@
 
 Every pair of agents plays the same seeded deals with the seats swapped, as DouZero evaluates (duplicate bridge's
 idea: the luck of the cards cancels out). The unit of duplicate play is a **board**: one seed, played as one match
-to the target (RULES.md 2.6) in every *seat arrangement* of the pair. Arrangements give each side (a seat, or a
+to the target (docs/rules.md 2.6) in every *seat arrangement* of the pair. Arrangements give each side (a seat, or a
 partnership whose partners are the same agent) to agent A or B, every assignment in which both play: 2 with two
 players or two partnerships (A-B, B-A), 6 with three players (ABB, BAB, BBA, BAA, ABA, AAB). Match ``m`` of a seed
 always deals the same deck sequence, so a board's matches see the same cards in every arrangement, deal for deal.
@@ -20,13 +20,13 @@ Per pair (A, B):
 * **mean margin** of A: A's points minus B's points per deal (mean over A's sides minus mean over B's sides), with a
   95% interval from the spread of board totals (deals of one board are not independent).
 
-**Sessions** (seed 004's match format, RULES.md 6; :mod:`cassino_env.session`): with ``session_wins = N`` each
+**Sessions** (seed 004's match format, docs/rules.md 6; :mod:`cassino_env.session`): with ``session_wins = N`` each
 game of a board plays matches until a side has won N of them (N = 1, 2 or 3), and the report adds the **session
 win rate** of A (sessions won by a side A plays, Wilson 95% interval); match and deal figures then count every match
 of the sessions. Match ``m`` of a board deals the same cards in every arrangement, so sessions stay duplicate.
 ``N = 1`` (the default) is one match per game: the session figures equal the match figures.
 
-The **presets**: every preset of RULES.md 6 at any player count it allows (``--preset``, ``--num-players``);
+The **presets**: every preset of docs/rules.md 6 at any player count it allows (``--preset``, ``--num-players``);
 ``ladder`` in the agent list stands for the bot ladder :data:`agents.registry.LADDER`. Seeds are 0 .. 2**31 - 1
 (a board's core seed is ``seed * 2**32 + board``, an int64); others are rejected with an error that says so, never
 wrapped (two seeds would silently share their boards).
@@ -134,7 +134,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         agent_specs: two or more agents: specs for :func:`agents.registry.make_agent` (``"greedy"``,
             ``"pimc:200"``, ``"checkpoint:runs/x/final.pt"``), ``"ladder"`` (:data:`agents.registry.LADDER`) or Agent
             objects (named by their ``name``).
-        rules: a RuleSet or a preset name (any preset of RULES.md 6).
+        rules: a RuleSet or a preset name (any preset of docs/rules.md 6).
         deals: deal budget per pair (at least this many deals, all arrangements together).
         seed: the seed of the boards, :data:`SEED_MIN` .. :data:`SEED_MAX`; equal seeds give equal reports.
         num_players: seats, when ``rules`` is a preset name.
@@ -236,7 +236,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             simulations per move; ismcts and ismcts:N are aliases), checkpoint:PATH, pretrained:NAME; ladder stands
             for every scripted bot, weakest first.
         deals: deal budget per pair (at least this many deals, seats swapped included).
-        preset: rule preset of RULES.md section 6: classic, matsuda, cicera, bga, stadium or royal.
+        preset: rule preset of docs/rules.md section 6: classic, matsuda, cicera, bga, stadium or royal.
         num_players: seats, one the preset allows (default its first: 2, or 4 for cicera); 4 and 6 play
             partnerships, both partners the same agent (seats 0 and 2 one agent, 1 and 3 the other).
         seed: seed of the deals, 0..2147483647; the same seed gives the same results.

@@ -10,7 +10,7 @@ strings of :mod:`cassino_env.actions`)::
 
 Input that is not a legal move is answered with the reason (the rule it breaks, from the reference engine) and the
 person is asked again. ``?`` lists the forms, ``q`` quits. At the end of each deal its score is shown item by item
-(RULES.md 5: the items of the preset's scoring, e.g. napula and in-play points in Cicera), then the match totals.
+(docs/rules.md 5: the items of the preset's scoring, e.g. napula and in-play points in Cicera), then the match totals.
 Every preset plays: where courts are numeric or an ace may count 14 a ``values`` line says so, builds show their
 declared value (up to 14), and in Cicera each seat's in-play points so far are shown.
 
@@ -194,7 +194,7 @@ def _ask(state: Any, obs: dict[str, Any], inp: IO[str], out: IO[str], seat: int,
 
 
 def _deal_report(result: Any, b: int, rules: RuleSet, seat: int) -> str:
-    """The score of a deal that ended, item by item: the items of the rules' scoring only (RULES.md 5)."""
+    """The score of a deal that ended, item by item: the items of the rules' scoring only (docs/rules.md 5)."""
     from cassino_env.core import ITEMS, items_of
 
     S, P = rules.num_sides, rules.num_players
@@ -281,7 +281,7 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
     Args:
         opponent: agent spec: random, greedy, beginner, intermediate, advanced, pimc, pimc:N, checkpoint:PATH,
             pretrained:NAME (e.g. pretrained:classic).
-        preset: rule preset of RULES.md section 6.
+        preset: rule preset of docs/rules.md section 6.
         num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
         seat: your seat; seat 0 moves first.
         seed: seed of the deals.

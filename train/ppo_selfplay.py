@@ -34,7 +34,7 @@ How the game is turned into PPO data
   scoring items (cards, spades, casinos, aces, sweeps) so the critic learns which captures matter, and maximising the
   deal margin is what wins matches; ``reward_scale`` brings it to about +-1 for the critic.
 * **Sides.** Rewards are paid per side (a player, or a partnership: 4 seats are sides ``seat % 2``, 6 seats sides
-  ``seat % 3``, RULES.md 1): partners get the same reward, each seat keeps its own trajectory, and the same network
+  ``seat % 3``, docs/rules.md 1): partners get the same reward, each seat keeps its own trajectory, and the same network
   plays every seat, so partners are trained as one team on their shared reward.
 * **Masks.** Each transition stores its legal-move mask and move table; the update recomputes log-probabilities and
   the entropy over the legal moves only.
@@ -121,9 +121,9 @@ class Args:
 
     # --- environment ------------------------------------------------------------------------------------------------
     preset: str = "classic"
-    """rule preset (RULES.md 6)"""
+    """rule preset (docs/rules.md 6)"""
     num_players: int | None = None
-    """seats per game; null: the preset's first allowed count (RULES.md 6: 2, or 4 for cicera); 4 and 6 seats play
+    """seats per game; null: the preset's first allowed count (docs/rules.md 6: 2, or 4 for cicera); 4 and 6 seats play
     partnerships"""
     reward: str = "points"
     """env reward: points (deal margin, zero-sum, every deal) or win (+-1 per match)"""
@@ -562,7 +562,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
                               f"not {rules.preset!r} with {rules.num_players}")
     B, T, P, S = args.num_envs, args.num_steps, rules.num_players, rules.num_sides
-    side_of_seat = np.arange(P) % S  # RULES.md 1: partners sit opposite, seats p and p + S
+    side_of_seat = np.arange(P) % S  # docs/rules.md 1: partners sit opposite, seats p and p + S
     batch_steps = B * T
     num_iterations = max(args.total_timesteps // batch_steps, 1)
     run_dir = Path(args.run_dir) if args.run_dir else config.default_run_dir(args)

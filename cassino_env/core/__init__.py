@@ -1,4 +1,5 @@
-"""The batched rules core: B Cassino matches of any rule set (every RULES.md 6 preset and every switch of section 3)
+"""The batched rules core: B Cassino matches of any rule set (every docs/rules.md 6 preset and every switch of section
+3)
 as numpy arrays, stepped by numba kernels.
 
 Pgx-style: a :class:`State` of arrays with a leading batch axis, a legal move table recomputed by every
@@ -17,7 +18,7 @@ hot path; the kernels loop over the batch (``parallel=True`` spreads chunks of g
 
 Cards and sets
 --------------
-A card id is ``13 * suit + rank - 1`` (RULES.md 1). A set of cards is a ``uint64`` bitmask: bit ``c`` set when card
+A card id is ``13 * suit + rank - 1`` (docs/rules.md 1). A set of cards is a ``uint64`` bitmask: bit ``c`` set when card
 ``c`` is in the set. Shapes below: B games, P seats, S sides (P, or 2 for 4 players in partnerships), M = max_moves.
 
 State arrays (views; :func:`step` mutates them in place)
@@ -28,7 +29,7 @@ field               dtype[shape]          meaning
 ``hand``            uint64[B, P]          bit c set when seat p holds card c
 ``loose``           uint64[B]             loose table cards
 ``build_cards``     uint64[B, K]          cards of the build in slot k (0: empty slot). Where builds of equal value
-                                          merge (``standard``, ``reservation``: RULES.md 4.1 rule 6) slot v-1 holds
+                                          merge (``standard``, ``reservation``: docs/rules.md 4.1 rule 6) slot v-1 holds
                                           the build of value v and K is the largest build value (10; 13 with numeric
                                           courts; 14 with ``ace_high``); with ``attach`` builds K = 26 and a new
                                           build takes the first free slot
@@ -36,7 +37,7 @@ field               dtype[shape]          meaning
 ``build_owner``     int8[B, K]            owner seat of the build in slot k, -1 for none
 ``captured``        uint64[B, P]          cards captured by seat p this deal (partners pool them when scoring)
 ``sweeps``          int16[B, P]           sweeps by seat p this deal
-``in_play``         int16[B, P]           Cicera's in-play points (RULES.md 5.3) of seat p this deal, sweeps apart
+``in_play``         int16[B, P]           Cicera's in-play points (docs/rules.md 5.3) of seat p this deal, sweeps apart
 ``match_scores``    int16[B, S]           match totals per side (points) of the deals scored so far in this match
 ``deck``            int8[B, 52]           this deal's shuffled deck (positions before ``stock_pos`` are dealt)
 ``stock_pos``       int8[B]               the stock is ``deck[b, stock_pos[b]:]``, front dealt first
@@ -76,7 +77,7 @@ Stepping
 ``step(state, actions)`` plays ``actions[b]`` (an index < ``num_moves[b]``; checked for every game before anything
 changes, else :class:`ActionIndexError` naming the game) in each game: it moves the card, passes the turn, deals a
 new round when every hand is empty, and at the end of a deal gives the residue as ``residue_to`` says, scores the
-deal (RULES.md 5, by ``scoring``: ``StepResult.deal_items`` follows :data:`ITEMS`, :func:`items_of` names the items
+deal (docs/rules.md 5, by ``scoring``: ``StepResult.deal_items`` follows :data:`ITEMS`, :func:`items_of` names the items
 of a rule set) and adds it to the match totals. A match ends after a deal in which a side reaches the target with the
 unique highest total (a tie for highest plays another deal). With ``auto_reset=True`` (default) the next deal (dealer
 +1) or a new match (match counter +1, totals 0, dealer P-1) is dealt in the same step; with ``auto_reset=False``
@@ -114,7 +115,7 @@ Randomness
 ----------
 No global RNG: deal k of match m of game b uses ``deck_for(seed[b], m, k)``, a Fisher-Yates shuffle driven by
 splitmix64 over counters. The deck is dealt ``deck[:table_cards]`` to the table, then ``hand_size`` cards to each seat
-from the dealer's left; the stock is the rest, front first (RULES.md 2.1, 2.3).
+from the dealer's left; the stock is the rest, front first (docs/rules.md 2.1, 2.3).
 """
 
 from ._cacheguard import check_numba_cache

@@ -161,7 +161,7 @@ class StepResult:
     Attributes:
         actor: int8[B] — seat that moved (-1: a game with nothing to play, auto-reset off).
         deal_done: bool[B] — this move ended a deal (it was scored; with auto-reset the next deal is already dealt).
-        match_done: bool[B] — this move ended a match (RULES.md 2.6).
+        match_done: bool[B] — this move ended a match (docs/rules.md 2.6).
         match_winner: int8[B] — winning side of a match that ended, else -1.
         deal_points: int16[B, P] — each seat's SIDE points for a deal that ended (partners both get their side's
             points), else 0.
@@ -236,7 +236,7 @@ def uses_classic_generator(rules: RuleSet) -> bool:
 
 
 def items_of(rules: RuleSet) -> tuple[str, ...]:
-    """The scoring items of ``rules.scoring`` (RULES.md 5), a subset of :data:`ITEMS` in the reference's order."""
+    """The scoring items of ``rules.scoring`` (docs/rules.md 5), a subset of :data:`ITEMS` in the reference's order."""
     return SCORING_ITEMS[rules.scoring]
 
 
@@ -289,7 +289,7 @@ def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 
     """Start ``B = len(seeds)`` matches, one per seed; deal their first deals and list the moves.
 
     Args:
-        rules: any rule set (:func:`cassino_env.rules.make_rules`: a RULES.md 6 preset plus switch overrides).
+        rules: any rule set (:func:`cassino_env.rules.make_rules`: a docs/rules.md 6 preset plus switch overrides).
         seeds: int64[B] — per-game seeds; game b's deal k of match m uses ``deck_for(seeds[b], m, k)``.
         max_moves: M, the width of the move table; longer lists keep their first M moves and set ``overflow``.
         prune: drop captures dominated by a larger capture with the same card (movespec "PRUNING").
@@ -377,7 +377,7 @@ def kernel_args(state: State) -> tuple[np.ndarray, ...]:
 
 
 def tally(state: State) -> dict[str, np.ndarray]:
-    """Score every game's captured piles, sweeps and in-play points as they stand (RULES.md 5, by ``scoring``);
+    """Score every game's captured piles, sweeps and in-play points as they stand (docs/rules.md 5, by ``scoring``);
     nothing changes, no residue is given.
 
     For a deal that is over (``auto_reset=False``) this is the deal's tally. Returns ``{"items": int16[B, S, 9]
@@ -467,13 +467,13 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
     """A one-game State (B = 1) from an explicit position, card ids throughout; moves are listed for ``to_move``.
 
     ``builds`` are ``(cards, value, owner)``; ``stock`` is dealt front first; ``dealer`` defaults to the seat
-    before ``to_move``; ``in_play`` holds Cicera's in-play points per seat so far (RULES.md 5.3). The position need
+    before ``to_move``; ``in_play`` holds Cicera's in-play points per seat so far (docs/rules.md 5.3). The position need
     not hold all 52 cards, but no card may appear twice. With ``auto_reset=False`` (the default here) a deal that
     ends leaves ``current_player == -1`` and its cards in place.
 
     Raises:
         PositionError: naming the field for a malformed position (a card twice, a bad seat or build, two builds
-            of one value where equal values merge, RULES.md 4.1 rule 6).
+            of one value where equal values merge, docs/rules.md 4.1 rule 6).
     """
     _check_rules(rules)
     P, S = rules.num_players, rules.num_sides
@@ -505,7 +505,7 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
     nslots = int(st._cfg[CFG_K])
     bcol = P + 1
     if rules.builds == "none" and len(builds):
-        raise PositionError(f"builds: preset {rules.preset!r} has no builds (RULES.md 3 builds=none)")
+        raise PositionError(f"builds: preset {rules.preset!r} has no builds (docs/rules.md 3 builds=none)")
     for k, bld in enumerate(builds):
         try:
             bcards, value, owner = bld
@@ -513,16 +513,16 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
             raise PositionError(f"builds[{k}]: expected (cards, value, owner)") from None
         if not isinstance(value, (int, np.integer)) or not rules.is_build_value(int(value)):
             raise PositionError(f"builds[{k}].value: {value!r} is not a build value of these rules: 1..10, 11..13 "
-                                "with numeric courts, 14 with ace_high (RULES.md 4.1 rule 3)")
+                                "with numeric courts, 14 with ace_high (docs/rules.md 4.1 rule 3)")
         if len(bcards) < 2 or (rules.court_values == "none" and any(is_court(int(c)) for c in bcards)):
-            raise PositionError(f"builds[{k}].cards: a build holds two or more valued cards (RULES.md 1, 3)")
+            raise PositionError(f"builds[{k}].cards: a build holds two or more valued cards (docs/rules.md 1, 3)")
         if not splits([rank(int(c)) for c in bcards], int(value)):
-            raise PositionError(f"builds[{k}]: cards do not split into groups of {value} (RULES.md 1 build)")
+            raise PositionError(f"builds[{k}]: cards do not split into groups of {value} (docs/rules.md 1 build)")
         o = seat(owner, f"builds[{k}].owner")
         if rules.builds == "reservation" and any(o == int(i8[0, OWNER + q]) for q in range(nslots)
                                                   if u64[0, bcol + q]):
             raise PositionError(f"builds[{k}].owner: seat {o} owns two reservations; under reservation a "
-                                "player owns at most one (RULES.md 4.4)")
+                                "player owns at most one (docs/rules.md 4.4)")
         v = int(value)
         if rules.builds == "attach":
             if k >= nslots:
@@ -531,7 +531,7 @@ def from_position(rules: RuleSet, hands: Sequence[Sequence[int]], loose: Sequenc
         else:
             slot = v - 1
             if u64[0, bcol + slot] != 0:
-                raise PositionError(f"builds[{k}]: a second build of value {v} (equal values merge, RULES.md 4.1 "
+                raise PositionError(f"builds[{k}]: a second build of value {v} (equal values merge, docs/rules.md 4.1 "
                                     "rule 6)")
         u64[0, bcol + slot] = cards_of(bcards, f"builds[{k}].cards")
         i8[0, OWNER + slot] = o

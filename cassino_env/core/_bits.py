@@ -1,7 +1,7 @@
 """Bit tables, bit-twiddling intrinsics and the counter-based RNG of the batched core.
 
 Everything here is computed once at import and read by the numba kernels as compile-time constants.
-Card sets are ``uint64`` bitmasks over card ids (bit ``c`` set for card id ``c``, RULES.md 1).
+Card sets are ``uint64`` bitmasks over card ids (bit ``c`` set for card id ``c``, docs/rules.md 1).
 
 numba promotes ``uint64`` mixed with ``int64`` to ``float64``, so every constant that meets a mask is a
 ``np.uint64`` here (``U1``, ``BIT``, ``S32``...).
@@ -28,7 +28,7 @@ FULL = np.uint64((1 << NUM_CARDS) - 1)
 RANK_MASK = np.zeros(14, dtype=np.uint64)
 for _c in range(NUM_CARDS):
     RANK_MASK[_c % 13 + 1] |= np.uint64(1 << _c)
-#: uint64: the 40 numerals A..10 (RULES.md 1, court_values=none).
+#: uint64: the 40 numerals A..10 (docs/rules.md 1, court_values=none).
 NUMERALS = np.uint64(sum(1 << c for c in range(NUM_CARDS) if c % 13 < 10))
 #: uint64: the four aces.
 ACE_MASK = RANK_MASK[1]

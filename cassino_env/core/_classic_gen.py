@@ -1,4 +1,4 @@
-"""Legal move generation of the batched core for the ``classic`` rule switches (RULES.md 3, 4.1, 4.4).
+"""Legal move generation of the batched core for the ``classic`` rule switches (docs/rules.md 3, 4.1, 4.4).
 
 This module restates the binding move semantics (the project's move specification) as implemented here.
 
@@ -12,15 +12,15 @@ card-id list of ``cards`` compared lexicographically (a proper prefix first), th
 
 Legal moves of the player to move:
 
-* Trail any hand card, unless the player owns a build at the start of the turn (RULES.md 4.4 ``no_trail``).
+* Trail any hand card, unless the player owns a build at the start of the turn (docs/rules.md 4.4 ``no_trail``).
 * Capture with a numeral of value ``v``: take the union of one or more pairwise disjoint groups, a group being one
   loose numeral of value ``v``, two or more loose numerals summing to ``v``, or a whole build (anyone's) of value
-  ``v`` (RULES.md 1 group, 3 ``capture_mode=groups``). Every distinct union is a move.
+  ``v`` (docs/rules.md 1 group, 3 ``capture_mode=groups``). Every distinct union is a move.
   A court (J, Q, K) takes exactly one loose court of its rank, one move per matching court; courts never join sums
-  or builds (RULES.md 3 ``court_values=none``, ``court_pair_take=one``).
+  or builds (docs/rules.md 3 ``court_values=none``, ``court_pair_take=one``).
 * Build with numeral ``c`` declaring ``v`` from a non-empty set ``U`` of table items (loose numerals, whole builds),
   when ``c`` and the items of ``U`` split into groups each summing to ``v`` (a build is one item of its declared
-  value and stays intact) and (RULES.md 4.1): the hand still holds a card of value ``v`` after ``c`` is played
+  value and stays intact) and (docs/rules.md 4.1): the hand still holds a card of value ``v`` after ``c`` is played
   (rule 2); ``v <= 10`` (rule 3); a multiple build in ``U`` is a group alone (rule 4); a single build in ``U`` of
   another value is *raised*: its group is exactly ``{build, c}``, so ``v`` is its value plus ``c``'s, no loose card
   joins that group, and the owner may raise their own (rule 5, ``raise_own_build``, ``raise_with_table_cards``
@@ -29,7 +29,7 @@ Legal moves of the player to move:
   (value ``v``) or with loose cards summing to ``v - value(c)``, and the rest of ``L`` splits into groups of ``v``;
   or *one raise* of single build ``B``: ``U`` = ``B`` + every build of value ``v`` + loose ``L`` splitting into
   groups of ``v``. The result is one build of all the cards, value ``v``, owned by the player.
-* Owner obligation, every move (RULES.md 4.4 first bullet): afterwards, for every build the player owns, the
+* Owner obligation, every move (docs/rules.md 4.4 first bullet): afterwards, for every build the player owns, the
   remaining hand holds a card of its value.
 * Pruning (option ``prune``, on by default): a capture whose card set is a strict subset of another legal capture by
   the same played card is dropped. Legal captures are closed under supersets (taking more builds only eases the
@@ -102,7 +102,7 @@ def new_scratch():
 
 @njit(cache=True)
 def _is_single(cards, value):
-    """True when the build's cards sum to its value (a single build, RULES.md 1)."""
+    """True when the build's cards sum to its value (a single build, docs/rules.md 1)."""
     s = 0
     x = cards
     while x:
@@ -134,7 +134,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         hm = u64[b, p]
         lm = u64[b, P]
         bcol = P + 1
-        # Values held and builds owned at the start of the turn (RULES.md 4.1 rule 2, 4.4).
+        # Values held and builds owned at the start of the turn (docs/rules.md 4.1 rule 2, 4.4).
         own = 0
         hvals = 0
         for v in range(1, 11):
@@ -145,14 +145,14 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             if i8[b, v - 1] == p:
                 own |= 1 << v
         # Values of owned builds with no card of that value left if a card of value a (0: a court) is played.
-        # RULES.md 4.4: such a build must be taken or used by the move.
+        # docs/rules.md 4.4: such a build must be taken or used by the move.
         miss_court = 0
         if own:
             for w in range(1, 11):
                 if (own >> w) & 1 and si[SI_CNT + w] == 0:
                     miss_court |= 1 << w
 
-        # --- trails (RULES.md 4.4 no_trail: not while owning a build) ----------------------------------------------
+        # --- trails (docs/rules.md 4.4 no_trail: not while owning a build) --------------------------------------------
         if own == 0:
             tot = write_trails(b, m8, mvc, M, tot, hm)
 
@@ -285,7 +285,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                 ps = si[SI_PST + a]
                 pc = si[SI_PCN + a]
                 bca = u64[b, bcol + a - 1]
-                # -- captures (RULES.md 1 group, 3 capture_mode=groups; 4.4 owner obligation) --
+                # -- captures (docs/rules.md 1 group, 3 capture_mode=groups; 4.4 owner obligation) --
                 start = sp
                 if (miss & ~(1 << a)) == 0:
                     need_build = (miss >> a) & 1
@@ -319,7 +319,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     sp = _sort_pairs(sc, start, sp)
                 si[SI_CST + a] = start
                 si[SI_CCN + a] = (sp - start) // 2
-                # -- builds (RULES.md 4.1 rules 1-7, 4.4) --
+                # -- builds (docs/rules.md 4.1 rules 1-7, 4.4) --
                 start = sp
                 for v in range(a, 11):
                     if not (hvals >> v) & 1:
@@ -432,7 +432,7 @@ def _fast_emit(b, m8, mvc, M, tot, hm, lm, miss_court, sc, si):
         x &= x - U1
         r = RANK[c]
         if r > 10:
-            # A court takes exactly one loose court of its rank (RULES.md 3 court_pair_take=one).
+            # A court takes exactly one loose court of its rank (docs/rules.md 3 court_pair_take=one).
             if miss_court == 0:
                 y = lm & RANK_MASK[r]
                 while y:
@@ -499,7 +499,7 @@ def _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si):
         x &= x - U1
         r = RANK[c]
         if r > 10:
-            if miss_court == 0:  # RULES.md 3 court_pair_take=one
+            if miss_court == 0:  # docs/rules.md 3 court_pair_take=one
                 y = lm & RANK_MASK[r]
                 while y:
                     t = lowbit(y)
@@ -517,7 +517,7 @@ def _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si):
             if (own >> w) & 1 and si[SI_CNT + w] - (1 if w == a else 0) == 0:
                 miss |= 1 << w
         if miss & ~(1 << a):
-            continue  # RULES.md 4.4: some other owned build would lose its last capturing card
+            continue  # docs/rules.md 4.4: some other owned build would lose its last capturing card
         bca = u64[b, bcol + a - 1]
         budget = M - tot
         lim = budget + 1
@@ -541,7 +541,7 @@ def _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si):
             m8[b, 2, tot + i] = a
             mvc[b, tot + i] = buf[2 * i + 1]
         tot += n
-    # --- builds, by played card id (RULES.md 4.1) ---
+    # --- builds, by played card id (docs/rules.md 4.1) ---
     x = hm & NUMERALS
     while x and tot <= M:
         c = lowbit(x)

@@ -9,7 +9,7 @@ work is proportional to K times the depth, whatever the table.
 Feasibility works on *count vectors*: whether a set of loose numerals splits into groups of value ``v`` depends only
 on how many cards of each value it holds. A vector packs the counts of values 1..14 in 4-bit fields (value i at
 bits ``4(i-1)``; at most 4 per value, as a rank has four cards; value 14 never occurs on the table but keeps the
-arithmetic of ``v = 14`` uniform). Values 11..13 are numeric courts (RULES.md 3), used by the general generator.
+arithmetic of ``v = 14`` uniform). Values 11..13 are numeric courts (docs/rules.md 3), used by the general generator.
 ``box(lo, hi, v)`` answers "is there a multiset of groups of ``v`` whose cards u satisfy ``lo <= u <= hi`` field by
 field", i.e. can every card counted in ``lo`` be covered by disjoint groups of ``v`` drawing any extra cards from
 ``hi - lo``. It branches on which group

@@ -1,22 +1,22 @@
-"""Legal move generation of the batched core for every rule switch of RULES.md section 3.
+"""Legal move generation of the batched core for every rule switch of docs/rules.md section 3.
 
 The ``classic`` switches (courts without value, one court per pair, ace low, ``groups`` captures, ``standard``
 builds that the owner may raise, ``no_trail``) have a specialised generator (:mod:`._classic_gen`). Every other rule
 set — the ``matsuda``, ``cicera``, ``bga``, ``stadium`` and ``royal`` presets and any mix of switches — is listed
 here. The moves, their encoding and the canonical order are those of :mod:`._classic_gen`; what a switch changes is
-restated below with its RULES.md section.
+restated below with its docs/rules.md section.
 
-Values (RULES.md 1, 3). A card's value is its rank, except a court with ``court_values = none``, which has none: it
+Values (docs/rules.md 1, 3). A card's value is its rank, except a court with ``court_values = none``, which has none: it
 never joins a sum or a build and captures only by pairing: one loose court of its rank (``court_pair_take = one``,
 one move per matching court) or every loose court of its rank (``all``). A played ace may also capture as 14 with
 ``ace_high`` (the move's value is then 14); on the table and in builds an ace is 1.
 
-Captures with a card of value ``a`` (RULES.md 1 group, 3 ``capture_mode``): a group is a set of loose valued cards
+Captures with a card of value ``a`` (docs/rules.md 1 group, 3 ``capture_mode``): a group is a set of loose valued cards
 summing to ``a`` or one whole build of value ``a``. ``groups``: any non-empty union of pairwise disjoint groups;
 ``one_group``: exactly one group.
 
 Builds with a valued card ``c`` of value ``a`` declaring ``v`` (``a <= v <= max_value``, and a card that captures ``v``
-stays in hand: RULES.md 4.1 rules 2 and 3):
+stays in hand: docs/rules.md 4.1 rules 2 and 3):
 
 * ``standard`` (4.1): the build of value ``v`` (equal values merge, rule 6) joins whole, as a group of its own; ``c``
   is a group alone (``a = v``) or with loose cards summing to ``v - a``; or ``c`` raises one single build ``B`` of
@@ -29,7 +29,7 @@ stays in hand: RULES.md 4.1 rules 2 and 3):
 * ``attach`` (4.3): ``c`` goes on exactly one item ``x`` — a loose valued card or a build — declaring
   ``value(x) + a`` (not on a multiple build) or, when ``value(x) = a``, ``a``. Builds of equal value stay apart.
 
-Owner obligations (RULES.md 4.4), checked on every candidate: a player owning a build at the start of the turn may
+Owner obligations (docs/rules.md 4.4), checked on every candidate: a player owning a build at the start of the turn may
 not trail (``no_trail``, and ``resolve_next_turn`` too); with ``resolve_next_turn`` the move must take one of the
 player's builds whole — by capture, or by building where ``raise_own_build`` holds; afterwards every build the
 player still owns (or has just made) must have a card of its value left in hand. When these block every move (an
@@ -97,7 +97,7 @@ GI_NSLOT = 351
 GI_SLOT = 352  # non-empty build slots (up to 26)
 GI_TOT = 380  # trails written before a hand-over to the crowded-table path
 GI_CC = 384  # capture list of the cards of rank r: sc[si[GI_CC + r] : si[GI_CC + 14 + r]] (-1: not listed yet)
-GI_BC = 416  # the same for build lists (cards of one rank have the same moves, RULES.md 1 value)
+GI_BC = 416  # the same for build lists (cards of one rank have the same moves, docs/rules.md 1 value)
 GI_SIZE = 448
 
 VISIT_CAP = 16384  # more loose subsets searched than this: the table is crowded, list by general_slow
@@ -118,7 +118,7 @@ def _switches(cfg):
 
 @njit(cache=True)
 def _val(c, numeric):
-    """Value of card c (RULES.md 1): its rank, or 0 for a court without value."""
+    """Value of card c (docs/rules.md 1): its rank, or 0 for a court without value."""
     r = np.int64(RANK[c])
     if numeric or r <= 10:
         return r
@@ -138,7 +138,7 @@ def _caps(c, w, numeric, acehigh):
 
 @njit(cache=True)
 def _legal(kind, c, v, used, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-    """RULES.md 4.4 for a capture (kind 1) or build (kind 2) of card c, value v, table cards ``used``."""
+    """docs/rules.md 4.4 for a capture (kind 1) or build (kind 2) of card c, value v, table cards ``used``."""
     nown = si[GI_NOWN]
     if nown > 0:
         if resolve:
@@ -164,7 +164,7 @@ def _legal(kind, c, v, used, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
 
 @njit(cache=True)
 def _regroup_items(si, fixed, a, v):
-    """The items a reservation build regroups (RULES.md 4.2): the played card's value ``a`` and the value of every
+    """The items a reservation build regroups (docs/rules.md 4.2): the played card's value ``a`` and the value of every
     card of ``fixed``, written to ``si[GI_MV:]``; returns (their count vector, their number), the number -1 when a
     card is above v (it fits in no group of v)."""
     si[GI_MV] = a
@@ -185,7 +185,7 @@ def _regroup_items(si, fixed, a, v):
 
 @njit(cache=True)
 def _cover(sc, sp, si, nmand, v):
-    """List every loose set C such that the mandatory items and C split into groups of v (RULES.md 4.2).
+    """List every loose set C such that the mandatory items and C split into groups of v (docs/rules.md 4.2).
 
     The mandatory item values are ``si[GI_MV:GI_MV + nmand]``; each group holds at least one mandatory item, plus
     loose cards from one group of the groups lists (``GI_GST``/``GI_GCN``). A work stack of (items left, loose
@@ -272,7 +272,7 @@ def _put(out, w, key, m):
 @njit(cache=True)
 def _court_captures(out, w, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
     """Append the legal captures of a court without value: one loose court of its rank per move, or all of them
-    with ``court_pair_take = all`` (RULES.md 3). Returns the new end, -1 when ``out`` is full."""
+    with ``court_pair_take = all`` (docs/rules.md 3). Returns the new end, -1 when ``out`` is full."""
     r = np.int64(RANK[c])
     y = lm & RANK_MASK[r]
     if pairall:
@@ -303,7 +303,7 @@ def _builds_of_value(b, u64, i8, si, bcol, nslot, a):
 
 @njit(cache=True)
 def _attach_builds(out, w, c, a, v, lm, nslot, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
-    """Append the legal attachments of card c (value a) declaring v (RULES.md 4.3): onto a loose valued card or a
+    """Append the legal attachments of card c (value a) declaring v (docs/rules.md 4.3): onto a loose valued card or a
     build, as a sum (not onto a multiple build) or as a pair of equal values. Returns the new end, -1 when full."""
     y = lm
     while y:
@@ -434,11 +434,11 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     nown += 1
         si[GI_NOWN] = nown
         si[GI_NSLOT] = nslot
-        # --- trails (RULES.md 4.4: never while owning a build, under either owner rule) ---
+        # --- trails (docs/rules.md 4.4: never while owning a build, under either owner rule) ---
         if nown == 0:
             tot = write_trails(b, m8, mvc, M, tot, hm)
         ntrails = tot
-        # resolve_next_turn with builds owned: only moves that take one of them whole can be legal (RULES.md 4.4),
+        # resolve_next_turn with builds owned: only moves that take one of them whole can be legal (docs/rules.md 4.4),
         # so candidates without one are not generated at all (_legal would refuse them)
         need_own = resolve and nown > 0
         ownvals = 0
@@ -534,7 +534,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             a0 = _val(c, numeric)
             start = sp
             if a0 == 0:
-                # a court without value pairs loose courts of its rank (RULES.md 3 court_pair_take)
+                # a court without value pairs loose courts of its rank (docs/rules.md 3 court_pair_take)
                 if not need_own:
                     sp = _court_captures(sc, sp, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh,
                                          resolve, raiseown)
@@ -626,7 +626,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             si[GI_CC + 14 + rk] = end
             sp = end
 
-        # --- builds, by played card id (RULES.md 4.1-4.3) ---
+        # --- builds, by played card id (docs/rules.md 4.1-4.3) ---
         if bmode != 0 and not (need_own and not raiseown):
             x = hm
             while x:
@@ -653,7 +653,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     same = u64[b, bcol + v - 1]
                     same_own = same != 0 and i8[b, OWNER + v - 1] == p
                     if same_own and not raiseown:
-                        continue  # building on your own build needs raise_own_build (RULES.md 3, 4.4)
+                        continue  # building on your own build needs raise_own_build (docs/rules.md 3, 4.4)
                     other_own = need_own and not same_own  # the move must take another own build, or is illegal
                     if bmode == 1:
                         # standard (4.1): no raise; c alone or with loose cards summing to v - a
@@ -780,7 +780,7 @@ def _push(buf, w, lim, key, m):
 
 @njit(cache=True)
 def _one_group_lex(loose, a, numeric, tag, limit, buf, w, lim):
-    """Append the first ``limit`` loose sets summing to ``a`` in canonical order (one group, RULES.md 3).
+    """Append the first ``limit`` loose sets summing to ``a`` in canonical order (one group, docs/rules.md 3).
 
     Preorder search over the valued loose cards in increasing id; a child is entered only if the sum still needed
     can be made from the cards after it (suffix subset-sum bitmasks), so the work grows with the output.
@@ -891,7 +891,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
                         continue
                     if a == 1 and acehigh and bm_all == 0:
                         # the ace's capture as 1 (every loose ace) is dropped when a legal capture as 14 holds
-                        # every loose ace (RULES.md 3 ace_high; pruning compares an ace's two values)
+                        # every loose ace (docs/rules.md 3 ace_high; pruning compares an ace's two values)
                         b14 = U0
                         for qs in range(nslot):
                             k = si[GI_SLOT + qs]

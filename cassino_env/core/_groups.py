@@ -1,7 +1,7 @@
 """Searches of the general move generator (loose groups by sum, unions of disjoint groups), and the scratch sorting
 and trail writing both generators share.
 
-A *group* is a set of loose valued cards with a given sum (RULES.md 1); a capture or a build of value v takes a
+A *group* is a set of loose valued cards with a given sum (docs/rules.md 1); a capture or a build of value v takes a
 union of pairwise disjoint groups of sum v. The classic generator (:mod:`._classic_gen`) writes its own copies of the
 two searches inline, which keeps its hot path about 12% faster. Both generators keep their data in one growable
 ``uint64`` scratch buffer ``sc`` and one ``int64`` buffer ``si``; the callers pass the offsets of the regions they
@@ -207,7 +207,7 @@ def sort_pairs(sc, start, end):
 @njit(cache=True)
 def write_trails(b, m8, mvc, M, tot, hand):
     """Write a trail of every card of ``hand`` (uint64 set) to game b's move table from row ``tot``, by card id,
-    rows past M counted but not written; return the new count (RULES.md 1 trail)."""
+    rows past M counted but not written; return the new count (docs/rules.md 1 trail)."""
     x = hand
     while x:
         c = lowbit(x)

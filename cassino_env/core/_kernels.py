@@ -73,7 +73,7 @@ CHUNK = 64  # most games per prange task (step and rollout with parallel=True)
 
 @njit(cache=True)
 def _deal_round(b, u64, i8, cfg):
-    """RULES.md 2.3: ``hand_size`` cards to each seat from the stock's front, starting after the dealer, who moves.
+    """docs/rules.md 2.3: ``hand_size`` cards to each seat from the stock's front, starting after the dealer, who moves.
 
     A stock too short for full hands gives out what it has, block by block (positions built for tests only).
     """
@@ -100,7 +100,7 @@ def _deal_round(b, u64, i8, cfg):
 
 @njit(cache=True)
 def _start_deal(b, u64, i8, i16, i64, cfg):
-    """Deal a fresh deal of game ``b`` for its current dealer, match and deal counters (RULES.md 2.1).
+    """Deal a fresh deal of game ``b`` for its current dealer, match and deal counters (docs/rules.md 2.1).
 
     The deck is ``deck_for(seed, match, deal)``: ``deck[:table_cards]`` face up, then ``hand_size``-card blocks to
     each seat from the dealer's left; the rest is the stock, front first.
@@ -144,7 +144,8 @@ def _new_match(b, u64, i8, i16, i64, cfg):
 
 @njit(cache=True)
 def _score(b, u64, i16, res, cfg, rl):
-    """Score game b's captured piles, sweeps and in-play points per side into ``res[b]`` (RULES.md 5, by ``scoring``).
+    """Score game b's captured piles, sweeps and in-play points per side into ``res[b]`` (docs/rules.md 5, by
+    ``scoring``).
 
     Writes the items (``rl[1]``: the :data:`ITEMS` per side), the cards and spades captured (``rl[2]``, ``rl[3]``)
     and each seat's side points (``R_POINTS``). Side of seat p: p % S.
@@ -177,7 +178,7 @@ def _score(b, u64, i16, res, cfg, rl):
             res[b, base + k] = 0
         res[b, base + 5] = sw * cfg[CFG_SWEEP]
         if scoring == 2:
-            # RULES.md 5.3 cicera: 10D 1, 2S 1, JH 1, napula, in-play points
+            # docs/rules.md 5.3 cicera: 10D 1, 2S 1, JH 1, napula, in-play points
             res[b, base + 2] = 1 if pile & BIG_CASINO_BIT else 0
             res[b, base + 3] = 1 if pile & LITTLE_CASINO_BIT else 0
             run = 0
@@ -201,7 +202,7 @@ def _score(b, u64, i16, res, cfg, rl):
         elif ns == best_s:
             n_best_s += 1
     # most cards and most spades: standard 3 and 1, cicera 2 and 1, a tie scoring nothing; bga gives tied sides 2
-    # and 1 each (RULES.md 5.1-5.3). Nobody has most of what every side has none of (RULES.md 2).
+    # and 1 each (docs/rules.md 5.1-5.3). Nobody has most of what every side has none of (docs/rules.md 2).
     card_pts = 2 if scoring == 2 else 3
     for s in range(S):
         base = it_col + NITEMS * s
@@ -234,7 +235,7 @@ def score_all(u64, i16, res, cfg, rl):
 
 @njit(cache=True)
 def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
-    """Give the residue, score the deal (RULES.md 5), add to the match totals and report it in ``res[b]``.
+    """Give the residue, score the deal (docs/rules.md 5), add to the match totals and report it in ``res[b]``.
 
     ``last`` is the seat that played the deal's last card; ``rl`` = (totals, items, ncards, nspades) column starts
     of ``res``. Then, with auto-reset, start the next deal (dealer moves on) or, when the match is over, a new match;
@@ -245,7 +246,7 @@ def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
     K = cfg[CFG_K]
     bcol = P + 1
     ccol = P + 1 + K
-    # RULES.md 2.4: the residue goes to residue_to, never a sweep; with no capture in the whole deal it stays.
+    # docs/rules.md 2.4: the residue goes to residue_to, never a sweep; with no capture in the whole deal it stays.
     taker = last if cfg[CFG_RESLAST] != 0 else i8[b, LAST_CAP]
     if i8[b, LAST_CAP] >= 0:
         rest = u64[b, P]
@@ -276,7 +277,8 @@ def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
         elif tot == top:
             n_top += 1
     res[b, R_DEAL_DONE] = 1
-    # RULES.md 2.6: the match ends after a deal in which a side reaches the target, won by the unique highest total.
+    # docs/rules.md 2.6: the match ends after a deal in which a side reaches the target, won by the unique highest
+    # total.
     match_over = top >= cfg[CFG_TARGET] and n_top == 1
     if match_over:
         res[b, R_MATCH_DONE] = 1
@@ -287,7 +289,7 @@ def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
             _new_match(b, u64, i8, i16, i64, cfg)
         else:
             i64[b, DEAL_INDEX] += 1
-            i8[b, DEALER] = (i8[b, DEALER] + 1) % P  # RULES.md 2.5: the dealer moves to the next seat
+            i8[b, DEALER] = (i8[b, DEALER] + 1) % P  # docs/rules.md 2.5: the dealer moves to the next seat
             _start_deal(b, u64, i8, i16, i64, cfg)
     else:
         i8[b, CUR] = -1
@@ -321,7 +323,7 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     else:
         # capture or build: the used cards leave the table; builds go whole
         if kind == 1 and cfg[CFG_INPLAY] != 0:
-            # RULES.md 5.3 in-play points: pairing the card just trailed; one suit; three or more table cards
+            # docs/rules.md 5.3 in-play points: pairing the card just trailed; one suit; three or more table cards
             bonus = 0
             lt = i8[b, LAST_TRAIL]
             if lt >= 0 and (cards & BIT[lt]) != 0 and RANK[lt] == RANK[c] and val == RANK[c]:
@@ -351,11 +353,11 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
                     if u64[b, q] != 0:
                         last_play = False
                 if last_play:
-                    empty = False  # RULES.md 3 sweep_on_last_play=false: the deal's last card sweeps nothing
+                    empty = False  # docs/rules.md 3 sweep_on_last_play=false: the deal's last card sweeps nothing
             if empty:
-                i16[b, p] += 1  # RULES.md 1 sweep
+                i16[b, p] += 1  # docs/rules.md 1 sweep
         else:
-            # the new build: value val, owner p (RULES.md 4.1 "The result"); with attach, the first free slot
+            # the new build: value val, owner p (docs/rules.md 4.1 "The result"); with attach, the first free slot
             slot = val - 1
             if cfg[CFG_BUILDS] == 3:
                 for k in range(K):
@@ -395,7 +397,7 @@ def _list(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     nmcol = P + cfg[CFG_S]
     p = i8[b, CUR]
     if p >= 0 and i16[b, nmcol] == 0:
-        # RULES.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
+        # docs/rules.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
         # written by hand with an owner lacking a capturing card): every trail is legal (decided here, README)
         n = write_trails(b, m8, mvc, cfg[CFG_M], 0, u64[b, p])
         i16[b, nmcol] = min(n, cfg[CFG_M])

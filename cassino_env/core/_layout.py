@@ -11,14 +11,16 @@ argument costs reference counting); the public fields of ``State`` are numpy vie
     ``[DECK, DECK + 52)`` the deal's shuffled deck, then the scalars below.
 ``_i16``: int16[B, 2P + S + 1]
     ``[0, P)`` sweeps per seat, ``[P, P + S)`` match totals per side, ``P + S`` number of listed moves,
-    ``[P + S + 1, 2P + S + 1)`` Cicera's in-play points per seat (RULES.md 5.3).
+    ``[P + S + 1, 2P + S + 1)`` Cicera's in-play points per seat (docs/rules.md 5.3).
 ``_i64``: int64[B, 3]
     seed, match counter, deal counter.
 ``_cfg``: int64[NCFG]: the rule switches the kernels need, indexed by the ``CFG_*`` constants.
 
-Build slots. Where builds of equal value merge (``builds`` standard or reservation, RULES.md 4.1 rule 6) a table has
+Build slots. Where builds of equal value merge (``builds`` standard or reservation, docs/rules.md 4.1 rule 6) a table
+has
 at most one build per value and slot ``v - 1`` holds the build of value ``v`` (K = the largest build value: 10, 13
-or 14). With ``attach`` (RULES.md 4.3) builds of equal value stand side by side, so builds take the first free slot;
+or 14). With ``attach`` (docs/rules.md 4.3) builds of equal value stand side by side, so builds take the first free
+slot;
 every build holds at least two cards, so K = 26 slots always suffice.
 """
 
@@ -58,7 +60,7 @@ CFG_RESET = 8
 CFG_SLOW = 9  # test hook: list moves by the output-sensitive path only (classic generator)
 CFG_K = 10  # build slots
 CFG_GENERAL = 11  # 1: list moves with the general generator (any switches); 0: the classic generator
-CFG_MAXV = 12  # largest build value (RULES.md 4.1 rule 3)
+CFG_MAXV = 12  # largest build value (docs/rules.md 4.1 rule 3)
 CFG_NUMERIC = 13  # court_values = numeric
 CFG_ACEHIGH = 14
 CFG_PAIRALL = 15  # court_pair_take = all
@@ -84,11 +86,12 @@ R_MATCH_DONE = 2
 R_WINNER = 3
 R_POINTS = 4
 
-#: Scoring items of RULES.md 5 (every scoring), in the order of ``StepResult.deal_items``'s last axis (INTERCHANGE.md
+#: Scoring items of docs/rules.md 5 (every scoring), in the order of ``StepResult.deal_items``'s last axis
+# (docs/interchange.md
 #: names). Items a scoring does not have are 0: standard and bga have the first six, cicera all but ``aces``.
 ITEMS = ("cards", "spades", "big_casino", "little_casino", "aces", "sweeps", "napula", "jack_of_hearts", "in_play")
 NITEMS = len(ITEMS)
-#: The items of each ``scoring`` (RULES.md 5.1-5.3), as the reference engine's tally names them.
+#: The items of each ``scoring`` (docs/rules.md 5.1-5.3), as the reference engine's tally names them.
 SCORING_ITEMS = {
     "standard": ITEMS[:6],
     "bga": ITEMS[:6],
