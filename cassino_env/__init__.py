@@ -14,8 +14,11 @@ from .errors import (
     CassinoError,
     IllegalMoveError,
     MoveFormatError,
+    MoveLimitError,
     PositionError,
     RulesError,
+    SeedError,
+    check_seed,
 )
 from .interchange import apply_move, legal_moves, score_deal
 from .rules import PRESETS, RuleSet, make_rules
@@ -37,12 +40,15 @@ __all__ = [
     "CassinoError",
     "IllegalMoveError",
     "MoveFormatError",
+    "MoveLimitError",
     "PositionError",
     "RuleSet",
     "RulesError",
+    "SeedError",
     "apply_move",
     "card_id",
     "card_text",
+    "check_seed",
     "env",
     "legal_moves",
     "make_rules",

@@ -6,6 +6,15 @@ names the offending field or the rule (a docs/rules.md section) that forbids the
 
 from __future__ import annotations
 
+import operator
+from typing import Any
+
+import numpy as np
+
+#: Seeds are integers in ``0 <= seed < SEED_LIMIT`` (2**63, the range of a numpy int64 seed): one range everywhere
+#: (the AEC and vector environments, the oracle's callers, ``cassino play``), checked by :func:`check_seed`.
+SEED_LIMIT = 2**63
+
 
 class CassinoError(ValueError):
     """Base class of every bad-input error raised by :mod:`cassino_env`."""
@@ -29,3 +38,53 @@ class MoveFormatError(CassinoError):
 
 class IllegalMoveError(CassinoError):
     """A well-formed move that the rules forbid; the message names the rule (docs/rules.md section)."""
+
+
+class SeedError(CassinoError):
+    """A seed that is not an integer ``0 <= seed < 2**63`` (:data:`SEED_LIMIT`); the message names the field."""
+
+
+class MoveLimitError(CassinoError):
+    """A position with more legal moves than the ``limit`` a caller allowed (``legal_moves(position, limit=N)``)."""
+
+
+def check_seed(value: Any, field: str = "seed") -> int:
+    """Return ``value`` as a Python int if it is a valid seed: an integer (a Python int or a numpy integer, not a
+    bool) with ``0 <= value < 2**63``.
+
+    >>> check_seed(7)
+    7
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    cassino_env.errors.SeedError: seed: expected an integer 0 <= seed < 2**63, got -1
+
+    Raises:
+        SeedError: naming ``field``, for a bool, a float, text, None, a negative or too large integer.
+    """
+    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
+        raise SeedError(f"{field}: expected an integer 0 <= seed < 2**63, got {type(value).__name__} "
+                        f"{excerpt(value)}")
+    n = operator.index(value)
+    if not 0 <= n < SEED_LIMIT:
+        raise SeedError(f"{field}: expected an integer 0 <= seed < 2**63, got {excerpt(n)}")
+    return n
+
+
+def excerpt(value: Any, limit: int = 80) -> str:
+    """A short ``repr`` of ``value`` for an error message: at most about ``limit`` characters, cut in the middle
+    with ``...``; an integer too long to print names its digit count instead.
+
+    >>> excerpt("x" * 1000, limit=20)
+    "'xxxxxxx...xxxxxxx' (1002 characters)"
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # e.g. a nested structure too deep to print
+        return f"a {type(value).__name__} too large to print"
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return f"{text[:half]}...{text[-half:]} ({len(text)} characters)"
