@@ -120,7 +120,8 @@ def _check_actions(actions: np.ndarray, obs: dict[str, Any], rows: np.ndarray, n
 
 def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_agent: np.ndarray,
                rng: np.random.Generator, *, until: Literal["session", "deal"] = "session", session_wins: int = 1,
-               max_moves: int | None = None, check_legal: bool = True, progress: Any = None) -> GameLog:
+               max_moves: int | None = None, check_legal: bool = True, progress: Any = None,
+               recorder: Any = None) -> GameLog:
     """Play one game per seed, seat ``p`` of game ``g`` played by ``agents[seat_agent[g, p]]``, all in one batch.
 
     Game ``g`` starts a fresh match from core seed ``seeds[g]`` (equal seeds deal equal cards) and plays until
@@ -133,6 +134,7 @@ def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_
         max_moves: width of the move table (default the vector env's).
         check_legal: raise RuntimeError when an agent returns a wrong number of moves or an illegal one.
         progress: an object with ``update(deals)`` (a tqdm bar), told each step's finished deals; or None.
+        recorder: a :class:`train.records.GameRecorder` that records every game's moves and deals, or None.
     """
     from agents.bots import make_bot
     from cassino_env import core
@@ -149,6 +151,8 @@ def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_
     gidx = np.arange(G)
     filler = None
     deal_game, deal_totals, match_game, match_winner = [], [], [], []
+    if recorder is not None:
+        recorder.begin(agents, rules, seeds, seat_agent, until, session_wins)
     while active.any():
         who = seat_agent[gidx, np.maximum(obs["current_player"].astype(np.int64), 0)]
         actions = np.zeros(G, dtype=np.int64)
@@ -164,8 +168,12 @@ def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_
             if filler is None:
                 filler = make_bot("greedy", rules)
             actions[idle] = filler.act(slice_obs(obs, idle), rng)
+        if recorder is not None:
+            recorder.before_step(obs, actions, active)
         obs, _, _, _, info = env.step(actions)
         res = info["result"]
+        if recorder is not None:
+            recorder.after_step(res, active)
         done = np.flatnonzero(res.deal_done & active)
         if done.size:
             deal_game.append(done)
@@ -182,6 +190,9 @@ def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_
             match_winner.append(side)
             sessions.record(ended, side)
             active[ended[sessions.done[ended]]] = False
+
+    if recorder is not None:
+        recorder.end()
 
     def cat(parts: list[np.ndarray], shape: tuple[int, ...], dtype: type) -> np.ndarray:
         return np.concatenate(parts) if parts else np.zeros(shape, dtype=dtype)
@@ -213,10 +224,11 @@ class PairRecord:
 
 def play_boards(agent_a: Agent, agent_b: Agent, rules: RuleSet, seed: int, first_board: int, num_boards: int,
                 rng: np.random.Generator, record: PairRecord, progress: Any = None, check_legal: bool = True,
-                session_wins: int = 1) -> int:
+                session_wins: int = 1, recorder: Any = None) -> int:
     """Play boards ``first_board .. first_board + num_boards - 1`` of a pair in every arrangement, in one batch
     (:func:`play_games`: each game one session from its board's seed), and append them to ``record``; returns the
-    deals played. ``progress``: an object with ``update(deals)`` (a tqdm bar), or None.
+    deals played. ``progress``: an object with ``update(deals)`` (a tqdm bar), or None; ``recorder``: a
+    :class:`train.records.GameRecorder` for every game, or None.
     """
     arr = arrangements(rules)
     A, S = len(arr), rules.num_sides
@@ -225,7 +237,7 @@ def play_boards(agent_a: Agent, agent_b: Agent, rules: RuleSet, seed: int, first
     side_agent = np.tile(np.array(arr, dtype=np.int64), (num_boards, 1))  # [G, S]: 0 = A, 1 = B
     seat_agent = np.tile(seat_agents(rules), (num_boards, 1))  # [G, P]
     log = play_games((agent_a, agent_b), rules, seeds, seat_agent, rng, session_wins=session_wins,
-                     check_legal=check_legal, progress=progress)
+                     check_legal=check_legal, progress=progress, recorder=recorder)
 
     # deals: A's and B's mean points per side, and A's share of the top score (a tie at the top is split)
     g, tot = log.deal_game, log.deal_totals
@@ -263,8 +275,9 @@ def play_boards(agent_a: Agent, agent_b: Agent, rules: RuleSet, seed: int, first
 
 
 def play_pair(agent_a: Agent, agent_b: Agent, rules: RuleSet, deals: int, seed: int, rng: np.random.Generator,
-              batch_games: int = 1024, progress: Any = None, session_wins: int = 1) -> PairRecord:
-    """Play boards in waves until the pair has played at least ``deals`` deals (see :mod:`train.evaluate`)."""
+              batch_games: int = 1024, progress: Any = None, session_wins: int = 1, recorder: Any = None) -> PairRecord:
+    """Play boards in waves until the pair has played at least ``deals`` deals (see :mod:`train.evaluate`);
+    ``recorder`` (a :class:`train.records.GameRecorder`, or None) records every game."""
     A = len(arrangements(rules))
     record = PairRecord()
     t0 = time.perf_counter()
@@ -277,7 +290,7 @@ def play_pair(agent_a: Agent, agent_b: Agent, rules: RuleSet, deals: int, seed: 
         nb = int(min(max(math.ceil((deals - played) / per_board), 1), max_boards))
         board_seed(seed, boards + nb - 1)  # the whole wave's boards are in range (raises a clear error if not)
         played += play_boards(agent_a, agent_b, rules, seed, boards, nb, rng, record, progress=progress,
-                              session_wins=session_wins)
+                              session_wins=session_wins, recorder=recorder)
         boards += nb
     record.seconds = time.perf_counter() - t0
     return record

@@ -3,6 +3,7 @@
 Usage::
 
     cassino --help                      # the commands, one line each
+    cassino --version                   # the installed version
     cassino moves position.json         # legal moves of an docs/interchange.md position, one JSON object a line
     cassino bench --engine core --json  # games and moves per second of an engine
 
@@ -37,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("train.play:main", "play against a bot or a trained agent in the terminal"),
     "train": ("train.ppo_selfplay:main", "train a self-play PPO agent, then evaluate it against the bot ladder"),
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),
+    "replay": ("train.records:main", "check a game-record file (every move legal, scores as recorded), summarise it"),
+    "serve": ("train.serve:main", "a local web app: play any agent in the browser, step through game records"),
 }
 
 EXIT_BAD_INPUT = 2
@@ -146,7 +149,7 @@ def bench(
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = [
-        "usage: cassino [-h] COMMAND [ARGS ...]",
+        "usage: cassino [-h] [--version] COMMAND [ARGS ...]",
         "",
         "Cassino card game: rules oracle, benchmarks and self-play reinforcement learning.",
         "",
@@ -156,6 +159,17 @@ def _usage() -> str:
         "Run 'cassino COMMAND --help' for a command's options.",
     ]
     return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed cassino-rl version (pyproject.toml's ``version``), read from the package metadata without
+    importing the library; ``"unknown"`` when the project is not installed (a bare source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("cassino-rl")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _load(target: str) -> Callable[..., Any]:
@@ -175,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if args[0] in ("-h", "--help"):
         print(_usage())
+        return 0
+    if args[0] in ("-V", "--version"):
+        print(f"cassino-rl {version()}")
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:

@@ -127,7 +127,7 @@ def _unique_names(names: Sequence[str]) -> list[str]:
 
 def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic", deals: int = 1000,
              seed: int = 0, *, num_players: int | None = None, batch_games: int = 1024, versus_first: bool = False,
-             progress: bool = False, session_wins: int = 1) -> dict[str, Any]:
+             progress: bool = False, session_wins: int = 1, recorder: Any = None) -> dict[str, Any]:
     """Play every pair of agents in duplicate format and summarise (see the module docstring).
 
     Args:
@@ -144,6 +144,8 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         progress: show a tqdm progress bar of deals on stderr.
         session_wins: N of seed 004's session format, 1, 2 or 3: each game plays matches until a side has won N
             (:mod:`cassino_env.session`); 1 is one match.
+        recorder: a :class:`train.records.GameRecorder` that gets a record of every game played (seats named by
+            their agent specs), or None.
 
     Returns:
         ``{"rules", "num_players", "seed", "deals", "session_wins", "agents", "pairs": [...], "ratings": {name: Elo},
@@ -187,8 +189,11 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         if bar is not None:
             bar.set_postfix_str(f"{names[i]} vs {names[j]}")
         rng = np.random.default_rng([seed, k])
+        if recorder is not None:
+            recorder.agent_names = [s.strip() if isinstance(s, str) else agents[x].name
+                                    for x, s in ((i, agent_specs[i]), (j, agent_specs[j]))]
         rec = play_pair(agents[i], agents[j], rules, deals, seed, rng, batch_games=batch_games, progress=bar,
-                        session_wins=session_wins)
+                        session_wins=session_wins, recorder=recorder)
         records.append(rec)
         entry = summarize_pair(names[i], names[j], rec)
         entries.append(entry)
@@ -223,7 +228,8 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
 
 def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: int | None = None, seed: int = 0,
          session_wins: int = 1, target: int | None = None, out_dir: Path | None = None, batch_games: int = 1024,
-         versus_first: bool = False, json: bool = False, no_progress: bool = False) -> int:
+         versus_first: bool = False, json: bool = False, no_progress: bool = False,
+         save_games: Path | None = None) -> int:
     """Play every pair of agents in duplicate format; print a table; write JSON, CSV and a heatmap PNG.
 
     Each pair plays the same seeded deals with seats swapped (every side arrangement), whole matches to the
@@ -248,15 +254,22 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         versus_first: play only the first agent against each of the others (not every pair).
         json: print one JSON object (with a pairs list and a ratings mapping) instead of the table.
         no_progress: hide the progress bar.
+        save_games: also write every game played to this file, one JSON line per game (docs/records.md: the
+            rules, the seed, the agent of each seat and every move; check it with cassino replay FILE).
     """
+    import contextlib
+
     from cassino_env.rules import make_rules
     from train.cli import bad_input
+    from train.records import GameRecorder, RecordWriter
 
     specs = [s.strip() for s in agents.split(",") if s.strip()]
     with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError, a bad seed: all ValueErrors
         rules = make_rules(preset, num_players, **({} if target is None else {"target": target}))
-        report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
-                          progress=not no_progress and not json, session_wins=session_wins)
+        with RecordWriter(save_games) if save_games is not None else contextlib.nullcontext() as writer:
+            recorder = None if writer is None else GameRecorder(writer.write)
+            report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
+                              progress=not no_progress and not json, session_wins=session_wins, recorder=recorder)
     if failed.code:
         return failed.code
     if out_dir is None:
@@ -271,4 +284,6 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
     else:
         print(format_table(report))
         print(f"\nwrote {out_dir}/eval.json, eval.csv, eval.md, heatmap.png")
+        if save_games is not None:
+            print(f"wrote {recorder.games} game records to {save_games} (check them: cassino replay {save_games})")
     return 0
