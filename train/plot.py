@@ -5,6 +5,17 @@ Usage::
     cassino plot runs/classic__ppo_selfplay__1__1700000000          # writes RUN_DIR/learning_curves.png
     cassino plot RUN_DIR --out curves.png
 
+The figure: on top, the evaluations during training against each bot (:mod:`train.ppo_selfplay`, "TensorBoard
+scalars"): the **deal** win rate with its Wilson 95% interval as a band, and the mean deal margin, the policy
+playing its most probable move (argmax); one colour per bot, the legend above the panels in ladder order (weakest
+first, :data:`agents.registry.LADDER`; other opponents after it, by name). Below, the PPO losses, the learner's
+deal margin in its training games and the training speed. Every x axis counts env steps (moves, over all games) in
+k and M.
+
+>>> format_steps(0), format_steps(750), format_steps(49_152), format_steps(1_500_000), format_steps(10_000_000)
+('0', '750', '49k', '1.5M', '10M')
+>>> ladder_order(["advanced", "pimc", "random", "greedy"])
+['random', 'greedy', 'advanced', 'pimc']
 >>> load_scalars("no/such/run")
 Traceback (most recent call last):
 ...
@@ -13,21 +24,55 @@ FileNotFoundError: no/such/run: no TensorBoard event files (events.out.tfevents.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import tyro
 
-#: Loss panels of the figure: (tag, title).
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: Prefixes of the evaluation tags (``eval/winrate_vs_<bot>`` and its interval, ``eval/points_vs_<bot>``).
+WIN_PREFIX = "eval/winrate_vs_"
+CI_LOW_PREFIX = "eval/winrate_ci_low_vs_"
+CI_HIGH_PREFIX = "eval/winrate_ci_high_vs_"
+POINTS_PREFIX = "eval/points_vs_"
+
+#: The panels under the evaluations: (tag, title, y-axis label).
 LOSS_TAGS = (
-    ("losses/policy_loss", "policy loss"),
-    ("losses/value_loss", "value loss"),
-    ("losses/entropy", "entropy (legal moves, nats)"),
-    ("losses/approx_kl", "approx. KL"),
-    ("losses/clipfrac", "clip fraction"),
-    ("losses/explained_variance", "explained variance"),
+    ("losses/policy_loss", "policy loss", "clipped surrogate loss"),
+    ("losses/value_loss", "value loss", "squared error (scaled reward)"),
+    ("losses/entropy", "entropy of the policy", "nats (over legal moves)"),
+    ("losses/approx_kl", "approx. KL, old to new policy", "nats"),
+    ("losses/clipfrac", "clip fraction", "share of ratios clipped"),
+    ("losses/explained_variance", "explained variance of the critic", "1 - Var(error) / Var(return)"),
 )
+#: The last panels: (tag, title, y-axis label).
+CHART_TAGS = (
+    ("charts/episodic_return", "learner's deal margin in training games", "points per deal"),
+    ("charts/SPS", "training speed", "env steps per second"),
+)
+STEP_LABEL = "env steps (moves, all games)"
+
+
+def format_steps(x: float, _pos: Any = None) -> str:
+    """A step count in k and M for axis ticks: ``49_152`` is ``'49k'``, ``1_500_000`` is ``'1.5M'``."""
+    x = float(x)
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            v = x / scale
+            return f"{v:.0f}{unit}" if abs(v) >= 10 or v == round(v) else f"{v:.1f}{unit}"
+    return f"{x:.0f}"
+
+
+def ladder_order(names: Iterable[str]) -> list[str]:
+    """``names`` in ladder order (:data:`agents.registry.LADDER`, weakest first), any other name after, sorted."""
+    from agents.registry import LADDER
+
+    names = list(dict.fromkeys(names))
+    return ([n for n in LADDER if n in names]) + sorted(n for n in names if n not in LADDER)
 
 
 def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -59,46 +104,112 @@ def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]
     return out
 
 
-def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Draw win rate against each evaluated bot over env steps, the losses and SPS; return the PNG's path.
+def _run_config(run_dir: Path) -> dict[str, Any]:
+    """The run's ``config.yaml`` (empty when it is missing or unreadable: the figure then says less)."""
+    import yaml
 
-    Args:
-        run_dir: a run folder of ``cassino train`` (holding its event files).
-        out: the PNG to write; default ``RUN_DIR/learning_curves.png``.
-    """
+    try:
+        data = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _steps_axis(ax: Any) -> None:
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10], integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(format_steps))
+    ax.set_xlabel(STEP_LABEL)
+    ax.grid(alpha=0.25)
+
+
+def _missing(ax: Any, what: str) -> None:
+    ax.text(0.5, 0.5, f"{what} not logged", ha="center", va="center", transform=ax.transAxes, color="grey")
+
+
+def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
+             config: dict[str, Any] | None = None) -> Figure:
+    """The learning-curve figure of :func:`plot_run` from :func:`load_scalars`' dict (``config``: the run's
+    ``config.yaml`` fields, for the evaluation size in the titles)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    run_dir = Path(run_dir)
-    scalars = load_scalars(run_dir)
-    out = Path(out) if out is not None else run_dir / "learning_curves.png"
-    fig, axes = plt.subplots(2, 4, figsize=(18, 8))
-    ax = axes[0, 0]
-    win_tags = sorted(t for t in scalars if t.startswith("eval/winrate_vs_"))
-    for tag in win_tags:
-        steps, vals = scalars[tag]
-        ax.plot(steps, vals, marker="o", ms=3, label=tag.removeprefix("eval/winrate_vs_"))
-    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set_ylim(0, 1)
-    ax.set_title("win rate vs bots (duplicate deals)")
-    ax.set_xlabel("env steps")
-    if win_tags:
-        ax.legend(fontsize=8)
+    config = config or {}
+    fig = plt.figure(figsize=(18, 11), layout="constrained")
+    grid = fig.add_gridspec(3, 4, height_ratios=[1.35, 1, 1])
+    ax_win, ax_pts = fig.add_subplot(grid[0, :2]), fig.add_subplot(grid[0, 2:])
+    heading = f"{title}: learning curves" if title else "learning curves"
+    bots = ladder_order(t.removeprefix(WIN_PREFIX) for t in scalars if t.startswith(WIN_PREFIX))
+    colours = plt.get_cmap("tab10")
+    for k, bot in enumerate(bots):
+        colour = colours(k % 10)
+        steps, vals = scalars[WIN_PREFIX + bot]
+        if CI_LOW_PREFIX + bot in scalars and CI_HIGH_PREFIX + bot in scalars:
+            (s_lo, lo), (s_hi, hi) = scalars[CI_LOW_PREFIX + bot], scalars[CI_HIGH_PREFIX + bot]
+            if np.array_equal(s_lo, steps) and np.array_equal(s_hi, steps):
+                ax_win.fill_between(steps, lo, hi, color=colour, alpha=0.18, lw=0)
+        ax_win.plot(steps, vals, marker="o", ms=4, lw=1.6, color=colour, label=bot)
+        if POINTS_PREFIX + bot in scalars:
+            ax_pts.plot(*scalars[POINTS_PREFIX + bot], marker="o", ms=4, lw=1.6, color=colour)
+    deals = config.get("eval_deals")
+    size = f"{deals} duplicate deals per point, " if isinstance(deals, int) else ""
+    ax_win.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax_win.set_ylim(0, 1)
+    ax_win.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax_win.set_title(f"deal win rate against each bot ({size}argmax play; band: Wilson 95% interval)")
+    ax_win.set_ylabel("deals won by the agent's side (ties half)")
+    ax_pts.axhline(0.0, color="grey", lw=0.8, ls=":")
+    ax_pts.set_title("mean deal margin against each bot (same evaluations)")
+    ax_pts.set_ylabel("agent's points minus the bot's, per deal")
+    for ax in (ax_win, ax_pts):
+        _steps_axis(ax)
+    if bots:
+        handles, labels = ax_win.get_legend_handles_labels()
+        # The figure's title heads the legend: a suptitle and an "outside" legend would overlap.
+        fig.legend(handles, [f"vs {n}" for n in labels], loc="outside upper center", ncols=len(bots), frameon=False,
+                   title=heading + " (opponents in ladder order, weakest first)", title_fontsize="large")
     else:
-        ax.text(0.5, 0.5, "no evaluations logged", ha="center", va="center", transform=ax.transAxes)
-    panels = [*LOSS_TAGS, ("charts/SPS", "env steps per second")]
-    for ax, (tag, title) in zip(axes.flat[1:], panels, strict=True):
+        _missing(ax_win, "eval/winrate_vs_<bot>")
+        _missing(ax_pts, "eval/points_vs_<bot>")
+    for k, (tag, name, ylabel) in enumerate((*LOSS_TAGS, *CHART_TAGS)):
+        ax = fig.add_subplot(grid[1 + k // 4, k % 4])
         if tag in scalars:
             steps, vals = scalars[tag]
-            ax.plot(steps, vals, lw=1)
+            ax.plot(steps, vals, lw=1.2, marker="." if len(steps) < 30 else None)
         else:
-            ax.text(0.5, 0.5, f"{tag} not logged", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(title)
-        ax.set_xlabel("env steps")
-    fig.suptitle(run_dir.name)
-    fig.tight_layout()
+            _missing(ax, tag)
+        ax.set_title(name)
+        ax.set_ylabel(ylabel)
+        _steps_axis(ax)
+    if not bots:
+        fig.suptitle(heading)
+    return fig
+
+
+def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Draw a run's learning curves (module docstring) to a PNG; return its path.
+
+    Args:
+        run_dir: a run folder of ``cassino train`` (holding its event files).
+        out: the PNG to write; default ``RUN_DIR/learning_curves.png``.
+
+    Raises:
+        FileNotFoundError: the folder has no event files.
+    """
+    import matplotlib.pyplot as plt
+
+    run_dir = Path(run_dir)
+    scalars = load_scalars(run_dir)
+    config = _run_config(run_dir)
+    out = Path(out) if out is not None else run_dir / "learning_curves.png"
+    title = run_dir.name
+    if config.get("preset"):
+        players = f", {config['num_players']} players" if config.get("num_players") else ""
+        title += f" ({config['preset']}{players})"
+    fig = draw_run(scalars, title, config)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     plt.close(fig)

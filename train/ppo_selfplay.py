@@ -58,9 +58,14 @@ TensorBoard scalars
 ``losses/value_loss``, ``losses/entropy``, ``losses/approx_kl``, ``losses/old_approx_kl``, ``losses/clipfrac``,
 ``losses/explained_variance``; the time split ``time/env_s`` (stepping the games), ``time/inference_s`` (choosing
 moves: the network and the bots), ``time/update_s`` (the PPO update), seconds per iteration, and
-``time/env_fraction``, ``time/update_fraction``; at the start, every ``eval_every`` env steps and at the end,
-``eval/winrate_vs_<bot>`` and ``eval/points_vs_<bot>`` (duplicate deals in the arena of ``cassino eval``, see
-:func:`train.arena.evaluate_deals`) and ``time/eval_s``; the hyperparameters as a text table.
+``time/env_fraction``, ``time/update_fraction``; at the start, every ``eval_every`` env steps (:func:`eval_interval`)
+and at the end, ``eval/winrate_vs_<bot>`` with its Wilson 95% interval ``eval/winrate_ci_low_vs_<bot>`` and
+``eval/winrate_ci_high_vs_<bot>``, and ``eval/points_vs_<bot>`` and ``time/eval_s``; the hyperparameters as a text
+table. These evaluations are **deal** win rates with **argmax** play: ``eval_deals`` duplicate deals, each the first
+deal of a fresh match, played once from every side, the policy playing its most probable move; a game is won when
+the agent's side scores the most deal points, a tie counts half (:func:`train.arena.evaluate_deals`). The progress
+line prints the latest of them with the step it was made at. The table after training is another measure: **match**
+win rates (whole matches to the target, the final checkpoint playing argmax too, :mod:`train.evaluate`).
 """
 
 from __future__ import annotations
@@ -84,7 +89,6 @@ import numpy as np
 # measurable. Set before torch loads its OpenMP runtime; an OMP_WAIT_POLICY of your own wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import torch  # noqa: E402
 import tyro  # noqa: E402
 import yaml  # noqa: E402
 
@@ -92,6 +96,18 @@ from agents.registry import LADDER, AgentSpecError, expand_specs  # noqa: E402
 from train import config  # noqa: E402
 from train.arena import evaluate_deals  # noqa: E402
 from train.config import CONFIGS_DIR, ConfigError, args_to_dict  # noqa: E402,F401 (CONFIGS_DIR: re-exported)
+from train.stats import wilson_interval  # noqa: E402
+
+if typing.TYPE_CHECKING:  # torch is imported where it is used, so `cassino train --help` stays quick
+    import torch
+
+#: The text logged as ``eval/about`` at the start of a run: what the eval/* scalars measure.
+EVAL_ABOUT = ("eval/winrate_vs_BOT: the share of {deals} duplicate deals (each the first deal of a fresh match, "
+              "played once from every side) that the agent's side won on deal points, ties counting half; "
+              "the policy plays its most probable move (argmax). eval/winrate_ci_low_vs_BOT and "
+              "eval/winrate_ci_high_vs_BOT: its Wilson 95% interval over the games. eval/points_vs_BOT: the "
+              "mean deal margin (points). Logged at step 0, every {every:,} env steps (0: none) and at the end. "
+              "These are deal win rates; the table printed after training gives match win rates.")
 
 
 @dataclass
@@ -198,8 +214,11 @@ class Args:
     """share of games per bot opponent (agents.registry specs); the rest of the games are pure self-play"""
 
     # --- evaluation and checkpoints ---------------------------------------------------------------------------------
-    eval_every: int = 1_000_000
-    """env steps between evaluations against eval_opponents (0: only at the end)"""
+    eval_every: int | None = None
+    """env steps between evaluations against eval_opponents; null (the default): 1,000,000, or an eighth of the run
+    when that is less (train.ppo_selfplay.eval_interval), so a short run still draws a curve of about 8 points and a
+    10M run evaluates every 1M; evaluations fall on rollout ends (at most one per rollout), besides the one at step 0
+    and the one at the end; 0: only at the end"""
     eval_deals: int = 200
     """duplicate deals per evaluation and opponent (each played once from every seat)"""
     eval_opponents: tuple[str, ...] = LADDER
@@ -376,6 +395,25 @@ def check_options(args: Args) -> None:
         raise ConfigError(f"feature_prior={args.feature_prior!r} must be a finite number >= 0 (logits per point)")
 
 
+#: The most env steps between two evaluations when ``eval_every`` is left at its default (null).
+EVAL_EVERY_MAX = 1_000_000
+#: The evaluation points (besides the one at step 0) a run gets at least, when ``eval_every`` is left at its default
+#: and the run is long enough to hold that many rollouts.
+EVAL_POINTS = 8
+
+
+def eval_interval(eval_every: int | None, total_steps: int) -> int:
+    """The env steps between evaluations: ``eval_every`` when given, else ``EVAL_EVERY_MAX`` or
+    ``total_steps // EVAL_POINTS`` when that is less (at least 1); 0 means only at the end.
+
+    >>> eval_interval(None, 9_977_856), eval_interval(None, 294_912), eval_interval(0, 294_912)
+    (1000000, 36864, 0)
+    """
+    if eval_every is not None:
+        return eval_every
+    return max(1, min(EVAL_EVERY_MAX, total_steps // EVAL_POINTS))
+
+
 def make_bots(names: typing.Iterable[str], rules: Any) -> dict[str, Any]:
     """Bot agents by spec, from ``agents.registry.make_agent``."""
     names = list(names)
@@ -467,6 +505,8 @@ def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next
 # ----------------------------------------------------------------------------------------------------------------------
 def _env_state(env: Any) -> dict[str, torch.Tensor]:
     """The vector env's core state as tensors: every public array field (uint64 stored as its int64 bits)."""
+    import torch
+
     st = env.state
     out = {}
     for f in dataclasses.fields(st):
@@ -514,6 +554,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         explicit: with ``args.resume``, the fields given on the command line (they override the checkpoint's config;
             all other fields come from the checkpoint). None: every field of ``args`` is taken as given.
     """
+    import torch
     from torch.utils.tensorboard import SummaryWriter
 
     from agents.base import slice_obs
@@ -565,6 +606,11 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     side_of_seat = np.arange(P) % S  # docs/rules.md 1: partners sit opposite, seats p and p + S
     batch_steps = B * T
     num_iterations = max(args.total_timesteps // batch_steps, 1)
+    if num_iterations * batch_steps != args.total_timesteps:
+        print(f"note: total_timesteps={args.total_timesteps:,} is rounded to {num_iterations * batch_steps:,} env "
+              f"steps: training runs whole rollouts of num_envs x num_steps = {B:,} x {T} = {batch_steps:,} env steps "
+              f"({num_iterations} rollout{'s' if num_iterations > 1 else ''})", flush=True)
+    eval_every = eval_interval(args.eval_every, num_iterations * batch_steps)
     run_dir = Path(args.run_dir) if args.run_dir else config.default_run_dir(args)
     ckpt_dir = run_dir / "checkpoints"
 
@@ -623,6 +669,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     writer = SummaryWriter(str(run_dir))
     if ckpt is None:
         writer.add_text("hyperparameters", config.hparams_table(args))
+        writer.add_text("eval/about", EVAL_ABOUT.format(deals=args.eval_deals, every=eval_every))
 
     def checkpoint(name: str) -> Path:
         train_state = {
@@ -636,11 +683,14 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
 
     def run_eval() -> dict[str, float]:
         t0 = time.time()
-        agent = PPOAgent(policy, deterministic=True, rules=rules)
+        agent = PPOAgent(policy, deterministic=True, rules=rules)  # argmax play (module docstring)
         out = {}
         for name in eval_names:
             res = evaluate_deals(agent, bots[name], rules, args.eval_deals, seed=10_000_000 + args.seed, max_moves=M)
+            lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
             writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], global_step)
+            writer.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, global_step)
+            writer.add_scalar(f"eval/winrate_ci_high_vs_{name}", hi, global_step)
             writer.add_scalar(f"eval/points_vs_{name}", res["points"], global_step)
             out[name] = res["winrate"]
         writer.add_scalar("time/eval_s", time.time() - t0, global_step)
@@ -666,11 +716,12 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     start_time = time.time()
     last_progress = 0.0
     last_eval: dict[str, float] = {}
-    eval_mark = global_step // args.eval_every if args.eval_every else 0
+    last_eval_step = global_step
+    eval_mark = global_step // eval_every if eval_every else 0
     snap_mark = global_step // args.snapshot_every if args.snapshot_every else 0
     ckpt_mark = global_step // args.checkpoint_every if args.checkpoint_every else 0
     stop_reason = "total_timesteps reached"
-    if ckpt is None and args.eval_every:
+    if ckpt is None and eval_every:
         last_eval = run_eval()  # the starting point of the curves
     while iteration < num_iterations:
         iteration += 1
@@ -837,9 +888,9 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             pool.add(policy, global_step)
         over_time = args.max_train_seconds > 0 and elapsed >= args.max_train_seconds
         last_iter = iteration >= num_iterations or over_time
-        if (args.eval_every and global_step // args.eval_every > eval_mark) or last_iter:
-            eval_mark = global_step // args.eval_every if args.eval_every else 0
-            last_eval = run_eval()
+        if (eval_every and global_step // eval_every > eval_mark) or last_iter:
+            eval_mark = global_step // eval_every if eval_every else 0
+            last_eval, last_eval_step = run_eval(), global_step
         if args.checkpoint_every and global_step // args.checkpoint_every > ckpt_mark and not last_iter:
             ckpt_mark = global_step // args.checkpoint_every
             checkpoint(f"step_{global_step:011d}.pt")
@@ -848,10 +899,11 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             last_progress = now
             left = (num_iterations - iteration) * (elapsed / max(global_step, 1)) * batch_steps
             wins = " ".join(f"{k} {v:.2f}" for k, v in last_eval.items())
+            wins = f"deal win rate (argmax play) at step {last_eval_step:,} vs {wins}" if wins else ""
             print(f"step {global_step:>11,}/{num_iterations * batch_steps:,} ({100 * iteration / num_iterations:3.0f}%)"
                   f" | SPS {sps:,} | {_fmt_time(elapsed)} elapsed, ~{_fmt_time(left)} left"
                   f" | v_loss {v_loss.item():.3f} entropy {entropy_loss.item():.3f}"
-                  + (f" | win rate vs {wins}" if wins else ""), flush=True)
+                  + (f" | {wins}" if wins else ""), flush=True)
         if over_time:
             stop_reason = f"max_train_seconds={args.max_train_seconds:g} reached"
             break
@@ -874,8 +926,9 @@ def final_evaluation(path: Path, rules: Any, args: Args) -> dict[str, Any]:
     t0 = time.time()
     opponents = expand_specs(args.final_eval_opponents)
     specs = [f"checkpoint:{path}", *opponents]
-    print(f"evaluating {path} against {', '.join(opponents)} on {args.final_eval_deals:,} "
-          "duplicate deals each ...", flush=True)
+    print(f"evaluating {path} against {', '.join(opponents)} on {args.final_eval_deals:,} duplicate deals each: "
+          f"whole matches to {rules.target}, the checkpoint playing its most probable move (argmax); the table gives "
+          "match win rates (not the deal win rates of the progress line) ...", flush=True)
     result = evaluate(specs, rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
     print(format_table(result), flush=True)
     print(f"(evaluation took {_fmt_time(time.time() - t0)})", flush=True)
