@@ -45,7 +45,8 @@ True
 
 ``` python
 cassino_env.env(rules="classic", num_players=None, render_mode=None, action_encoding="moves", reward="points",
-                episode="deal", illegal_action="raise", illegal_reward=-1.0, max_moves=512, prune=True)
+                episode="deal", illegal_action="raise", illegal_reward=-1.0, max_moves=512, prune=True,
+                mask_in_info=True, with_moves=True)
 ```
 
 `rules`: a preset name of ``docs/rules.md`` 6 (`"classic"`, `"matsuda"`, `"cicera"`, `"bga"`, `"stadium"`, `"royal"`),
@@ -78,6 +79,12 @@ so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of r
 
 `prune`: drop captures strictly contained in another capture with the same card (the core's default).
 
+`mask_in_info`: also put the mask in `infos[agent]["action_mask"]` (default True). False keeps it only in the
+observation, as PettingZoo's classic games do: TorchRL's `PettingZooWrapper(env, use_mask=True)` needs that.
+
+`with_moves`: include the `moves` block in the observation and its space (default True). False leaves it out: an
+adapter that copies the whole observation every step (TorchRL) then copies D + A numbers instead of D + 57 A.
+
 ### Observation Space
 
 The observation is a dictionary with an `"observation"` element, the seat's view as a float32 vector described
@@ -107,9 +114,9 @@ nobody is). `position()` gives the same as a dict of card-id lists (`cassino_env
 #### Legal Actions Mask
 
 The legal actions of the agent to move are `observation["action_mask"]`, int8[A] with 1 for a legal action; the same
-mask is in `info["action_mask"]`. As in PettingZoo, the mask is all zeros for every agent that is not to move, and
-for every agent once the episode is over. (The batched layers differ: the core's `legal_mask` and the vector env's
-`action_mask` always have a player to move, since finished games reset in the same step.)
+mask is in `info["action_mask"]` (unless `mask_in_info=False`). As in PettingZoo, the mask is all zeros for every agent
+that is not to move, and for every agent once the episode is over. (The batched layers differ: the core's `legal_mask`
+and the vector env's `action_mask` always have a player to move, since finished games reset in the same step.)
 
 ### Action Space
 
@@ -157,6 +164,9 @@ explicit position.
   `in_play` block (D 525 -> 527 for 2 players).
 * v1: the observation gained the `last_capturer`, `unseen_by_rank` and `most_decided` blocks (D 527 -> 546 for 2
   players); checkpoints of v0 do not load.
+  The `mask_in_info` and `with_moves` arguments (for adapters such as TorchRL's `PettingZooWrapper`: the mask only in
+  the observation, no `moves` block); their defaults keep the observation, infos and rewards as they were, so the
+  version stays v1.
 """
 
 from __future__ import annotations
@@ -287,11 +297,12 @@ class raw_env(AECEnv, EzPickle):
     def __init__(self, rules: str | RuleSet | Mapping[str, Any] = "classic", num_players: int | None = None,
                  render_mode: str | None = None, action_encoding: str = "moves", reward: str = "points",
                  episode: str = "deal", illegal_action: str = "raise", illegal_reward: float = -1.0,
-                 max_moves: int = MAX_MOVES, prune: bool = True) -> None:
+                 max_moves: int = MAX_MOVES, prune: bool = True, mask_in_info: bool = True,
+                 with_moves: bool = True) -> None:
         EzPickle.__init__(self, rules=rules, num_players=num_players, render_mode=render_mode,
                           action_encoding=action_encoding, reward=reward, episode=episode,
                           illegal_action=illegal_action, illegal_reward=illegal_reward, max_moves=max_moves,
-                          prune=prune)
+                          prune=prune, mask_in_info=mask_in_info, with_moves=with_moves)
         super().__init__()
         check_reward_episode(reward, episode)
         if action_encoding not in ENCODINGS:
@@ -306,6 +317,7 @@ class raw_env(AECEnv, EzPickle):
         self.action_encoding, self.reward, self.episode = action_encoding, reward, episode
         self.illegal_action, self.illegal_reward = illegal_action, float(illegal_reward)
         self.max_moves, self.prune, self.render_mode = int(max_moves), bool(prune), render_mode
+        self.mask_in_info, self.with_moves = bool(mask_in_info), bool(with_moves)
         P, S = self.rules.num_players, self.rules.num_sides
         self._P, self._S = P, S
         self.possible_agents = [f"player_{p}" for p in range(P)]
@@ -319,7 +331,7 @@ class raw_env(AECEnv, EzPickle):
         self.observation_spaces = {a: spaces.Dict({
             "observation": spaces.Box(low=0.0, high=high, shape=(D,), dtype=np.float32),
             "action_mask": spaces.Box(low=0, high=1, shape=(A,), dtype=np.int8),
-            "moves": spaces.Box(low=-1, high=52, shape=(A, MOVE_FEATURES), dtype=np.int8),
+            **({"moves": spaces.Box(low=-1, high=52, shape=(A, MOVE_FEATURES), dtype=np.int8)} if with_moves else {}),
         }) for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(A) for a in self.possible_agents}
         self.state_space = spaces.Box(low=0.0, high=np.concatenate([high, np.ones(53 * P + 52, np.float32)]),
@@ -413,10 +425,14 @@ class raw_env(AECEnv, EzPickle):
         name = self.possible_agents[seat]
         self.agent_selection = name
         if prev is None:
-            self.infos = {a: {"action_mask": self._zeros, "overflow": False} for a in self.agents}
+            self.infos = {a: self._info(self._zeros, False) for a in self.agents}
         elif prev != name:
-            self.infos[prev] = {"action_mask": self._zeros, "overflow": False}
-        self.infos[name] = {"action_mask": self._mask, "overflow": bool(self.core_state.overflow[0])}
+            self.infos[prev] = self._info(self._zeros, False)
+        self.infos[name] = self._info(self._mask, bool(self.core_state.overflow[0]))
+
+    def _info(self, mask: np.ndarray, overflow: bool) -> dict[str, Any]:
+        """One agent's info: ``overflow``, and ``action_mask`` unless ``mask_in_info`` is False."""
+        return {"action_mask": mask, "overflow": overflow} if self.mask_in_info else {"overflow": overflow}
 
     # -- step --------------------------------------------------------------------------------------------------------
     def step(self, action: int | None) -> None:
@@ -477,7 +493,7 @@ class raw_env(AECEnv, EzPickle):
         self._mask = self._zeros
         self.terminations = dict.fromkeys(self.agents, True)
         self.agent_selection = self.possible_agents[next_seat]
-        self.infos = {a: {"action_mask": self._zeros, "overflow": False} for a in self.agents}
+        self.infos = {a: self._info(self._zeros, False) for a in self.agents}
 
     def _illegal(self, agent: str, action: Any, reason: str) -> None:
         text = ""
@@ -512,16 +528,20 @@ class raw_env(AECEnv, EzPickle):
     # -- observe -----------------------------------------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The observation of ``agent`` (fresh arrays): ``observation`` float32[D], ``action_mask`` int8[A] (zeros
-        unless ``agent`` is to move), ``moves`` int8[A, 56] (padding unless ``agent`` is to move)."""
+        unless ``agent`` is to move), ``moves`` int8[A, 56] (padding unless ``agent`` is to move; left out when
+        ``with_moves`` is False)."""
         p = self.agent_name_mapping[agent]
         acting = p == self._seat
         out = np.empty((1, self._obs_dim), dtype=np.float32)
-        moves = np.empty((self.num_actions, MOVE_FEATURES), dtype=np.int8)
         self._viewer[0] = p
+        mask = self._mask.copy() if acting else np.zeros_like(self._zeros)
+        if not self.with_moves:
+            encode_kernel(self._viewer, out, *self._obs_args)
+            return {"observation": out[0], "action_mask": mask}
+        moves = np.empty((self.num_actions, MOVE_FEATURES), dtype=np.int8)
         _observe_one(self._viewer, out, *self._tables, self._to_move if acting else self._no_moves, moves,
                      *self._obs_args)
-        return {"observation": out[0], "action_mask": self._mask.copy() if acting else np.zeros_like(self._zeros),
-                "moves": moves}
+        return {"observation": out[0], "action_mask": mask, "moves": moves}
 
     def state(self) -> np.ndarray:
         """float32[D + 53 P + 52]: the full privileged state (module docstring, "Observation Space")."""
