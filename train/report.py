@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 
+#: The colour of a heatmap cell whose pair did not play (and of the diagonal).
+NOT_PLAYED = "lightgrey"
+
 
 def _margin(e: dict[str, Any], fmt: str = "{:+.2f}", sep: str = ", ") -> str:
     lo, hi = e["margin_ci_low"], e["margin_ci_high"]
@@ -93,8 +96,19 @@ def to_csv(report: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def save_heatmap(report: dict[str, Any], path: Path) -> None:
-    """A PNG heatmap of the match win matrix: row agent's match win rate against the column agent."""
+def match_counts(report: dict[str, Any]) -> np.ndarray:
+    """int64[n, n]: matches played by each pair of ``report["agents"]`` (symmetric; 0 on the diagonal and for a pair
+    not played, as with ``versus_first``)."""
+    index = {name: i for i, name in enumerate(report["agents"])}
+    counts = np.zeros((len(index), len(index)), dtype=np.int64)
+    for e in report["pairs"]:
+        i, j = index[e["a"]], index[e["b"]]
+        counts[i, j] = counts[j, i] = e["matches"]
+    return counts
+
+
+def heatmap_figure(report: dict[str, Any]) -> Any:
+    """The matplotlib Figure of :func:`save_heatmap`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,18 +116,40 @@ def save_heatmap(report: dict[str, Any], path: Path) -> None:
 
     names = report["agents"]
     n = len(names)
-    m = np.array([[np.nan if x is None else x for x in row] for row in report["win_matrix"]], dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(1.2 * n + 2.5, 1.0 * n + 1.8))
-    im = ax.imshow(m, vmin=0.0, vmax=1.0, cmap="RdBu")
+    m = np.ma.masked_invalid(np.array([[np.nan if x is None else x for x in row] for row in report["win_matrix"]],
+                                      dtype=np.float64))
+    counts = match_counts(report)
+    cmap = plt.get_cmap("RdBu").with_extremes(bad=NOT_PLAYED)  # a pair not played must not look like 50%
+    fig, ax = plt.subplots(figsize=(1.3 * n + 2.8, 1.05 * n + 2.0))
+    im = ax.imshow(m, vmin=0.0, vmax=1.0, cmap=cmap)
     ax.set_xticks(range(n), names, rotation=35, ha="right")
     ax.set_yticks(range(n), names)
+    ax.set_xlabel("column agent (opponent)")
+    ax.set_ylabel("row agent")
     for i in range(n):
         for j in range(n):
-            if not np.isnan(m[i, j]):
-                ax.text(j, i, f"{m[i, j]:.0%}", ha="center", va="center",
-                        color="white" if abs(m[i, j] - 0.5) > 0.3 else "black", fontsize=9)
-    ax.set_title(f"match win rate, row vs column ({report['rules']}, {report['num_players']} players)")
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+            if i == j:
+                continue
+            if m.mask[i, j]:
+                ax.text(j, i, "not\nplayed", ha="center", va="center", color="dimgrey", fontsize=8)
+            else:
+                ax.text(j, i, f"{m[i, j]:.0%}\nn={counts[i, j]:,}", ha="center", va="center", fontsize=8.5,
+                        color="white" if abs(m[i, j] - 0.5) > 0.3 else "black")
+    ax.set_title(f"match win rate, row vs column ({report['rules']}, {report['num_players']} players)\n"
+                 "each cell: the row agent's share of the pair's matches; n: matches played", fontsize=10)
+    bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    bar.set_label("row agent's match win rate")
+    bar.ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
     fig.tight_layout()
+    return fig
+
+
+def save_heatmap(report: dict[str, Any], path: Path) -> None:
+    """A PNG heatmap of the match win matrix: the row agent's match win rate against the column agent, with the
+    matches played in each cell; a pair not played (and the diagonal) is grey (:data:`NOT_PLAYED`), not the colour
+    of 50%."""
+    import matplotlib.pyplot as plt
+
+    fig = heatmap_figure(report)
     fig.savefig(path, dpi=120)
     plt.close(fig)
