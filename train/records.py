@@ -42,7 +42,7 @@ import numpy as np
 import tyro
 
 from cassino_env.cards import NUM_CARDS
-from cassino_env.errors import CassinoError
+from cassino_env.errors import CassinoError, check_seed, excerpt
 from cassino_env.interchange import game_to_position, move_from_dict, move_to_dict
 from cassino_env.reference import Game, Move, match_winner
 from cassino_env.rules import RuleSet, make_rules
@@ -53,8 +53,6 @@ FORMAT = "cassino-game"
 VERSION = 1
 #: What a record plays: one deal, one match, or one session of matches (seed 004, docs/rules.md 6).
 PLAYS = ("deal", "match", "session")
-#: Seeds are integers 0 <= seed < 2**63 (the project's seed rule; the core seed is an int64).
-SEED_LIMIT = 2**63
 _FIELDS = {"format", "version", "rules", "num_players", "seed", "play", "session_wins", "seats", "deals",
            "match_winners", "info"}
 _DEAL_FIELDS = {"match", "deal", "moves", "points"}
@@ -288,21 +286,22 @@ def check_record(record: Any, game: int | None = None) -> RuleSet:
     if missing:
         raise RecordError(f"{where}: {missing[0]}: required field is missing")
     if record["format"] != FORMAT:
-        raise RecordError(f"{where}: format: expected {FORMAT!r}, got {record['format']!r}")
+        raise RecordError(f"{where}: format: expected {FORMAT!r}, got {excerpt(record['format'])}")
     if record["version"] != VERSION:
-        raise RecordError(f"{where}: version: this code reads version {VERSION}, got {record['version']!r}")
+        raise RecordError(f"{where}: version: this code reads version {VERSION}, got {excerpt(record['version'])}")
     n = record["num_players"]
     if not _is_int(n):
-        raise RecordError(f"{where}: num_players: expected an integer, got {n!r}")
+        raise RecordError(f"{where}: num_players: expected an integer, got {excerpt(n)}")
     try:
         rules = make_rules(record["rules"], num_players=int(n))
     except (CassinoError, TypeError) as exc:
         raise RecordError(f"{where}: rules: {exc}") from None
-    seed = record["seed"]
-    if not _is_int(seed) or not 0 <= int(seed) < SEED_LIMIT:
-        raise RecordError(f"{where}: seed: expected an integer 0 <= seed < 2**63, got {seed!r}")
+    try:
+        check_seed(record["seed"], "seed")
+    except CassinoError as exc:
+        raise RecordError(f"{where}: {exc}") from None
     if record["play"] not in PLAYS:
-        raise RecordError(f"{where}: play: expected one of {', '.join(PLAYS)}, got {record['play']!r}")
+        raise RecordError(f"{where}: play: expected one of {', '.join(PLAYS)}, got {excerpt(record['play'])}")
     try:
         check_session_wins(record.get("session_wins", 1))
     except CassinoError as exc:
@@ -311,15 +310,15 @@ def check_record(record: Any, game: int | None = None) -> RuleSet:
         raise RecordError(f"{where}: session_wins: only a session record plays more than one match win")
     seats = record["seats"]
     if not isinstance(seats, list) or len(seats) != rules.num_players or not all(isinstance(s, str) for s in seats):
-        raise RecordError(f"{where}: seats: expected {rules.num_players} agent names (strings), got {seats!r}")
+        raise RecordError(f"{where}: seats: expected {rules.num_players} agent names (strings), got {excerpt(seats)}")
     deals = record["deals"]
     if not isinstance(deals, list) or not deals:
-        raise RecordError(f"{where}: deals: expected a non-empty list of deals, got {deals!r}")
+        raise RecordError(f"{where}: deals: expected a non-empty list of deals, got {excerpt(deals)}")
     winners = record.get("match_winners", [])
     if not isinstance(winners, list) or not all(_is_int(w) for w in winners):
-        raise RecordError(f"{where}: match_winners: expected a list of sides, got {winners!r}")
+        raise RecordError(f"{where}: match_winners: expected a list of sides, got {excerpt(winners)}")
     if "info" in record and not isinstance(record["info"], Mapping):
-        raise RecordError(f"{where}: info: expected a JSON object, got {record['info']!r}")
+        raise RecordError(f"{where}: info: expected a JSON object, got {excerpt(record['info'])}")
     return rules
 
 
@@ -349,13 +348,13 @@ def replay(record: Mapping[str, Any], game: int | None = None, positions: bool =
         if not isinstance(deal, Mapping) or set(deal) != _DEAL_FIELDS:
             raise RecordError(f"{where}: a deal is an object with exactly {', '.join(sorted(_DEAL_FIELDS))}")
         if (deal["match"], deal["deal"]) != (m, k):
-            raise RecordError(f"{where}: match {deal['match']!r}, deal {deal['deal']!r} recorded, but the game is at "
-                              f"match {m}, deal {k} (numbered from 0)")
+            raise RecordError(f"{where}: match {excerpt(deal['match'])}, deal {excerpt(deal['deal'])} recorded, but "
+                              f"the game is at match {m}, deal {k} (numbered from 0)")
         if session.done or (play == "deal" and d > 1) or (play == "match" and winners):
             raise RecordError(f"{where}: the {play} was over before this deal")
         moves = deal["moves"]
         if not isinstance(moves, list):
-            raise RecordError(f"{where}: moves: expected a list of moves, got {moves!r}")
+            raise RecordError(f"{where}: moves: expected a list of moves, got {excerpt(moves)}")
         g = _new_deal(rules, seed, m, k, scores)
         kept: list[dict[str, Any]] = []
         seen: list[dict[str, Any]] = []
@@ -381,7 +380,7 @@ def replay(record: Mapping[str, Any], game: int | None = None, positions: bool =
         tally = g.score_deal()
         points = deal["points"]
         if points != tally["totals"]:
-            raise RecordError(f"{where}: points {tally['totals']} differ from the recorded {points!r} "
+            raise RecordError(f"{where}: points {tally['totals']} differ from the recorded {excerpt(points)} "
                               "(docs/rules.md 5)")
         scores = [a + b for a, b in zip(scores, tally["totals"], strict=True)]
         w = match_winner(scores, rules.target)
