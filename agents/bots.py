@@ -1,5 +1,5 @@
 """Scripted bots: ``random``, ``greedy`` and a ladder of hand-written strategies, ``beginner`` < ``intermediate`` <
-``advanced``, modelled on the computer levels of the online site of seed 004 (docs/rules.md 6).
+``advanced``, modelled on the computer levels of the Trump Stadium site (docs/rules.md 6).
 
 Every bot acts for a batch of games at once (:class:`agents.base.Agent`): it reads the acting seat's knowledge
 (``obs["view"]``, :func:`cassino_env.obs.public_view`) and the move table (``move_kind``, ``move_card``,

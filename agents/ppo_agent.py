@@ -234,5 +234,22 @@ def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True)
         CheckpointError: naming the file and the problem (see :func:`read_checkpoint`).
     """
     data = read_checkpoint(path, rules)
-    return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=f"ppo:{Path(path).name}",
+    return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=checkpoint_name(path),
                     rules=rules)
+
+
+def checkpoint_name(path: str | Path) -> str:
+    """The name a checkpoint agent goes by in reports and at the table: ``ppo:PATH``, with PATH relative to the
+    current folder when the file lies inside it and as given otherwise, so two runs' ``final.pt`` stay apart.
+
+    >>> checkpoint_name("runs/a/checkpoints/final.pt")
+    'ppo:runs/a/checkpoints/final.pt'
+    >>> checkpoint_name(Path.cwd() / "runs" / "b" / "final.pt")
+    'ppo:runs/b/final.pt'
+    """
+    path = Path(path)
+    try:
+        path = path.resolve().relative_to(Path.cwd().resolve()) if path.is_absolute() else path
+    except ValueError:  # outside the current folder: keep the path as given
+        pass
+    return f"ppo:{path.as_posix()}"

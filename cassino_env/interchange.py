@@ -66,7 +66,7 @@ def _int_list(x: Any, n: int, name: str, default: int = 0, low: int = 0) -> list
 
 
 def position_to_game(position: Mapping[str, Any]) -> Game:
-    """Validate an docs/interchange.md position and build the reference :class:`~cassino_env.reference.Game`.
+    """Validate a docs/interchange.md position and build the reference :class:`~cassino_env.reference.Game`.
 
     Raises:
         PositionError: naming the field for any malformed or contradictory field, or an unknown field.
@@ -194,7 +194,7 @@ def move_to_dict(m: Move) -> dict[str, Any]:
 
 
 def move_from_dict(game: Game, move: Mapping[str, Any]) -> Move:
-    """Parse an docs/interchange.md move dict for ``game`` (lists in any order).
+    """Parse a docs/interchange.md move dict for ``game`` (lists in any order).
 
     Raises:
         MoveFormatError: naming the field for a malformed move.

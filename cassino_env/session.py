@@ -1,10 +1,10 @@
-"""Match formats above the match: seed 004's *session*, won by the first side to win N matches (N = 1, 2 or 3).
+"""Match formats above the match: Trump Stadium's *session*, won by the first side to win N matches (N = 1, 2 or 3).
 
-docs/rules.md 6: "Seed 004's site plays a match to 21 as one match and a session as the first to win 1, 2 or 3
-matches". A match (deals until a side reaches ``rules.target``, 21 or 51, another deal while the top totals tie;
-docs/rules.md 2.6) is played by the core; the first player alternates between deals because the dealer moves one seat
-per deal (a match's first dealer is seat P-1). This module only folds the winners of whole matches, in the order
-they were played, into a session result. It knows nothing of cards, so it serves every preset and player count: a
+docs/rules.md 6: Trump Stadium counts a match to 21 as one "match" and offers sessions won by the first side to win
+1, 2 or 3 matches. A match (deals until a side reaches ``rules.target``, 21 or 51, another deal while the top totals
+tie; docs/rules.md 2.6) is played by the core; the first player alternates between deals because the dealer moves one
+seat per deal (a match's first dealer is seat P-1). This module only folds the winners of whole matches, in the
+order they were played, into a session result. It knows nothing of cards, so it serves every preset and player count: a
 side is a seat, or a partnership (``rules.num_sides`` sides).
 
 Decisions where docs/rules.md is silent: a session has no draws (a match always has a winner, so the first side to N
@@ -45,7 +45,7 @@ import numpy as np
 
 from .errors import CassinoError
 
-#: Session lengths seed 004's site offers: the first side to win 1, 2 or 3 matches.
+#: Session lengths Trump Stadium offers: the first side to win 1, 2 or 3 matches.
 SESSION_WINS = (1, 2, 3)
 
 
@@ -64,7 +64,8 @@ def check_session_wins(wins_needed: int) -> int:
     if isinstance(wins_needed, bool) or not isinstance(wins_needed, (int, np.integer)) \
             or int(wins_needed) not in SESSION_WINS:
         raise SessionError(f"a session is won by the first side to win {', '.join(map(str, SESSION_WINS[:-1]))} or "
-                           f"{SESSION_WINS[-1]} matches (seed 004, docs/rules.md 6), not {wins_needed!r}")
+                           f"{SESSION_WINS[-1]} matches (Trump Stadium's sessions, docs/rules.md 6), "
+                           f"not {wins_needed!r}")
     return int(wins_needed)
 
 

@@ -1,7 +1,7 @@
 """A reusable contract checker for a rule set: the core and both environments, as Pgx's ``api_test`` does for its envs.
 
 :func:`check_rules` plays random legal games of one rule set (a preset name, a :class:`~cassino_env.rules.RuleSet`
-with any switches of docs/rules.md 3, or an docs/interchange.md ``rules`` mapping) through the batched core
+with any switches of docs/rules.md 3, or a docs/interchange.md ``rules`` mapping) through the batched core
 (:func:`check_core`), the vector env (:func:`check_vector_env`) and the PettingZoo AEC env (:func:`check_aec_env`), and
 checks at every step what the package documents whatever the play:
 

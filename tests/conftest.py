@@ -21,7 +21,7 @@ from cassino_env.rules import PRESETS
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: tests/data: positions and expected results in the docs/interchange.md format.
 DATA_DIR = Path(__file__).resolve().parent / "data"
-#: docs/rules.md section 7 worked cases as data (a copy of shared/cases/worked_cases.json).
+#: docs/rules.md section 7 worked cases as data (docs/rules.md 7 states them in words).
 WORKED_CASES_PATH = DATA_DIR / "worked_cases.json"
 
 

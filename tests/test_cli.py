@@ -99,7 +99,7 @@ def test_moves_malformed_json_exits_2(tmp_path: Path, repo_root: Path) -> None:
         pytest.param(None, "No such file", id="missing-file"),
         pytest.param("[1, 2, 3]", "JSON object", id="not-an-object"),
         pytest.param("", "not valid JSON", id="empty-file"),
-        # docs/interchange.md: "An unknown field is an error naming it."
+        # docs/interchange.md "Position": a field not in its table is refused, the error naming it.
         pytest.param(json.dumps({**POSITION, "colour": "red"}), "colour", id="unknown-field"),
     ],
 )
@@ -147,7 +147,7 @@ def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]
 
 def test_eval_and_train_help_show_the_preset_options(capsys: pytest.CaptureFixture[str]) -> None:
     """Every preset is reachable from the command line: eval takes the preset, its player count, the target and
-    seed 004's session length; train takes the preset (and reads configs/ppo_PRESET.yaml for it)."""
+    Trump Stadium's session length; train takes the preset (and reads configs/ppo_PRESET.yaml for it)."""
     with pytest.raises(SystemExit):
         cli.main(["eval", "--help"])
     out = capsys.readouterr().out

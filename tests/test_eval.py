@@ -182,6 +182,23 @@ def test_checkpoint_agents_load_lazily_and_play(tmp_path) -> None:
     assert cli.main(["eval", "--agents", f"checkpoint:{tmp_path / 'missing.pt'},random", "--deals", "4"]) == 2
 
 
+def test_checkpoint_agents_are_named_by_their_path(tmp_path, monkeypatch) -> None:
+    """Two runs' final.pt are told apart in the report: each is named ppo:PATH, relative to the current folder."""
+    pytest.importorskip("torch")
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import save_checkpoint
+    from cassino_env.obs import obs_size
+
+    rules = make_rules("classic")
+    for run in ("run_a", "run_b"):
+        save_checkpoint(tmp_path / run / "final.pt", CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8), rules)
+    monkeypatch.chdir(tmp_path)
+    r = evaluate(["checkpoint:run_a/final.pt", f"checkpoint:{tmp_path / 'run_b' / 'final.pt'}", "random"], rules,
+                 deals=4, seed=0)
+    assert r["agents"] == ["ppo:run_a/final.pt", "ppo:run_b/final.pt", "random"]
+    assert {e["a"] for e in r["pairs"]} == {"ppo:run_a/final.pt", "ppo:run_b/final.pt"}
+
+
 def test_versus_first_plays_only_the_first_agent_against_the_others() -> None:
     r = evaluate(["beginner", "random", "greedy"], "classic", deals=20, seed=0, versus_first=True)
     assert [(e["a"], e["b"]) for e in r["pairs"]] == [("beginner", "random"), ("beginner", "greedy")]

@@ -123,3 +123,17 @@ def test_every_seat_and_four_players() -> None:
     assert "Deal 1 is over" in text
     assert "seat 0+you" in text
     assert "seat 1+seat 3" in text
+
+
+def test_the_picture_counts_in_words_and_states_the_match_score() -> None:
+    """One spade is "1 spade", other counts plural; the match score reads "Match: you 12, seat 1 9 (to 21)"."""
+    ids = [card_id(t) for t in ("8S", "2C", "AS", "3D", "4D", "KS", "QS")]
+    rules = make_rules("classic")
+    st = core.from_position(rules, hands=[[ids[0]], [ids[1]]], captured=[[ids[2], ids[3]], ids[4:]], to_move=0,
+                            match_scores=[12, 9])
+    picture = draw(st, 0, "greedy")
+    assert "  Match: you 12, seat 1 9 (to 21)" in picture.splitlines()
+    assert "you:    captured 2 (1 spade) · sweeps 0" in picture
+    assert "seat 1 (greedy): 1 card in hand · captured 3 (2 spades)" in picture
+    four = core.from_position(make_rules("classic", 4), hands=[[ids[0]], [ids[1]], [ids[5]], [ids[6]]], to_move=0)
+    assert "  Match: you+seat 2 0, seat 1+seat 3 0 (to 21)" in draw(four, 0, "greedy").splitlines()

@@ -1,6 +1,6 @@
 """Classic-preset rule cases as data: ``tests/data/classic_cases.json``, one or more per rule of docs/rules.md 2-5.
 
-Each case is an docs/interchange.md position with the expected legal and illegal moves, the position after a move, or
+Each case is a docs/interchange.md position with the expected legal and illegal moves, the position after a move, or
 the
 deal's tally; its ``note`` carries a one-line picture of the table. :func:`test_worked_cases.check_case` runs them.
 """

@@ -1,6 +1,6 @@
 """Rule cases for every rule where a preset differs from classic: ``tests/data/preset_cases.json``.
 
-Each case is an docs/interchange.md position with the expected legal and illegal moves (each illegal move with the rule
+Each case is a docs/interchange.md position with the expected legal and illegal moves (each illegal move with the rule
 text its error must name), the position after a move, or the deal's tally; :func:`test_worked_cases.check_case` runs
 it. Test ids are the case ids, ``<preset>-<docs/rules.md section>-<rule>`` (e.g. ``bga-4.4-owner-must-capture``), and a
 case's ``rule`` field names the docs/rules.md section and rule it tests, so every preset rule maps to a test.

@@ -1,6 +1,6 @@
-"""Match formats: seed 004's session (first side to win N matches, N = 1, 2 or 3; cassino_env/session.py), its use
+"""Match formats: Trump Stadium's session (first side to win N matches, N = 1, 2 or 3; cassino_env/session.py), its use
 in the evaluation (``cassino eval --session-wins N``), and the first player alternating between the deals of a
-match (seed 000), which the core's dealer rotation gives."""
+match (Matsuda's reservation game), which the core's dealer rotation gives."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_every_order_of_match_winners_is_decided_within_max_matches(n: int, side
         assert n <= s.matches <= longest
 
 
-# --- seed 000: the first player alternates between deals ----------------------------------------------------------
+# --- Matsuda's reservation game: the first player alternates between deals ------------------------------------------
 
 
 @pytest.mark.parametrize("preset", [p for p, (counts, _) in PRESETS.items() if 2 in counts])

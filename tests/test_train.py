@@ -58,7 +58,8 @@ def test_tiny_training_run_end_to_end(tiny_run: tuple[Path, subprocess.Completed
     assert "SPS" in out
     assert "step       6,144/6,144 (100%)" in out  # the progress line
     assert "final checkpoint" in out
-    for name in ("ppo:final.pt", "random", "greedy", "match win A"):  # the head-to-head table
+    final = f"ppo:{(run_dir / 'checkpoints' / 'final.pt').as_posix()}"  # named by its path (outside the cwd: as given)
+    for name in (final, "random", "greedy", "match win A"):  # the head-to-head table
         assert name in out
     ckpts = run_dir / "checkpoints"
     assert {p.name for p in ckpts.iterdir()} >= {"final.pt", "latest.pt", "step_00000003072.pt"}

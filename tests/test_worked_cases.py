@@ -1,4 +1,5 @@
-"""docs/rules.md section 7 worked cases, run from ``tests/data/worked_cases.json`` (a copy of shared/cases/).
+"""docs/rules.md section 7 worked cases, run from ``tests/data/worked_cases.json`` (the same cases as
+positions and moves).
 
 The file's ``about`` field says how each case is checked; :func:`check_case` does exactly that and is shared with
 ``test_rules_classic.py``, whose cases use the same format plus a few optional fields (``exact_legal``, ``why``,

@@ -4,7 +4,7 @@ Usage::
 
     cassino --help                      # the commands, one line each
     cassino --version                   # the installed version
-    cassino moves position.json         # legal moves of an docs/interchange.md position, one JSON object a line
+    cassino moves position.json         # legal moves of a docs/interchange.md position, one JSON object a line
     cassino bench --engine core --json  # games and moves per second of an engine
 
 Each command is a function whose typed parameters (documented in its Google-style docstring) become the command's

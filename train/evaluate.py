@@ -20,7 +20,7 @@ Per pair (A, B):
 * **mean margin** of A: A's points minus B's points per deal (mean over A's sides minus mean over B's sides), with a
   95% interval from the spread of board totals (deals of one board are not independent).
 
-**Sessions** (seed 004's match format, docs/rules.md 6; :mod:`cassino_env.session`): with ``session_wins = N`` each
+**Sessions** (Trump Stadium's match format, docs/rules.md 6; :mod:`cassino_env.session`): with ``session_wins = N`` each
 game of a board plays matches until a side has won N of them (N = 1, 2 or 3), and the report adds the **session
 win rate** of A (sessions won by a side A plays, Wilson 95% interval); match and deal figures then count every match
 of the sessions. Match ``m`` of a board deals the same cards in every arrangement, so sessions stay duplicate.
@@ -142,7 +142,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         versus_first: play only the pairs that include the first agent (a new agent against a ladder); the
             ratings still place every agent, through their results against the first.
         progress: show a tqdm progress bar of deals on stderr.
-        session_wins: N of seed 004's session format, 1, 2 or 3: each game plays matches until a side has won N
+        session_wins: N of Trump Stadium's session format, 1, 2 or 3: each game plays matches until a side has won N
             (:mod:`cassino_env.session`); 1 is one match.
         recorder: a :class:`train.records.GameRecorder` that gets a record of every game played (seats named by
             their agent specs), or None.
@@ -246,7 +246,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         num_players: seats, one the preset allows (default its first: 2, or 4 for cicera); 4 and 6 play
             partnerships, both partners the same agent (seats 0 and 2 one agent, 1 and 3 the other).
         seed: seed of the deals, 0..2147483647; the same seed gives the same results.
-        session_wins: seed 004's session: each game plays matches until a side has won this many (1, 2 or 3);
+        session_wins: Trump Stadium's session: each game plays matches until a side has won this many (1, 2 or 3);
             the report adds session win rates. 1 is a single match.
         target: match target score (default the preset's: 21, cicera 51; matsuda allows 51).
         out_dir: folder for eval.json, eval.csv, eval.md and heatmap.png (default runs/eval__PRESET__SEED__TIME).

@@ -58,6 +58,11 @@ def _boxes(mask: int, ascii_only: bool) -> str:
     return " ".join(f"[{c:>3}]" for c in cards) if cards else "(none)"
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless n is 1: "1 spade", "0 spades", "3 cards"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _seat_name(q: int, seat: int, opponent: str, rules: RuleSet) -> str:
     if q == seat:
         return "you"
@@ -75,9 +80,10 @@ def draw(state: Any, seat: int, opponent: str, ascii_only: bool = False) -> str:
     per_round = rules.hand_size * P
     round_no = (int(state.stock_pos[0]) - rules.table_cards) // per_round
     side_names = ["+".join("you" if q == seat else f"seat {q}" for q in range(s, P, S)) for s in range(S)]
-    scores = " · ".join(f"{side_names[s]} {int(state.match_scores[0, s])}" for s in range(S))
-    lines = [f"── deal {int(state.deal_index[0]) + 1}, round {round_no} of {rules.rounds_per_deal} · stock {stock} "
-             f"· match {scores} (to {rules.target}) ──"]
+    scores = ", ".join(f"{side_names[s]} {int(state.match_scores[0, s])}" for s in range(S))
+    lines = [f"── deal {int(state.deal_index[0]) + 1}, round {round_no} of {rules.rounds_per_deal} · "
+             f"{_count(stock, 'card')} left in the stock ──",
+             f"  Match: {scores} (to {rules.target})"]
     note = values_note(rules)
     if note:
         lines.append(f"  values: {note}")
@@ -89,8 +95,9 @@ def draw(state: Any, seat: int, opponent: str, ascii_only: bool = False) -> str:
         pile = int(state.captured[0, q])
         spades = sum(1 for c in range(39, 52) if pile >> c & 1)
         n = int(state.hand[0, q]).bit_count()
-        lines.append(f"  {_seat_name(q, seat, opponent, rules)}: {n} card{'' if n == 1 else 's'} in hand · "
-                     f"captured {pile.bit_count()} ({spades} spades) · sweeps {int(state.sweeps[0, q])}{in_play(q)}")
+        lines.append(f"  {_seat_name(q, seat, opponent, rules)}: {_count(n, 'card')} in hand · "
+                     f"captured {pile.bit_count()} ({_count(spades, 'spade')}) · sweeps {int(state.sweeps[0, q])}"
+                     f"{in_play(q)}")
     lines.append(f"  table:  {_boxes(int(state.loose[0]), ascii_only)}")
     builds = []
     for k in range(state.build_cards.shape[1]):
@@ -103,8 +110,8 @@ def draw(state: Any, seat: int, opponent: str, ascii_only: bool = False) -> str:
     lines.append(f"  builds: {'  '.join(builds) if builds else '(none)'}")
     pile = int(state.captured[0, seat])
     spades = sum(1 for c in range(39, 52) if pile >> c & 1)
-    lines.append(f"  you:    captured {pile.bit_count()} ({spades} spades) · sweeps {int(state.sweeps[0, seat])}"
-                 f"{in_play(seat)}")
+    lines.append(f"  you:    captured {pile.bit_count()} ({_count(spades, 'spade')}) · "
+                 f"sweeps {int(state.sweeps[0, seat])}{in_play(seat)}")
     lines.append(f"  hand:   {_boxes(int(state.hand[0, seat]), ascii_only)}")
     return "\n".join(lines)
 

@@ -51,7 +51,7 @@ from cassino_env.session import Session, check_session_wins
 #: The ``format`` tag and ``version`` of the records this module writes and reads.
 FORMAT = "cassino-game"
 VERSION = 1
-#: What a record plays: one deal, one match, or one session of matches (seed 004, docs/rules.md 6).
+#: What a record plays: one deal, one match, or one session of matches (Trump Stadium's, docs/rules.md 6).
 PLAYS = ("deal", "match", "session")
 _FIELDS = {"format", "version", "rules", "num_players", "seed", "play", "session_wins", "seats", "deals",
            "match_winners", "info"}

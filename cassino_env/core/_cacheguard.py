@@ -21,19 +21,32 @@ deletes that cache's compiled kernels (``*.nbi``, ``*.nbc``) so numba rebuilds t
   (``__pycache__/<stem>.*.nbi``, ``*.nbc`` next to it) are dropped when the package's sources or the file changed.
 
 Best effort: an unreadable source or an unwritable cache folder is left alone (numba then uses its own fallback).
+
+**Compile notice.** Compiling the kernels takes a minute or two (on a 2-core machine) the first time they are used,
+and after any change to the sources; later processes load them from the cache in about a second. So that this first
+use is not a silent wait, :func:`check_numba_cache` also installs a numba event listener (once per process) that
+prints one line on stderr when a kernel of the package, or of a module that passed its file, starts to compile —
+:data:`COMPILE_NOTICE`, at most once per process. Kernels loaded from the cache print nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
 #: The ``cassino_env`` package folder.
 PACKAGE = Path(__file__).resolve().parent.parent
 #: Name of the stamp file (the hash the cached kernels were built from) in each cache folder.
 STAMP = "numba_sources.sha256"
 _PATTERNS = ("*.nbi", "*.nbc")
+#: The line printed on stderr when the first kernel of a process starts to compile; ``{what}`` names its group.
+COMPILE_NOTICE = "cassino-rl: compiling {what} (first use, about 1-2 minutes; cached on disk after that) ..."
+#: Module prefix -> what its kernels are, for :data:`COMPILE_NOTICE` (first match wins; others print nothing).
+_KERNEL_GROUPS = {"cassino_env.core": "the rules kernels", "cassino_env": "the environment kernels"}
+_notice_installed = False
 
 
 def package_sources() -> list[Path]:
@@ -81,6 +94,7 @@ def check_numba_cache(*sources: str | os.PathLike[str]) -> None:
         *sources: source files outside the package whose kernels call into it (e.g. ``__file__`` of
             ``agents/bots.py``). With none, only the package's own caches are checked.
     """
+    _install_compile_notice(*sources)
     try:
         digest = sources_hash()
     except OSError:
@@ -95,3 +109,44 @@ def check_numba_cache(*sources: str | os.PathLike[str]) -> None:
             continue
         _refresh(path.parent / "__pycache__", file_digest, f"{path.stem}.{STAMP}",
                  tuple(f"{path.stem}.{p}" for p in _PATTERNS))
+
+
+def _kernel_group(module: str) -> str | None:
+    """What the kernels of ``module`` are called in :data:`COMPILE_NOTICE`, or None for another project's."""
+    for prefix, what in _KERNEL_GROUPS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return what
+    return None
+
+
+def _install_compile_notice(*sources: str | os.PathLike[str]) -> None:
+    """Register (once per process) the numba listener that prints :data:`COMPILE_NOTICE` when the first kernel of
+    the package, or of a module among ``sources`` (e.g. ``agents/bots.py``: "the bots' kernels"), compiles."""
+    global _notice_installed
+    for src in sources:  # a module outside the package: its kernels are named after the file
+        stem = Path(src).stem
+        _KERNEL_GROUPS.setdefault(f"{Path(src).parent.name}.{stem}", f"the {stem} kernels")
+    if _notice_installed:
+        return
+    try:
+        from numba.core import event
+    except ImportError:  # a numba without the event API: no notice, nothing else changes
+        return
+
+    class CompileNotice(event.Listener):
+        printed = False
+
+        def on_start(self, ev: Any) -> None:
+            if CompileNotice.printed:
+                return
+            func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+            what = _kernel_group(getattr(func, "__module__", "") or "")
+            if what is not None:
+                CompileNotice.printed = True
+                print(COMPILE_NOTICE.format(what=what), file=sys.stderr, flush=True)
+
+        def on_end(self, ev: Any) -> None:
+            pass
+
+    event.register("numba:compile", CompileNotice())
+    _notice_installed = True
