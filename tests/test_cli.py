@@ -158,3 +158,25 @@ def test_eval_and_train_help_show_the_preset_options(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     for option in ("--config", "--preset", "--num-players"):
         assert option in out
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    import cassino_env
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"cassino-rl {metadata.version('cassino-rl')}\n"
+    assert metadata.version("cassino-rl") == cassino_env.__version__  # pyproject.toml and the package agree
+    assert "[--version]" in cli._usage()
+
+
+def test_help_of_every_command_imports_neither_torch_nor_the_kernels(repo_root: Path) -> None:
+    """`cassino COMMAND --help` stays quick: torch and the batched core are imported where they are used."""
+    code = ("import sys\nfrom train import cli\nfor name in cli.COMMANDS:\n    try:\n"
+            "        cli.main([name, '--help'])\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in ('torch', 'cassino_env.core') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=repo_root, capture_output=True, text=True, timeout=240,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]", proc.stdout[-2000:]
