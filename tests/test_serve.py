@@ -1,0 +1,221 @@
+"""The web app's JSON API (train/serve.py, ``cassino serve``) over HTTP with Starlette's TestClient: whole deals and
+matches played through it replay through the oracle with the scores it showed, network probabilities, the record
+viewer, and a clear 4xx error for every malformed request."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="the web extra (pip install -e '.[web]') is not installed")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+import cassino_env  # noqa: E402
+from cassino_env.rules import make_rules  # noqa: E402
+from train import cli  # noqa: E402
+from train.records import random_record, replay  # noqa: E402
+from train.serve import WEB_DIR, create_app, main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return TestClient(create_app())
+
+
+def play_out(client: TestClient, game: dict[str, Any], pick: int = 0) -> dict[str, Any]:
+    """Play the game's current deal to its end: the person plays listed move ``pick`` (or the last one)."""
+    gid = game["id"]
+    for _ in range(400):
+        if game["status"] in ("deal_over", "game_over"):
+            return game
+        if game["status"] == "your_turn":
+            moves = game["moves"]
+            assert moves and [m["index"] for m in moves] == list(range(len(moves)))
+            r = client.post(f"/api/games/{gid}/move", json={"index": min(pick, len(moves) - 1)})
+        else:
+            r = client.post(f"/api/games/{gid}/step", json={})
+            assert r.json()["last"]["seat"] != game["seat"]
+        assert r.status_code == 200, r.text
+        game = r.json()
+    raise AssertionError("the deal did not end")
+
+
+def shown_score_matches_oracle(score: dict[str, Any], deal: Any) -> None:
+    """The score the page shows for a deal equals the oracle's score_deal of the replayed deal's last position."""
+    tally = cassino_env.score_deal(deal.positions[-1])
+    assert score["totals"] == tally["totals"]
+    assert score["items"] == [[item, [side[item] for side in tally["items"]]] for item in tally["items"][0]]
+
+
+@pytest.mark.parametrize(("preset", "players", "seat", "opponent"), [
+    ("classic", 2, 0, "greedy"), ("classic", 4, 1, "beginner"), ("cicera", 4, 2, "greedy"), ("bga", 3, 2, "random"),
+    ("royal", 2, 1, "advanced"),
+])
+def test_a_whole_deal_replays_with_the_shown_score(client: TestClient, preset: str, players: int, seat: int,
+                                                   opponent: str) -> None:
+    r = client.post("/api/games", json={"preset": preset, "num_players": players, "opponent": opponent, "seat": seat,
+                                        "seed": 12345, "play": "deal"})
+    assert r.status_code == 201, r.text
+    game = r.json()
+    assert game["names"][seat] == "you" and game["seed"] == 12345
+    pos = game["position"]
+    assert [h is None for h in pos["hands"]] == [p != seat for p in range(players)]  # only your hand is shown
+    assert pos["hand_counts"][seat] == len(pos["hands"][seat]) > 0
+    if players == 4:
+        assert game["names"][(seat + 2) % 4] == f"{opponent} (your partner)"
+    game = play_out(client, game, pick=1)
+    assert game["status"] == "game_over" and game["moves"] == []
+    rec = client.get(f"/api/games/{game['id']}/record")
+    assert rec.status_code == 200 and rec.headers["content-type"].startswith("application/jsonl")
+    record = json.loads(rec.text)
+    assert record["seats"][seat] == "human" and record["seed"] == 12345 and record["play"] == "deal"
+    replayed = replay(record, 1, positions=True)
+    shown_score_matches_oracle(game["score"], replayed.deals[0])
+    assert [m["move"] for m in game["log"]] == replayed.deals[0].moves
+
+
+def test_a_match_deal_by_deal(client: TestClient) -> None:
+    game = client.post("/api/games", json={"opponent": "random", "seed": 7, "play": "match"}).json()
+    scores = []
+    for _ in range(30):
+        game = play_out(client, game, pick=10)
+        scores.append(game["score"])
+        if game["status"] == "game_over":
+            break
+        assert game["status"] == "deal_over"
+        assert client.post(f"/api/games/{game['id']}/move", json={"index": 0}).status_code == 400
+        game = client.post(f"/api/games/{game['id']}/next", json={}).json()
+        assert game["deal"] == len(scores) + 1 and game["score"] is None and game["log"] == []
+    assert game["winner"] in (0, 1)
+    record = json.loads(client.get(f"/api/games/{game['id']}/record").text)
+    replayed = replay(record, 1, positions=True)
+    assert len(replayed.deals) == len(scores) > 1 and record["match_winners"] == [game["winner"]]
+    for score, deal in zip(scores, replayed.deals, strict=True):
+        shown_score_matches_oracle(score, deal)
+        assert score["match_totals"] == deal.match_scores
+
+
+def test_network_probabilities(client: TestClient) -> None:
+    game = client.post("/api/games", json={"opponent": "pretrained:classic", "seed": 3, "seat": 1,
+                                           "play": "deal"}).json()
+    assert game["network"] is True and game["status"] == "agent_turn"
+    p = client.get(f"/api/games/{game['id']}/probabilities").json()
+    assert p["seat"] == 0 and len(p["probabilities"]) == len(p["moves"]) > 0
+    assert sum(p["probabilities"]) == pytest.approx(1.0, abs=1e-5)
+    step = client.post(f"/api/games/{game['id']}/step", json={"probabilities": True}).json()
+    last = step["last"]
+    assert last["probabilities"] == pytest.approx(p["probabilities"])
+    best = max(range(len(last["probabilities"])), key=last["probabilities"].__getitem__)
+    assert last["chosen"] == best and last["move"] == last["options"][best]["move"]  # it plays its likeliest move
+    # on your turn: what the network would play in your seat
+    mine = client.get(f"/api/games/{game['id']}/probabilities").json()
+    assert mine["seat"] == 1 and [m["move"] for m in mine["moves"]] == [m["move"] for m in step["moves"]]
+    bot = client.post("/api/games", json={"opponent": "greedy", "seed": 3}).json()
+    r = client.get(f"/api/games/{bot['id']}/probabilities")
+    assert r.status_code == 400 and "not a network agent" in r.json()["error"]
+    assert bot["network"] is False
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"preset": "poker"}, "preset: unknown preset"), ({"num_players": 5}, "preset: "),
+    ({"opponent": "nobody"}, "opponent: unknown agent"), ({"opponent": "checkpoint:/no/such.pt"}, "opponent: "),
+    ({"seat": 2}, "seat: expected a seat 0..1"), ({"seat": True}, "seat: expected an integer"),
+    ({"seed": -1}, "seed: expected an integer 0 <= seed < 2\\*\\*63"), ({"seed": 2**63}, "seed: "),
+    ({"seed": "7"}, "seed: expected an integer"), ({"play": "forever"}, "play: expected one of deal, match"),
+    ({"colour": "red"}, "colour: unknown field"),
+])
+def test_bad_new_game_requests(client: TestClient, body: dict[str, Any], message: str) -> None:
+    r = client.post("/api/games", json=body)
+    assert r.status_code == 400
+    assert set(r.json()) == {"error"}
+    assert __import__("re").match(message, r.json()["error"]), r.json()["error"]
+
+
+def test_malformed_requests(client: TestClient) -> None:
+    for raw in (b"{oops", b"[1, 2]", b"\xff\xfe"):
+        r = client.post("/api/games", content=raw, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and r.json()["error"].startswith("body: ")
+    r = client.post("/api/games", content=b" " * (70 * 1024), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and "larger than" in r.json()["error"]
+    game = client.post("/api/games", json={"opponent": "greedy", "seed": 1}).json()
+    gid = game["id"]
+    assert game["status"] == "your_turn"
+    cases = [("move", {}, "index: required"), ("move", {"index": "0"}, "index: expected a listed move"),
+             ("move", {"index": 99}, "index: expected a listed move"), ("move", {"index": 0, "x": 1}, "x: unknown"),
+             ("step", {}, "step: no agent is to move"), ("step", {"probabilities": "yes"}, "probabilities: expected"),
+             ("next", {}, "next: the deal is not over")]
+    for path, body, message in cases:
+        r = client.post(f"/api/games/{gid}/{path}", json=body)
+        assert r.status_code == 400 and r.json()["error"].startswith(message), (path, r.json())
+    assert client.get(f"/api/games/{gid}").json()["moves"] == game["moves"]  # nothing was applied
+    r = client.get("/api/games/no-such-game")
+    assert r.status_code == 404 and "no game" in r.json()["error"]
+    assert client.post("/api/games/no-such-game/move", json={"index": 0}).status_code == 404
+    r = client.get("/api/games")  # POST only
+    assert r.status_code == 405 and "error" in r.json()
+    assert client.get("/api/nothing").status_code == 404
+
+
+def test_record_viewer(client: TestClient) -> None:
+    recs = [random_record(make_rules("classic"), seed=s) for s in (1, 2)] + \
+           [random_record(make_rules("bga", 4), seed=3, play="match")]
+    text = "".join(json.dumps(r) + "\n" for r in recs)
+    r = client.post("/api/records", content=text.encode())
+    assert r.status_code == 201
+    listed = r.json()
+    assert [g["game"] for g in listed["games"]] == [1, 2, 3] and listed["games"][2]["preset"] == "bga"
+    game = client.get(f"/api/records/{listed['id']}/3").json()
+    assert len(game["deals"]) == len(recs[2]["deals"]) and game["names"] == ["random"] * 4
+    for d, src in zip(game["deals"], recs[2]["deals"], strict=True):
+        assert len(d["frames"]) == len(d["moves"]) + 1 == len(src["moves"]) + 1
+        assert [m["move"] for m in d["moves"]] == src["moves"]
+        assert d["score"]["totals"] == src["points"]
+        assert all(h is not None for h in d["frames"][0]["hands"])  # every hand face up
+    assert client.get(f"/api/records/{listed['id']}/4").status_code == 404
+    assert client.get("/api/records/nope/1").status_code == 404
+    # a bad file: the error names the game (its line); a record whose move is illegal fails when it is opened
+    bad = client.post("/api/records", content=(text + "{oops\n").encode())
+    assert bad.status_code == 400 and bad.json()["error"].startswith("game 4 (line 4): not valid JSON")
+    recs[1]["deals"][0]["moves"][2] = {"action": "trail", "card": recs[1]["deals"][0]["moves"][3]["card"]}
+    rid = client.post("/api/records", content="".join(json.dumps(r) + "\n" for r in recs).encode()).json()["id"]
+    r = client.get(f"/api/records/{rid}/2")
+    assert r.status_code == 400 and r.json()["error"].startswith("game 2, deal 1, move 3 ")
+
+
+def test_the_page_and_its_files(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    for name in ("app.js", "style.css"):
+        assert f"/static/{name}" in page.text
+        assert client.get(f"/static/{name}").status_code == 200
+        assert (WEB_DIR / name).is_file()
+    assert client.get("/static/nothing.js").status_code == 404
+    options = client.get("/api/options").json()
+    assert options["presets"]["bga"] == [2, 3, 4, 6] and "pretrained:classic" in options["agents"]
+
+
+def test_serve_command_defaults_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    import inspect
+
+    assert inspect.signature(main).parameters["host"].default == "127.0.0.1"  # localhost only by default
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["serve", "--port", "70000"])
+    assert code == 2 and err.getvalue() == "error: port: expected 0..65535, got 70000\n"
+    with contextlib.redirect_stderr(err):
+        code = cli.main(["serve", "--host", "192.0.2.1", "--port", "0"])  # TEST-NET: not an address of this machine
+    assert code == 2 and "cannot listen on 192.0.2.1" in err.getvalue()
+
+
+def test_web_files_are_package_data() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "web/*" in pyproject["tool"]["setuptools"]["package-data"]["train"]
+    extras = pyproject["project"]["optional-dependencies"]
+    assert "cassino-rl[web]" in extras["dev"] and any(d.startswith("starlette") for d in extras["web"])
