@@ -31,15 +31,30 @@ key                   meaning
 
 :func:`read_checkpoint` raises :class:`CheckpointError` (a ``ValueError``) naming the file and the problem for a
 missing, truncated or corrupt file (a zip member whose CRC fails included), a file of another kind, a checkpoint for
-another preset or player count, another network shape, or another environment version.
+another preset or player count, another network shape, or another environment version; every field is checked for
+its type before it is used (``rules`` must make a valid rule set for the stated preset and player count, ``network``
+a valid :class:`~agents.policy.NetworkShape`, ``model`` a mapping of finite tensors).
+:func:`policy_from_checkpoint` compares the tensors the declared shape needs (computed on PyTorch's ``meta`` device,
+which allocates nothing) with the tensors in the file before it builds the network, so a file declaring a huge
+network cannot make it allocate more than the weights the file holds. A training checkpoint's ``train`` and
+``optimizer`` entries are checked by ``train.ppo_selfplay.check_train_state`` before a resume uses them.
+
+Checkpoints are written atomically (:func:`atomic_write`): a temporary file in the same folder, flushed to disk,
+then renamed over the target, so a reader (or a run killed mid-write) sees the old file or the new one, never part.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
 import pickle
+import shutil
+import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import torch
@@ -104,9 +119,52 @@ class PPOAgent:
         return sample_actions(logits, rng, self.deterministic).astype(np.int64)
 
 
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
+    """Write a file atomically: ``write(f)`` fills a temporary file in the same folder, which is flushed and synced
+    to disk (``os.fsync``) and then renamed over ``path`` (``os.replace``, atomic on POSIX and Windows); the folder is
+    synced too, so the rename survives a crash. If anything fails, or the process is interrupted, before the rename,
+    ``path`` keeps its old content (or stays absent) and the temporary file is removed. The file gets the usual
+    permissions (0o666 less the umask), not the temporary file's 0o600.
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            umask = os.umask(0)
+            os.umask(umask)
+            with contextlib.suppress(OSError, AttributeError):  # no fchmod on Windows
+                os.fchmod(f.fileno(), 0o666 & ~umask)
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError, AttributeError):  # a folder cannot be opened (and need not be synced) on Windows
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return path
+
+
+def atomic_copy(src: str | Path, dst: str | Path) -> Path:
+    """Copy ``src`` to ``dst`` atomically (:func:`atomic_write`): ``dst`` is the old file or a whole copy, never part
+    of one. Returns ``dst``."""
+    with open(src, "rb") as source:
+        return atomic_write(dst, lambda f: shutil.copyfileobj(source, f, 1 << 20))
+
+
 def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
                     optimizer: torch.optim.Optimizer | None = None, train: dict[str, Any] | None = None) -> Path:
-    """Write a checkpoint (format in the module docstring) atomically: a temporary file renamed into place.
+    """Write a checkpoint (format in the module docstring) atomically (:func:`atomic_write`).
 
     Returns:
         The path written.
@@ -125,10 +183,7 @@ def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
         "optimizer": None if optimizer is None else optimizer.state_dict(),
         "train": train,
     }
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(path)
-    return path
+    return atomic_write(path, lambda f: torch.save(payload, f))
 
 
 def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str, Any]:
@@ -173,6 +228,7 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
     for key in ("preset", "num_players", "rules", "network", "model"):
         if key not in data:
             raise CheckpointError(f"{path}: checkpoint has no {key!r} field")
+    _check_fields(data, path)
     if rules is not None:
         if data["preset"] != rules.preset or data["num_players"] != rules.num_players:
             raise CheckpointError(f"{path}: made for preset {data['preset']!r} with {data['num_players']} players, "
@@ -182,7 +238,60 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
         if diff:
             k = diff[0]
             raise CheckpointError(f"{path}: made for rule switch {k}={theirs.get(k)!r}, not {ours.get(k)!r}")
+    made = make_rules(data["rules"])  # valid (checked above)
+    if made.preset != data["preset"] or made.num_players != data["num_players"]:
+        raise CheckpointError(f"{path}: rules are for preset {made.preset!r} with {made.num_players} players, but the "
+                              f"checkpoint says preset {data['preset']!r} with {data['num_players']}")
     return data
+
+
+def _check_fields(data: dict[str, Any], path: Path) -> None:
+    """The types of a checkpoint's fields, and the rules they state (see :func:`read_checkpoint`)."""
+    from cassino_env.errors import CassinoError
+
+    if not isinstance(data["preset"], str):
+        raise CheckpointError(f"{path}: preset must be a preset name, got {data['preset']!r}")
+    n = data["num_players"]
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise CheckpointError(f"{path}: num_players must be an integer, got {n!r}")
+    if not isinstance(data["rules"], dict):
+        raise CheckpointError(f"{path}: rules must be a mapping of rule switches, got {type(data['rules']).__name__}")
+    try:
+        make_rules(data["rules"])
+    except (CassinoError, ValueError, TypeError, KeyError) as exc:
+        raise CheckpointError(f"{path}: rules: not a valid rule set: {exc}") from None
+    net = data["network"]
+    if not isinstance(net, dict):
+        raise CheckpointError(f"{path}: network must be a mapping (agents.policy.NetworkShape), got "
+                              f"{type(net).__name__}")
+    known = set(NetworkShape.__dataclass_fields__)
+    unknown = sorted(str(k) for k in net if k not in known)
+    if unknown or "obs_dim" not in net:
+        field = f"network.{unknown[0]}" if unknown else "network.obs_dim"
+        raise CheckpointError(f"{path}: {field}: {'unknown field' if unknown else 'missing'} (fields are "
+                              f"{', '.join(sorted(known))})")
+    try:
+        NetworkShape(**net)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: bad network shape {net!r}: {exc}") from None
+    model = data["model"]
+    if not isinstance(model, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in model.items()):
+        raise CheckpointError(f"{path}: model must be a mapping of tensor names to tensors (a state_dict)")
+    for name, tensor in model.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{path}: model.{name}: corrupt weights: NaN or infinite values")
+    for key in ("optimizer", "train"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise CheckpointError(f"{path}: {key} must be a mapping or null, got {type(data[key]).__name__}")
+
+
+def expected_tensors(shape: NetworkShape) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """Name -> (shape, dtype) of the ``state_dict`` of a :class:`CassinoPolicy` of ``shape``, computed on PyTorch's
+    ``meta`` device: nothing is allocated, whatever the sizes."""
+    with torch.device("meta"):
+        net = CassinoPolicy.from_shape(shape)
+    return {k: (tuple(v.shape), v.dtype) for k, v in net.state_dict().items()}
 
 
 def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint>",
@@ -200,7 +309,10 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
     if expected_shape is not None and shape != expected_shape:
         raise CheckpointError(f"{path}: network shape {shape.to_dict()} differs from the expected "
                               f"{expected_shape.to_dict()}")
-    rules = make_rules(data["rules"])
+    try:
+        rules = make_rules(data["rules"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CheckpointError(f"{path}: rules: not a valid rule set: {exc}") from None
     need = obs_size(rules.num_players, rules.num_sides)
     if shape.obs_dim != need:
         raise CheckpointError(f"{path}: network reads observations of length {shape.obs_dim}, the environment "
@@ -211,9 +323,28 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
         if shape.move_features != NUM_MOVE_FEATURES:
             raise CheckpointError(f"{path}: network reads {shape.move_features} move features, this code computes "
                                   f"{NUM_MOVE_FEATURES} (agents.features.MOVE_FEATURES)")
+    # The declared shape against the tensors in the file, before anything is allocated: a file cannot make the
+    # network bigger than the weights it holds.
+    try:
+        want = expected_tensors(shape)
+    except (RuntimeError, ValueError, OverflowError) as exc:
+        raise CheckpointError(f"{path}: network shape {shape.to_dict()} cannot be built: {exc}") from None
+    model = data["model"]
+    declared = sum(math.prod(s) for s, _ in want.values())
+    held = sum(int(t.numel()) for t in model.values() if isinstance(t, torch.Tensor))
+    if set(model) != set(want):
+        odd = sorted(set(model) ^ set(want))[0]
+        raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()}: tensor {odd!r} is "
+                              f"{'missing' if odd in want else 'not part of that network'}")
+    for name, (size, dtype) in want.items():
+        t = model[name]
+        if tuple(t.shape) != size or t.dtype != dtype:
+            raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()} (it declares "
+                                  f"{declared:,} parameters, the file holds {held:,}): model.{name} is "
+                                  f"{t.dtype} {tuple(t.shape)}, the shape needs {dtype} {size}")
     policy = CassinoPolicy.from_shape(shape)
     try:
-        policy.load_state_dict(data["model"])
+        policy.load_state_dict(model)
     except (RuntimeError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()}: {exc}") from None
     for name, tensor in policy.state_dict().items():

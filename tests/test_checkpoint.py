@@ -100,17 +100,19 @@ def test_resumed_run_matches_the_uninterrupted_run(uninterrupted: Path, tmp_path
 
 
 def test_resume_keeps_the_run_config_and_folder(uninterrupted: Path, tmp_path: Path) -> None:
-    """Without --run-dir a resumed run goes on in its own folder; options not given come from the checkpoint."""
+    """Without --run-dir a resumed run goes on in its own folder, told from the checkpoint's path (never the folder
+    named inside the file); options not given come from the checkpoint."""
     mid = uninterrupted / "checkpoints" / "step_00000001536.pt"
-    copy = tmp_path / "mid.pt"
-    copy.write_bytes(mid.read_bytes())
-    data = torch.load(copy, weights_only=True)
+    copy = tmp_path / "run" / "checkpoints" / "mid.pt"
+    copy.parent.mkdir(parents=True)
+    data = torch.load(mid, weights_only=True)
     data["train"]["run_dir"] = str(tmp_path / "original")
     data["train"]["config"]["total_timesteps"] = 3 * 768
     torch.save(data, copy)
     args = Args(resume=str(copy), total_timesteps=123, hidden=999)  # not given explicitly: ignored
     final = train(args, explicit={"resume"})
-    assert final == tmp_path / "original" / "checkpoints" / "final.pt"
+    assert final == tmp_path / "run" / "checkpoints" / "final.pt"
+    assert not (tmp_path / "original").exists()
     assert torch.load(final, weights_only=True)["train"]["global_step"] == 3 * 768
 
 

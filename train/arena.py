@@ -106,6 +106,29 @@ class GameLog:
     session_winner: np.ndarray  # int64[G]: the side that won each game's session (-1: undecided, with until="deal")
 
 
+def _integer_moves(actions: Any, rows: np.ndarray, name: str) -> np.ndarray:
+    """int64[n]: an agent's moves, which must be integers (a numpy integer array, or ints); a float (0.7), a string
+    ("0") or a bool is refused, not rounded or parsed into some move.
+
+    Raises:
+        RuntimeError: naming the agent, the game and the value.
+    """
+    a = np.asarray(actions)
+    if a.dtype == object:  # a list mixing kinds: every item must be an int
+        bad = [i for i, x in enumerate(a.reshape(-1)) if isinstance(x, bool) or not isinstance(x, (int, np.integer))]
+    elif a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        bad = list(range(a.size))
+    else:
+        bad = []
+    if bad:
+        i = bad[0]
+        game = int(rows[i]) if a.shape == rows.shape else None
+        raise RuntimeError(f"agent {name!r} returned a move that is not an integer index: {a.reshape(-1)[i]!r} "
+                           f"(dtype {a.dtype}{'' if game is None else f', game {game}'}); moves are int64 indices "
+                           "into the move table")
+    return a.astype(np.int64)
+
+
 def _check_actions(actions: np.ndarray, obs: dict[str, Any], rows: np.ndarray, name: str) -> None:
     a = np.asarray(actions)
     if a.shape != rows.shape:
@@ -159,7 +182,7 @@ def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_
         for k, agent in enumerate(agents):
             rows = np.flatnonzero(active & (who == k))
             if rows.size:
-                act = np.asarray(agent.act(slice_obs(obs, rows), rng), dtype=np.int64)
+                act = _integer_moves(agent.act(slice_obs(obs, rows), rng), rows, getattr(agent, "name", str(k)))
                 if check_legal:
                     _check_actions(act, obs, rows, getattr(agent, "name", str(k)))
                 actions[rows] = act

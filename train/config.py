@@ -6,7 +6,15 @@ help from the docstring under the field) override the file, and the file overrid
 takes the checkpoint's config, overridden by the options given again. The functions take the dataclass (``cls``)
 so that every training script can use them; ``train.ppo_selfplay`` binds them to its ``Args``.
 
-Also here, the run's bookkeeping: the default run folder name and the hyperparameter table logged to TensorBoard.
+**Validation happens in one place**, the dataclass: ``Args.__post_init__`` runs :func:`validate_fields` over a table
+of per-field rules built from :func:`integer`, :func:`number`, :func:`boolean`, :func:`text`, :func:`names`,
+:func:`rates` and :func:`optional`, so an ``Args`` built from a YAML file, from command-line flags, from a resumed
+checkpoint or in Python gets the same :class:`ConfigError`, naming the field. The command line's options are read
+as text (:func:`parse_flag` converts them), so that a value of the wrong type (``--seed abc``) is reported the same way
+as a value out of range (``--seed -1``), as one ``error: seed ...`` line.
+
+Also here, the run's bookkeeping: the default run folder name, the run-folder lock (:func:`claim_run_dir`) and the
+hyperparameter table logged to TensorBoard.
 """
 
 from __future__ import annotations
@@ -14,12 +22,16 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import math
+import os
 import textwrap
 import time
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import numpy as np
 import tyro
 import yaml
 
@@ -32,7 +44,213 @@ _Args = TypeVar("_Args")
 
 
 class ConfigError(ValueError):
-    """A bad config file or option (the message names the file and field)."""
+    """A bad config file or option (the message names the file and field).
+
+    Attributes:
+        field: the name of the field at fault, or None when the problem is not one field's.
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# --- per-field rules: Args.__post_init__ checks every field with one of these --------------------------------------
+
+#: A field rule: ``rule(name, value)`` returns the value (normalised: an int given for a float, a list for a tuple)
+#: or raises :class:`ConfigError` naming the field.
+FieldRule = Callable[[str, Any], Any]
+
+
+def _refuse(name: str, want: str, value: Any) -> ConfigError:
+    return ConfigError(f"{name} must be {want}, got {value!r}", field=name)
+
+
+def integer(lo: int | None = None, hi: int | None = None, want: str | None = None) -> FieldRule:
+    """A rule: an int (a numpy integer too; not a bool) in ``lo .. hi`` (either end open when None).
+
+    >>> integer(1)("num_envs", 4), integer(0, 2**63 - 1)("seed", 7)
+    (4, 7)
+    >>> integer(1)("num_envs", 0)
+    Traceback (most recent call last):
+    ...
+    train.config.ConfigError: num_envs must be an integer >= 1, got 0
+    """
+    if want is None:
+        want = ("an integer" + (f" >= {lo}" if lo is not None and hi is None else "")
+                + (f" <= {hi}" if hi is not None and lo is None else "")
+                + (f" from {lo} to {hi}" if lo is not None and hi is not None else ""))
+
+    def rule(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise _refuse(name, want, value)
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise _refuse(name, want, value)
+        return int(value)
+
+    return rule
+
+
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, want: str | None = None
+           ) -> FieldRule:
+    """A rule: a finite real number (an int is taken as a float; not a bool) in ``[lo, hi]`` (``(lo, hi]`` with
+    ``lo_open``). A string is refused, even one that looks like a number (YAML reads ``1e-3`` as a string: write
+    ``1.0e-3``)."""
+    if want is None:
+        low = "" if lo is None else f" {'>' if lo_open else '>='} {lo:g}"
+        high = "" if hi is None else f" <= {hi:g}"
+        want = "a finite number" + (low + (" and" if low and high else "") + high)
+
+    def rule(name: str, value: Any) -> float:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            hint = " (YAML reads 1e-3 as a string: write 1.0e-3)" if isinstance(value, str) else ""
+            raise ConfigError(f"{name} must be {want}, got {value!r}{hint}", field=name)
+        v = float(value)
+        if not math.isfinite(v) or (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
+            raise _refuse(name, want, value)
+        return v
+
+    return rule
+
+
+def boolean() -> FieldRule:
+    """A rule: True or False, nothing else (the string ``"no"`` is not False, nor 1 True)."""
+
+    def rule(name: str, value: Any) -> bool:
+        if not isinstance(value, (bool, np.bool_)):
+            raise _refuse(name, "true or false", value)
+        return bool(value)
+
+    return rule
+
+
+def text(choices: tuple[str, ...] | None = None, *, no_slash: bool = False) -> FieldRule:
+    """A rule: a non-empty string, one of ``choices`` when given; ``no_slash``: also no ``/`` (it names a folder)."""
+    want = f"one of {', '.join(choices)}" if choices else "a non-empty string" + (" without /" if no_slash else "")
+
+    def rule(name: str, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip() or "\0" in value:
+            raise _refuse(name, want, value)
+        if (choices and value not in choices) or (no_slash and ("/" in value or "\\" in value)):
+            raise _refuse(name, want, value)
+        return value
+
+    return rule
+
+
+def optional(inner: FieldRule) -> FieldRule:
+    """A rule: None, or a value ``inner`` accepts."""
+
+    def rule(name: str, value: Any) -> Any:
+        return None if value is None else inner(name, value)
+
+    return rule
+
+
+def names(check: Callable[[str, str], None] | None = None) -> FieldRule:
+    """A rule: a list or tuple of non-empty strings (returned as a tuple); ``check(name, item)`` may refuse an item.
+    A bare string is refused: it is not a list of one (in Python, ``tuple("random")`` is six letters); the YAML
+    path, :func:`make_args`, turns a bare word into a list of one before the dataclass sees it."""
+
+    def rule(name: str, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            raise ConfigError(f"{name} must be a list of names, got the string {value!r} (write [{value}])",
+                              field=name)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise _refuse(name, "a list of non-empty strings", value)
+        if check is not None:
+            for v in value:
+                check(name, v)
+        return tuple(value)
+
+    return rule
+
+
+def rates(check: Callable[[str, str], None] | None = None) -> FieldRule:
+    """A rule: a mapping of non-empty strings to numbers from 0 to 1 (a dict is returned); ``check(name, key)``
+    may refuse a key."""
+    share = number(0.0, 1.0)
+
+    def rule(name: str, value: Any) -> dict[str, float]:
+        if not isinstance(value, dict):
+            raise _refuse(name, "a mapping of names to rates (NAME: RATE, rates from 0 to 1)", value)
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str) or not k.strip():
+                raise _refuse(name, "a mapping with non-empty string keys", value)
+            if check is not None:
+                check(name, k)
+            try:
+                out[k] = share(f"{name}[{k!r}]", v)
+            except ConfigError as exc:
+                raise ConfigError(str(exc), field=name) from None
+        return out
+
+    return rule
+
+
+def validate_fields(obj: Any, rules: dict[str, FieldRule]) -> None:
+    """Check (and normalise, in place) every field of the dataclass instance ``obj`` with its rule.
+
+    Raises:
+        ConfigError: the first field its rule refuses (named in the message and in ``field``).
+        KeyError: a field with no rule (a programming error: every field must have one).
+    """
+    for f in dataclasses.fields(obj):
+        object.__setattr__(obj, f.name, rules[f.name](f.name, getattr(obj, f.name)))
+
+
+# --- command-line values: text converted by field type -----------------------------------------------------------
+
+
+def _unwrap_optional(t: Any) -> tuple[Any, bool]:
+    args = typing.get_args(t)
+    if type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        return (inner[0] if len(inner) == 1 else t), True
+    return t, False
+
+
+def parse_flag(t: Any, name: str, raw: Any) -> Any:
+    """The value of a command-line option for a field of type ``t``, from its text (the options are read as strings
+    so that every bad value gets a :class:`ConfigError` naming the field); a value that is not text (an option set
+    from Python) is passed on as it is, for the dataclass to check.
+
+    >>> parse_flag(int, "seed", "7"), parse_flag(float, "gamma", "0.5"), parse_flag(bool, "shaping", "True")
+    (7, 0.5, True)
+    >>> parse_flag(dict[str, float], "bot_rates", ("greedy", "0.2"))
+    {'greedy': 0.2}
+    >>> parse_flag(int, "seed", "1.5")
+    Traceback (most recent call last):
+    ...
+    train.config.ConfigError: seed must be an integer, got '1.5'
+    """
+    inner, is_optional = _unwrap_optional(t)
+    origin = typing.get_origin(inner)
+    if origin is dict:
+        if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+            return raw
+        if len(raw) % 2:
+            raise ConfigError(f"{name} takes NAME RATE pairs, got {' '.join(raw)!r}", field=name)
+        try:
+            return {k: parse_flag(float, f"{name}[{k!r}]", v) for k, v in zip(raw[::2], raw[1::2], strict=True)}
+        except ConfigError as exc:
+            raise ConfigError(str(exc), field=name) from None
+    if origin is tuple or not isinstance(raw, str):
+        return raw
+    if is_optional and raw in ("None", "null"):
+        return None
+    try:
+        if inner is bool:
+            return {"true": True, "false": False}[raw.lower()]
+        if inner is int:
+            return int(raw)
+        if inner is float:
+            return float(raw)
+    except (KeyError, ValueError):
+        want = {bool: "True or False", int: "an integer", float: "a number"}[inner]
+        raise ConfigError(f"{name} must be {want}, got {raw!r}", field=name) from None
+    return raw
 
 
 # --- YAML files -------------------------------------------------------------------------------------------------------
@@ -64,8 +282,16 @@ def load_config(cls: type, path: str | Path) -> dict[str, Any]:
 
 def make_args(cls: type[_Args], values: dict[str, Any]) -> _Args:
     """``cls`` from a dict of field values; YAML lists become tuples where the field is a tuple, and so does a
-    single string (``eval_opponents: ladder``)."""
+    single string (``eval_opponents: ladder``, a list of one).
+
+    Raises:
+        ConfigError: an unknown field, or a value the dataclass's rules refuse (naming the field).
+    """
     hints = typing.get_type_hints(cls)
+    unknown = sorted(str(k) for k in values if k not in hints)
+    if unknown:
+        raise ConfigError(f"unknown field {unknown[0]!r} (fields are those of {cls.__module__}.{cls.__qualname__})",
+                          field=unknown[0])
     out = {}
     for k, v in values.items():
         if typing.get_origin(hints[k]) is tuple and isinstance(v, (list, str)):
@@ -123,37 +349,95 @@ def options_type(cls: type, name: str = "TrainOptions") -> type:
         t = hints[f.name]
         inner = [a for a in typing.get_args(t) if a is not type(None)] if type(None) in typing.get_args(t) else [t]
         metavar = _METAVARS.get(inner[0]) if len(inner) == 1 else None
+        flag_type: Any = str  # read as text, converted by parse_flag: a bad value is a ConfigError naming the field
         if typing.get_origin(t) is dict:
-            metavar = "NAME RATE [NAME RATE ...]"
+            metavar, flag_type = "NAME RATE [NAME RATE ...]", tuple[str, ...]
         elif typing.get_origin(t) is tuple:
-            metavar = "NAME [NAME ...]"
+            metavar, flag_type = "NAME [NAME ...]", tuple[str, ...]
         arg = tyro.conf.arg(help=docs.get(f.name), metavar=metavar,
                             help_behavior_hint=f"(built-in default: {defaults[f.name]!r})")
-        fields.append((f.name, Annotated[t | None, arg], None))
+        fields.append((f.name, Annotated[flag_type | None, arg], None))
     return dataclasses.make_dataclass(name, [(n, t, dataclasses.field(default=d)) for n, t, d in fields])
+
+
+def given_options(options: Any) -> dict[str, Any]:
+    """The fields set on the command line (``options`` from :func:`options_type`), converted by :func:`parse_flag`.
+
+    Raises:
+        ConfigError: a value that is not of its field's type, naming the field.
+    """
+    out = {}
+    for f in dataclasses.fields(options):
+        raw = getattr(options, f.name)
+        if f.name != "config" and raw is not None:
+            out[f.name] = raw
+    return out
 
 
 def resolve_args(cls: type[_Args], options: Any) -> _Args:
     """Merge: built-in defaults < config file < options given. The file is ``options.config``, or without one
-    the preset's own (``--preset cicera`` reads ``configs/ppo_cicera.yaml``, see :func:`preset_config`)."""
-    given = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-             if f.name != "config" and getattr(options, f.name) is not None}
-    values = load_config(cls, options.config if options.config is not None else preset_config(given.get("preset")))
-    values.update(given)
-    return make_args(cls, values)
+    the preset's own (``--preset cicera`` reads ``configs/ppo_cicera.yaml``, see :func:`preset_config`).
+
+    Raises:
+        ConfigError: a bad file or value, naming the field (and the file, for a value that came from it).
+    """
+    hints = typing.get_type_hints(cls)
+    given = {k: parse_flag(hints[k], k, v) for k, v in given_options(options).items()}
+    path = options.config if options.config is not None else preset_config(given.get("preset"))
+    from_file = load_config(cls, path)
+    try:
+        return make_args(cls, {**from_file, **given})
+    except ConfigError as exc:
+        if exc.field in from_file and exc.field not in given:
+            raise ConfigError(f"{path}: {exc}", field=exc.field) from None
+        raise
 
 
-def resume_args(args: _Args, saved: dict[str, Any], explicit: set[str] | None = None) -> _Args:
-    """The options of a resumed run: the checkpoint's (``saved``, its ``train`` entry: ``config`` and ``run_dir``),
-    overridden by the fields of ``args`` given explicitly (``explicit``; None: every field). The run goes on in its
-    own folder unless ``run_dir`` is given."""
-    values = dict(saved["config"])
+def explicit_fields(cls: type, options: Any) -> set[str]:
+    """The fields a run's command line sets: its flags, and the fields of the ``--config`` file when one is given
+    (with ``--resume``, these override the checkpoint's config; a preset's own file, read when no ``--config`` is
+    given, does not count)."""
+    fields = set(given_options(options))
+    if options.config is not None:
+        fields |= set(load_config(cls, options.config))
+    return fields
+
+
+#: Fields a resumed run never takes from the checkpoint: where it reads and writes is the command line's say.
+RUN_CONTROL_FIELDS = ("resume", "run_dir", "reuse_run_dir")
+
+
+def resume_args(args: _Args, saved: dict[str, Any], explicit: set[str] | None = None, *,
+                source: str = "checkpoint", saved_error: type[ValueError] = ConfigError) -> _Args:
+    """The options of a resumed run: the checkpoint's config (``saved``, its ``train`` entry), overridden by the
+    fields of ``args`` given explicitly (``explicit``; None: every field). :data:`RUN_CONTROL_FIELDS` always come
+    from ``args``: the folder named inside the file is never used (``run_dir`` None lets the trainer derive the run
+    folder from the checkpoint's path).
+
+    Raises:
+        saved_error: the checkpoint's config is malformed (not a mapping, an unknown field, a field its rule refuses
+            and that was not given again), the message starting with ``source``.
+        ConfigError: a field given explicitly is refused.
+    """
+    cfg = saved.get("config") if isinstance(saved, dict) else None
+    if not isinstance(cfg, dict):
+        raise saved_error(f"{source}: train.config must be a mapping of the run's options, got {type(cfg).__name__}")
+    known = {f.name for f in dataclasses.fields(args)}
+    unknown = sorted(str(k) for k in cfg if k not in known)
+    if unknown:
+        raise saved_error(f"{source}: train.config has an unknown field {unknown[0]!r}")
+    values = dict(cfg)
     given = args_to_dict(args)
-    for name in (explicit if explicit is not None else given):
-        values[name] = given[name]
-    if given["run_dir"] is None or (explicit is not None and "run_dir" not in explicit):
-        values["run_dir"] = saved["run_dir"]
-    return make_args(type(args), values)
+    overridden = set(explicit if explicit is not None else given) & known
+    for name in overridden | set(RUN_CONTROL_FIELDS):
+        if name in given:
+            values[name] = given[name]
+    try:
+        return make_args(type(args), values)
+    except ConfigError as exc:
+        if exc.field is not None and exc.field not in overridden and exc.field not in RUN_CONTROL_FIELDS:
+            raise saved_error(f"{source}: train.config.{exc}") from None
+        raise
 
 
 # --- the run's bookkeeping --------------------------------------------------------------------------------------------
@@ -162,6 +446,107 @@ def resume_args(args: _Args, saved: dict[str, Any], explicit: set[str] | None = 
 def default_run_dir(args: Any) -> Path:
     """``runs_root/{preset}__{exp_name}__{seed}__{unix time}`` (CleanRL's run name with the preset first)."""
     return Path(args.runs_root) / f"{args.preset}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+
+#: The lock file of a run folder (:class:`RunLock`); it holds the PID of the run that holds the lock.
+LOCK_NAME = ".lock"
+
+
+class RunLock:
+    """An exclusive lock on a run folder, held while a run writes to it: ``fcntl.flock`` on ``RUN/.lock``, which
+    holds the PID of the holder. The operating system drops the lock when the process ends, however it ends, so a
+    stale lock file never blocks a later run; the file itself stays (it is not a run's output).
+
+    Raises:
+        ConfigError: (from :meth:`acquire`) another process holds the lock, or the folder cannot be created.
+    """
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        import fcntl  # POSIX; imported here so that the rest of this module loads anywhere
+
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise ConfigError(f"run_dir {self.run_dir}: cannot create the run folder: {exc.strerror or exc}",
+                              field="run_dir") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise ConfigError(f"run_dir {self.run_dir} is in use by another run (PID {holder}, lock file "
+                              f"{self.path}): two runs must not write one folder; wait for it to end or choose "
+                              "another --run-dir", field="run_dir") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Drop the lock (closing the file drops it); safe to call twice."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def check_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> None:
+    """Refuse a run folder a new run must not write to: a path that exists and is not a folder, or a non-empty
+    folder (its lock file aside) that is not the folder of the run being resumed, unless ``reuse``
+    (``--reuse-run-dir True``). Reads only; writes nothing.
+
+    Raises:
+        ConfigError: naming ``run_dir``, saying how to go on.
+    """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"run_dir {run_dir} exists and is not a folder", field="run_dir")
+    if resuming or reuse or not run_dir.is_dir():
+        return
+    held = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_NAME)
+    if held:
+        raise ConfigError(f"run_dir {run_dir} is not empty (it holds {', '.join(held[:3])}"
+                          f"{', ...' if len(held) > 3 else ''}): it may be another run's folder. Continue that run "
+                          f"with --resume {run_dir / 'checkpoints' / 'latest.pt'}, choose another --run-dir, or pass "
+                          "--reuse-run-dir True to write into it anyway", field="run_dir")
+
+
+def claim_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> RunLock:
+    """Lock a run folder for a run (:class:`RunLock`), creating it, after :func:`check_run_dir`; the check is
+    repeated once the lock is held, so that a run that ended in between is not written over.
+
+    Raises:
+        ConfigError: see :func:`check_run_dir` and :class:`RunLock`.
+    """
+    check_run_dir(run_dir, resuming=resuming, reuse=reuse)
+    lock = RunLock(run_dir).acquire()
+    try:
+        check_run_dir(run_dir, resuming=resuming, reuse=reuse)
+    except ConfigError:
+        lock.release()
+        raise
+    return lock
+
+
+def run_dir_of_checkpoint(path: str | Path) -> Path:
+    """The run folder a checkpoint belongs to, from its path: ``RUN`` for ``RUN/checkpoints/NAME.pt``.
+
+    >>> run_dir_of_checkpoint("runs/x/checkpoints/latest.pt").as_posix()
+    'runs/x'
+
+    Raises:
+        ConfigError: a checkpoint outside a ``checkpoints`` folder (its run folder cannot be told: give ``run_dir``).
+    """
+    path = Path(path)
+    if path.parent.name != "checkpoints":
+        raise ConfigError(f"resume {path}: not in a RUN/checkpoints/ folder, so its run folder cannot be told from its "
+                          "path; give --run-dir (where the resumed run writes)", field="run_dir")
+    return path.parent.parent
 
 
 def hparams_table(args: Any) -> str:

@@ -260,10 +260,15 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
     import contextlib
 
     from cassino_env.rules import make_rules
-    from train.cli import bad_input
+    from train.cli import bad_input, error
     from train.records import GameRecorder, RecordWriter
 
     specs = [s.strip() for s in agents.split(",") if s.strip()]
+    for folder in ([] if out_dir is None else [out_dir, *out_dir.parents]):  # checked before hours of play
+        if folder.exists():
+            if not folder.is_dir():
+                return error(f"out_dir {out_dir}: {folder} exists and is not a folder")
+            break
     with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError, a bad seed: all ValueErrors
         rules = make_rules(preset, num_players, **({} if target is None else {"target": target}))
         with RecordWriter(save_games) if save_games is not None else contextlib.nullcontext() as writer:
@@ -274,7 +279,10 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         return failed.code
     if out_dir is None:
         out_dir = Path("runs") / f"eval__{report['rules']}-{report['num_players']}p__{seed}__{int(time.time())}"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. a file where a parent folder should be
+        return error(f"out_dir {out_dir}: cannot create the folder: {exc.strerror or exc}")
     (out_dir / "eval.json").write_text(json_module.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out_dir / "eval.csv").write_text(to_csv(report), encoding="utf-8")
     (out_dir / "eval.md").write_text(format_markdown(report) + "\n", encoding="utf-8")

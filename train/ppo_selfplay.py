@@ -16,7 +16,8 @@ default; ``--preset P`` without ``--config`` reads ``configs/ppo_P.yaml``: every
 given on the command line overrides the file (:mod:`train.config`). Runs are written to
 ``runs/{preset}__{exp_name}__{seed}__{unix time}`` unless
 ``--run-dir`` names the folder: TensorBoard event files, ``config.yaml`` and ``checkpoints/`` (``step_N.pt`` every
-``checkpoint_every`` env steps, ``final.pt`` at the end, ``latest.pt`` a copy of the newest; format in
+``checkpoint_every`` env steps, ``final.pt`` at the end, ``latest.pt`` a copy of the newest, each written
+atomically: a temporary file in the same folder, synced, then renamed; format in
 :mod:`agents.ppo_agent`).
 
 How the game is turned into PPO data
@@ -74,7 +75,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 import sys
 import time
 import typing
@@ -92,11 +92,28 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import tyro  # noqa: E402
 import yaml  # noqa: E402
 
-from agents.registry import LADDER, AgentSpecError, expand_specs  # noqa: E402
+from agents.registry import BOT_NAMES, LADDER, AgentSpecError, expand_specs  # noqa: E402
+from cassino_env.rules import make_rules  # noqa: E402
 from train import config  # noqa: E402
 from train.arena import evaluate_deals  # noqa: E402
-from train.config import CONFIGS_DIR, ConfigError, args_to_dict  # noqa: E402,F401 (CONFIGS_DIR: re-exported)
+from train.config import (  # noqa: E402,F401 (CONFIGS_DIR: re-exported)
+    CONFIGS_DIR,
+    ConfigError,
+    args_to_dict,
+    boolean,
+    integer,
+    names,
+    number,
+    optional,
+    rates,
+    text,
+)
 from train.stats import wilson_interval  # noqa: E402
+
+#: How past snapshots are drawn for the pool games (:class:`SnapshotPool`).
+POOL_SAMPLING = ("uniform", "pfsp")
+#: :data:`agents.policy.CRITICS`, written out so that reading the options does not import torch (a test checks).
+CRITIC_CHOICES = ("shared", "separate")
 
 if typing.TYPE_CHECKING:  # torch is imported where it is used, so `cassino train --help` stays quick
     import torch
@@ -127,8 +144,11 @@ class Args:
     runs_root: str = "runs"
     """parent folder of the default run folders"""
     resume: str | None = None
-    """checkpoint to continue from: the run goes on in its own folder with its own config, except the options given
-    on this command line"""
+    """checkpoint to continue from: the run goes on in its own folder (RUN for RUN/checkpoints/X.pt, or run_dir)
+    with its own config, except the options given on this command line (flags and the --config file)"""
+    reuse_run_dir: bool = False
+    """write into a run_dir that is not empty (the run folder of a run not being resumed); off, such a folder is
+    refused. A folder another run is writing to (its lock held) is refused either way"""
     progress_every_s: float = 30.0
     """seconds between progress lines on stdout"""
     max_train_seconds: float = 1140.0
@@ -231,6 +251,117 @@ class Args:
     final_eval_opponents: tuple[str, ...] = LADDER
     """the bots the final checkpoint is evaluated against (ladder: the bot ladder)"""
 
+    def __post_init__(self) -> None:
+        """Check every field (:data:`ARG_RULES`) and their combinations, whatever built the options: a YAML file, the
+        command line, a resumed checkpoint or Python.
+
+        Raises:
+            ConfigError: naming the field (``ConfigError.field``) and the rule it breaks.
+        """
+        config.validate_fields(self, ARG_RULES)
+        _check_combination(self)
+
+
+def _agent_spec(ladder: bool) -> typing.Callable[[str, str], None]:
+    """A check of an agent spec's name (``agents.registry.make_agent`` checks the rest when the run starts)."""
+    heads = (*BOT_NAMES, "checkpoint", "pretrained")
+
+    def check(name: str, spec: str) -> None:
+        if not (ladder and spec.strip() == "ladder") and spec.strip().partition(":")[0] not in heads:
+            raise ConfigError(f"{name}: unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N, "
+                              f"checkpoint:PATH and pretrained:NAME" + ("; ladder stands for the bot ladder"
+                                                                        if ladder else ""), field=name)
+
+    return check
+
+
+#: The rule of every :class:`Args` field (:mod:`train.config`'s rule makers); ``Args.__post_init__`` applies them.
+#: Upper bounds keep a run within what one machine can hold (the network widths, the rollout size; the rollout's
+#: memory is also checked against the machine's, :func:`rollout_bytes`) or within what the engine allows
+#: (``max_moves`` up to 32,767).
+ARG_RULES: dict[str, config.FieldRule] = {
+    # experiment
+    "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1, want="an integer 0 <= seed < 2**63"),
+    "threads": integer(1, 1024), "run_dir": optional(text()), "runs_root": text(), "resume": optional(text()),
+    "reuse_run_dir": boolean(), "progress_every_s": number(0.0), "max_train_seconds": number(0.0),
+    # environment
+    "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
+    "reward_scale": number(0.0, lo_open=True), "shaping": boolean(), "max_moves": integer(1, 32767),
+    # PPO
+    "total_timesteps": integer(1), "learning_rate": number(0.0, lo_open=True), "anneal_lr": boolean(),
+    "num_envs": integer(1, 2**20), "num_steps": integer(1, 48_000), "gamma": number(0.0, 1.0),
+    "gae_lambda": number(0.0, 1.0), "num_minibatches": integer(1, 2**20), "update_epochs": integer(1, 10_000),
+    "norm_adv": boolean(), "clip_coef": number(0.0, lo_open=True), "clip_vloss": boolean(), "ent_coef": number(0.0),
+    "vf_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True),
+    "target_kl": optional(number(0.0, lo_open=True)),
+    # network
+    "hidden": integer(1, 4096), "embed": integer(1, 4096), "move_features": boolean(), "feature_prior": number(0.0),
+    "critic": text(CRITIC_CHOICES), "critic_full_state": boolean(),
+    # opponents
+    "pool_rate": number(0.0, 1.0), "pool_size": integer(1, 10_000), "snapshot_every": integer(0),
+    "pool_sampling": text(POOL_SAMPLING), "bot_rates": rates(_agent_spec(ladder=False)),
+    # evaluation and checkpoints
+    "eval_every": optional(integer(0)), "eval_deals": integer(1, 100_000),
+    "eval_opponents": names(_agent_spec(ladder=True)), "checkpoint_every": integer(0),
+    "final_eval_deals": integer(0), "final_eval_opponents": names(_agent_spec(ladder=True)),
+}
+
+
+def rollout_bytes(args: Args, num_players: int, num_sides: int, exact: bool = True) -> int:
+    """Bytes of the rollout buffers of a run (``num_steps x num_envs`` rows: observation, move table, features,
+    critic input and the per-move scalars), as :func:`train` allocates them; ``exact=False``: a bound above it that
+    needs no import of the engine (observation length 1,024, 16 move features, critic input 1,024)."""
+    M = args.max_moves
+    if exact:
+        from agents.features import NUM_MOVE_FEATURES, critic_state_size
+        from cassino_env.obs import obs_size
+
+        D, F, C = obs_size(num_players, num_sides), NUM_MOVE_FEATURES, critic_state_size(num_players)
+    else:
+        D, F, C = 1024, 16, 1024
+    F = F if args.move_features else 0
+    C = C if args.critic_full_state and args.critic == "separate" else 0
+    per_row = 4 * D + M * (1 + 1 + 1 + 8 + 1) + 4 * M * F + 4 * C + 8 + 4 + 4 + 1 + 4 + 1 + 8
+    return args.num_steps * args.num_envs * per_row
+
+
+def _machine_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: no bound
+        return 2**62
+
+
+def _check_combination(args: Args) -> None:
+    """The checks that involve several fields: the rules, the rollout length, the opponent rates, the memory."""
+    try:
+        make_rules(args.preset)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"preset {args.preset!r}: {exc}", field="preset") from None
+    try:
+        rules = make_rules(args.preset, args.num_players)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"num_players={args.num_players!r}: {exc}", field="num_players") from None
+    deal_len = 52 - rules.table_cards
+    if args.num_steps % deal_len:
+        raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "
+                          "(rollouts hold whole deals)", field="num_steps")
+    if args.reward != "points":
+        raise ConfigError(f"reward={args.reward!r}: the trainer plays one deal per episode (rollouts hold whole "
+                          "deals), and the win reward pays only at the end of a match; use reward=points",
+                          field="reward")
+    if args.pool_rate + sum(args.bot_rates.values()) > 1 + 1e-9:
+        raise ConfigError(f"pool_rate and bot_rates add up to {args.pool_rate + sum(args.bot_rates.values()):g}: "
+                          "the shares of the games must add up to at most 1", field="bot_rates")
+    have = _machine_bytes()
+    if rollout_bytes(args, rules.num_players, rules.num_sides, exact=False) <= have:
+        return
+    need = rollout_bytes(args, rules.num_players, rules.num_sides)
+    if need > have:
+        raise ConfigError(f"num_envs={args.num_envs} x num_steps={args.num_steps} (max_moves={args.max_moves}): the "
+                          f"rollout buffers would take {need / 2**30:,.1f} GiB, more than this machine's "
+                          f"{have / 2**30:,.1f} GiB of memory", field="num_envs")
+
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Options: a YAML config holds the fields that differ from Args' defaults; the command line overrides it
@@ -265,7 +396,7 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
 
     with bad_input(ConfigError, CheckpointError, CassinoError) as failed:
         args = resolve_args(options)
-        train(args, explicit={f.name for f in dataclasses.fields(options) if getattr(options, f.name) is not None})
+        train(args, explicit=config.explicit_fields(Args, options))  # flags and the --config file's fields
     return failed.code
 
 
@@ -273,8 +404,6 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
 # Opponents
 # ----------------------------------------------------------------------------------------------------------------------
 SELF, POOL = 0, 1  # controller ids; bot j is 2 + j
-#: How past snapshots are drawn for the pool games (:class:`SnapshotPool`).
-POOL_SAMPLING = ("uniform", "pfsp")
 
 
 def rotate_learner_side(games: np.ndarray, deal_number: int, num_sides: int) -> np.ndarray:
@@ -376,23 +505,14 @@ class SnapshotPool:
 
 
 def check_options(args: Args) -> None:
-    """Check the options no other code checks before a run starts (sizes, choices, the prior).
+    """Check every field of ``args`` and their combinations again (``Args.__post_init__`` does it when an Args is
+    made; this catches one changed since, e.g. by attribute assignment).
 
     Raises:
         ConfigError: naming the field and the rule it breaks.
     """
-    from agents.policy import CRITICS
-
-    for name in ("num_envs", "num_minibatches", "update_epochs", "threads", "hidden", "embed", "pool_size",
-                 "max_moves"):
-        if getattr(args, name) < 1:
-            raise ConfigError(f"{name}={getattr(args, name)!r} must be at least 1")
-    if args.critic not in CRITICS:
-        raise ConfigError(f"critic={args.critic!r}: choose from {', '.join(CRITICS)}")
-    if args.pool_sampling not in POOL_SAMPLING:
-        raise ConfigError(f"pool_sampling={args.pool_sampling!r}: choose from {', '.join(POOL_SAMPLING)}")
-    if not (math.isfinite(args.feature_prior) and args.feature_prior >= 0):
-        raise ConfigError(f"feature_prior={args.feature_prior!r} must be a finite number >= 0 (logits per point)")
+    config.validate_fields(args, ARG_RULES)
+    _check_combination(args)
 
 
 #: The most env steps between two evaluations when ``eval_every`` is left at its default (null).
@@ -518,6 +638,133 @@ def _env_state(env: Any) -> dict[str, torch.Tensor]:
     return out
 
 
+def _same_folder(a: Path, b: Path) -> bool:
+    return a.resolve() == b.resolve()
+
+
+def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Module, env: Any,
+                      optimizer_state: Any) -> None:
+    """Check every field of a checkpoint's ``train`` entry and its ``optimizer`` (``optimizer_state``) before any is
+    used to resume (nothing is changed): the counters, the RNG states, the opponent pool (each snapshot must have the
+    network's tensors, finite), the environment state (the env's fields, shapes and dtypes) and the optimiser's state
+    (:func:`_check_optimizer_state`). The ``config`` entry is checked by :func:`train.config.resume_args`.
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field (``train.<field>``).
+    """
+    import torch
+
+    from agents.ppo_agent import CheckpointError
+
+    def bad(field: str, problem: str) -> CheckpointError:
+        return CheckpointError(f"{path}: train.{field}: {problem}")
+
+    for name in ("iteration", "global_step"):
+        v = tr.get(name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise bad(name, f"must be an integer >= 0, got {v!r}")
+    v = tr.get("elapsed_s")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise bad("elapsed_s", f"must be a finite number of seconds >= 0, got {v!r}")
+    state = tr.get("numpy_rng")
+    try:
+        if not isinstance(state, str):
+            raise TypeError(f"a JSON string, got {type(state).__name__}")
+        _set_rng_state(np.random.default_rng(0), state)  # a scratch generator: the run's is set only once all pass
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+        raise bad("numpy_rng", f"not a numpy generator state: {exc}") from None
+    want = torch.get_rng_state()
+    t = tr.get("torch_rng")
+    if not isinstance(t, torch.Tensor) or t.dtype != want.dtype or t.shape != want.shape:
+        got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+        raise bad("torch_rng", f"must be a {want.dtype} tensor of shape {tuple(want.shape)} (torch.get_rng_state()), "
+                               f"got {got}")
+    pool = tr.get("pool")
+    if not isinstance(pool, dict) or not isinstance(pool.get("snapshots"), list) or not pool["snapshots"]:
+        raise bad("pool", "must hold a non-empty list of snapshots")
+    snaps, n = pool["snapshots"], len(pool["snapshots"])
+    weights = {k: (v.shape, v.dtype) for k, v in policy.state_dict().items()}
+    for i, snap in enumerate(snaps):
+        if not isinstance(snap, dict) or set(snap) != set(weights):
+            raise bad(f"pool.snapshots[{i}]", "must hold the network's tensors, by name")
+        for k, (shape, dtype) in weights.items():
+            w = snap[k]
+            if not isinstance(w, torch.Tensor) or w.shape != shape or w.dtype != dtype:
+                raise bad(f"pool.snapshots[{i}].{k}", f"must be a {dtype} tensor of shape {tuple(shape)}")
+            if w.is_floating_point() and not bool(torch.isfinite(w).all()):
+                raise bad(f"pool.snapshots[{i}].{k}", "holds NaN or infinite values (corrupt weights)")
+    steps = pool.get("steps")
+    if (not isinstance(steps, list) or len(steps) != n
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps)):
+        raise bad("pool.steps", f"must be a list of {n} integers >= 0 (one per snapshot)")
+    rates_ = pool.get("winrate", [0.5] * n)
+    if (not isinstance(rates_, list) or len(rates_) != n
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in rates_)):
+        raise bad("pool.winrate", f"must be a list of {n} numbers from 0 to 1 (one per snapshot)")
+    saved = tr.get("env_state")
+    fields = _env_state(env)
+    if not isinstance(saved, dict) or set(saved) != set(fields):
+        missing = sorted(set(fields) - set(saved)) if isinstance(saved, dict) else []
+        raise bad("env_state", "must hold the vector env's state fields" + (f" (no {missing[0]!r})" if missing else ""))
+    for k, ref in fields.items():
+        t = saved[k]
+        if not isinstance(t, torch.Tensor) or t.dtype != ref.dtype or t.shape != ref.shape:
+            got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise bad(f"env_state.{k}", f"must be a {ref.dtype} tensor of shape {tuple(ref.shape)} for "
+                                        f"num_envs={env.num_envs}, got {got}")
+    _check_optimizer_state(optimizer_state, path, policy)
+
+
+def _check_optimizer_state(opt: Any, path: str | Path, policy: torch.nn.Module) -> None:
+    """Check a checkpoint's ``optimizer`` entry (an Adam ``state_dict``) against the network: one group over all its
+    parameters, finite hyperparameters, and moment tensors of each parameter's shape, finite (torch's
+    ``load_state_dict`` checks the group sizes only, and a wrong shape would fail in the middle of training).
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field (``optimizer.<field>``).
+    """
+    import torch
+
+    from agents.ppo_agent import CheckpointError
+
+    def bad(field: str, problem: str) -> CheckpointError:
+        return CheckpointError(f"{path}: optimizer.{field}: {problem}")
+
+    def is_num(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not isinstance(opt, dict) or not isinstance(opt.get("state"), dict) or not isinstance(opt.get("param_groups"),
+                                                                                            list):
+        raise CheckpointError(f"{path}: optimizer: must be an optimiser state_dict (state, param_groups)")
+    params = list(policy.parameters())
+    groups = opt["param_groups"]
+    if len(groups) != 1 or not isinstance(groups[0], dict) or groups[0].get("params") != list(range(len(params))):
+        raise bad("param_groups", f"must be one group of the network's {len(params)} parameters")
+    group = groups[0]
+    for key in ("lr", "eps", "weight_decay"):
+        if not (is_num(group.get(key)) and group[key] >= 0):
+            raise bad(f"param_groups[0].{key}", f"must be a finite number >= 0, got {group.get(key)!r}")
+    betas = group.get("betas")
+    if not (isinstance(betas, (list, tuple)) and len(betas) == 2 and all(is_num(b) and 0 <= b < 1 for b in betas)):
+        raise bad("param_groups[0].betas", f"must be two numbers from 0 to 1 (1 excluded), got {betas!r}")
+    for key in ("amsgrad", "maximize"):
+        if not isinstance(group.get(key, False), bool):
+            raise bad(f"param_groups[0].{key}", f"must be true or false, got {group.get(key)!r}")
+    for k, st in opt["state"].items():
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(params) or not isinstance(st, dict):
+            raise bad("state", f"entry {k!r} is not one of the network's {len(params)} parameters")
+        step = st.get("step")
+        value = step.item() if isinstance(step, torch.Tensor) and step.numel() == 1 else step
+        if not (is_num(value) and value >= 0):
+            raise bad(f"state[{k}].step", f"must be a finite number >= 0, got {step!r}")
+        for name in ("exp_avg", "exp_avg_sq", *(("max_exp_avg_sq",) if group.get("amsgrad") else ())):
+            t, ref = st.get(name), params[k]
+            if not isinstance(t, torch.Tensor) or t.shape != ref.shape or t.dtype != ref.dtype:
+                raise bad(f"state[{k}].{name}", f"must be a {ref.dtype} tensor of shape {tuple(ref.shape)}")
+            if not bool(torch.isfinite(t).all()) or (name != "exp_avg" and bool((t < 0).any())):
+                raise bad(f"state[{k}].{name}", "holds NaN, infinite or (for a second moment) negative values")
+
+
 def _restore_env_state(env: Any, saved: dict[str, torch.Tensor]) -> None:
     """Write a :func:`_env_state` back into a freshly reset env of the same shape (the fields are views)."""
     st = env.state
@@ -546,14 +793,35 @@ def _fmt_time(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 - one readable loop, as CleanRL
+def train(args: Args, explicit: set[str] | None = None) -> Path:
     """Run the training loop of the module docstring; return the final checkpoint's path.
+
+    Everything is checked before anything is written: the options, the agent specs and, with ``args.resume``, every
+    field of the checkpoint. The run folder is then locked for the run (:class:`train.config.RunLock`; the lock is
+    dropped when this returns or raises). The run folder is ``args.run_dir``, else with ``args.resume`` the
+    checkpoint's own run folder told from its path (``RUN`` for ``RUN/checkpoints/X.pt``; never a folder named
+    inside the file), else a new folder under ``runs_root``. A folder that is not empty is refused unless it is the
+    one being resumed or ``args.reuse_run_dir`` is set.
 
     Args:
         args: the options.
         explicit: with ``args.resume``, the fields given on the command line (they override the checkpoint's config;
             all other fields come from the checkpoint). None: every field of ``args`` is taken as given.
+
+    Raises:
+        ConfigError: a bad option, or a run folder that may not be written to (naming ``run_dir``).
+        agents.ppo_agent.CheckpointError: a checkpoint that cannot be resumed (naming the file and the field).
     """
+    held: list[config.RunLock] = []
+    try:
+        return _train(args, explicit, held)
+    finally:
+        for lock in held:
+            lock.release()
+
+
+def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) -> Path:  # noqa: C901 - one readable loop, as CleanRL
+    """:func:`train`'s body; the run folder's lock goes into ``held`` for :func:`train` to release."""
     import torch
     from torch.utils.tensorboard import SummaryWriter
 
@@ -578,8 +846,15 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         masked_log_softmax,
         sample_actions,
     )
-    from agents.ppo_agent import CheckpointError, PPOAgent, policy_from_checkpoint, read_checkpoint, save_checkpoint
-    from cassino_env.rules import make_rules
+    from agents.ppo_agent import (
+        CheckpointError,
+        PPOAgent,
+        atomic_copy,
+        atomic_write,
+        policy_from_checkpoint,
+        read_checkpoint,
+        save_checkpoint,
+    )
     from cassino_env.vector import CassinoVectorEnv
 
     # --- resume: the checkpoint's config, overridden by what was given explicitly ------------------------------------
@@ -588,17 +863,14 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         ckpt = read_checkpoint(args.resume)
         if not isinstance(ckpt.get("train"), dict) or ckpt.get("optimizer") is None:
             raise CheckpointError(f"{args.resume}: an evaluation-only checkpoint; --resume needs a training checkpoint")
-        args = config.resume_args(args, ckpt["train"], explicit)
+        args = config.resume_args(args, ckpt["train"], explicit, source=str(args.resume), saved_error=CheckpointError)
 
+    check_options(args)  # Args checked itself when made; again here, for an Args changed since
+    if args.critic not in CRITICS:  # CRITIC_CHOICES, the options' copy, is agents.policy's (a test checks)
+        raise ConfigError(f"critic={args.critic!r}: choose from {', '.join(CRITICS)}")
     torch.set_num_threads(args.threads)
     rules = make_rules(args.preset, args.num_players)
     deal_len = 52 - rules.table_cards
-    if args.num_steps % deal_len:
-        raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "
-                          "(rollouts hold whole deals)")
-    if args.critic not in CRITICS:
-        raise ConfigError(f"critic={args.critic!r}: choose from {', '.join(CRITICS)}")
-    check_options(args)
     if ckpt is not None and (ckpt["preset"] != rules.preset or ckpt["num_players"] != rules.num_players):
         raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
                               f"not {rules.preset!r} with {rules.num_players}")
@@ -611,7 +883,15 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
               f"steps: training runs whole rollouts of num_envs x num_steps = {B:,} x {T} = {batch_steps:,} env steps "
               f"({num_iterations} rollout{'s' if num_iterations > 1 else ''})", flush=True)
     eval_every = eval_interval(args.eval_every, num_iterations * batch_steps)
-    run_dir = Path(args.run_dir) if args.run_dir else config.default_run_dir(args)
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+    elif ckpt is not None:  # the checkpoint's own run folder, from its path: never a folder named inside the file
+        run_dir = config.run_dir_of_checkpoint(args.resume)
+    else:
+        run_dir = config.default_run_dir(args)
+    resuming_here = ckpt is not None and Path(args.resume).parent.name == "checkpoints" and _same_folder(
+        Path(args.resume).parent.parent, run_dir)
+    config.check_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir)  # reads only: fail early
     ckpt_dir = run_dir / "checkpoints"
 
     # --- seeding, env, network, opponents ----------------------------------------------------------------------------
@@ -624,7 +904,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         make_bots([s for s in expand_specs(args.final_eval_opponents) if s not in bots], rules)
     except AgentSpecError as exc:
         raise ConfigError(f"bot_rates / eval_opponents / final_eval_opponents: {exc}") from None
-    env = CassinoVectorEnv(B, rules, seed=args.seed * 1_000_003, max_moves=args.max_moves, reward=args.reward,
+    env = CassinoVectorEnv(B, rules, seed=args.seed * 1_000_003 % 2**62, max_moves=args.max_moves, reward=args.reward,
                            episode="deal", with_view=bool(bot_names) or args.move_features)
     obs, _ = env.reset()
     D, M = env.obs_size, args.max_moves
@@ -648,24 +928,27 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
     if ckpt is not None:
         expected = net_shape
         policy.load_state_dict(policy_from_checkpoint(ckpt, args.resume, expected).state_dict())
-        optimizer.load_state_dict(ckpt["optimizer"])
         tr = ckpt["train"]
+        check_train_state(tr, args.resume, policy, env, ckpt["optimizer"])  # every field, before any is applied
+        try:
+            optimizer.load_state_dict(ckpt["optimizer"])
+        except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+            raise CheckpointError(f"{args.resume}: optimizer: does not fit the network: {exc}") from None
         iteration, global_step, elapsed_before = int(tr["iteration"]), int(tr["global_step"]), float(tr["elapsed_s"])
         pool.load(tr["pool"])
         _set_rng_state(rng, tr["numpy_rng"])
         torch.set_rng_state(tr["torch_rng"])
-        try:
-            _restore_env_state(env, tr["env_state"])
-        except (KeyError, ValueError, AttributeError) as exc:
-            raise CheckpointError(f"{args.resume}: environment state does not fit num_envs={B}: {exc}") from None
+        _restore_env_state(env, tr["env_state"])
         obs = env.observe()
         print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
     else:
         pool.add(policy, 0)
 
-    # --- the run folder: written only now, once every option and the checkpoint have been checked ------------------
+    # --- the run folder: locked and written only now, once every option and the checkpoint have been checked -------
+    held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(args_to_dict(args), sort_keys=False), encoding="utf-8")
+    config_text = yaml.safe_dump(args_to_dict(args), sort_keys=False).encode("utf-8")
+    atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
     writer = SummaryWriter(str(run_dir))
     if ckpt is None:
         writer.add_text("hyperparameters", config.hparams_table(args))
@@ -678,7 +961,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
             "torch_rng": torch.get_rng_state(), "pool": pool.state(), "env_state": _env_state(env),
         }
         path = save_checkpoint(ckpt_dir / name, policy, rules, optimizer=optimizer, train=train_state)
-        shutil.copyfile(path, ckpt_dir / "latest.pt")
+        atomic_copy(path, ckpt_dir / "latest.pt")  # never half-written: a temporary file renamed into place
         return path
 
     def run_eval() -> dict[str, float]:
@@ -686,7 +969,8 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:  # noqa: C901 -
         agent = PPOAgent(policy, deterministic=True, rules=rules)  # argmax play (module docstring)
         out = {}
         for name in eval_names:
-            res = evaluate_deals(agent, bots[name], rules, args.eval_deals, seed=10_000_000 + args.seed, max_moves=M)
+            res = evaluate_deals(agent, bots[name], rules, args.eval_deals, seed=(10_000_000 + args.seed) % 2**62,
+                                 max_moves=M)
             lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
             writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], global_step)
             writer.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, global_step)
