@@ -213,6 +213,33 @@ def test_serve_command_defaults_and_errors(capsys: pytest.CaptureFixture[str]) -
     assert code == 2 and "cannot listen on 192.0.2.1" in err.getvalue()
 
 
+def test_cassino_serve_prints_its_address_and_serves_the_page() -> None:
+    """The real command: `cassino serve --port 0` prints the address it listens on (localhost) and serves there."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    code = "import sys; from train.cli import main; sys.exit(main(['serve', '--port', '0']))"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("Cassino is served at http://127.0.0.1:"), line + proc.stderr.read()
+        url = line.split()[4]
+        for _ in range(100):  # the address is printed just before uvicorn starts listening
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    page = r.read().decode()
+                break
+            except OSError:
+                __import__("time").sleep(0.1)
+        assert "<title>Cassino</title>" in page
+        with urllib.request.urlopen(url + "api/options", timeout=5) as r:
+            assert "pretrained:classic" in json.loads(r.read())["agents"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_web_files_are_package_data() -> None:
     tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
     pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8"))

@@ -21,7 +21,8 @@ request                                     answer
 ==========================================  ===========================================================================
 ``GET /api/options``                        presets with their player counts, agent specs, the default game
 ``POST /api/games``                         start a game: ``{"preset", "num_players", "opponent", "seat", "seed",
-                                            "play": "deal" | "match"}`` (all optional); its state (201)
+                                            "play": "deal" | "match"}`` (all optional; no seed: a random one
+                                            below 2**32); its state (201)
 ``GET /api/games/{id}``                     the game's state, as the player at ``seat`` sees it
 ``POST /api/games/{id}/move``               ``{"index": i}``: play your legal move ``i``
 ``POST /api/games/{id}/step``               ``{"probabilities": bool}``: the agent to move plays one move
@@ -237,7 +238,8 @@ class LiveGame:
         return {
             "id": self.id, "preset": rules.preset, "rules": self.rules_value, "num_players": rules.num_players,
             "sides": [list(s) for s in rules.sides], "seat": self.seat, "names": self.names, "opponent": self.spec,
-            "play": self.play, "seed": self.seed, "target": rules.target, "values": " · ".join(values) or None,
+            "play": self.play, "seed": self.seed, "seed_text": str(self.seed), "target": rules.target,
+            "values": " · ".join(values) or None,
             "match": self.match + 1, "deal": self.deal + 1, "status": status,
             "position": view(pos, rules, {self.seat}),
             "moves": self.legal() if status == "your_turn" else [],
@@ -373,7 +375,7 @@ def game_options(body: Mapping[str, Any]) -> tuple[RuleSet, str, int, int, str]:
         raise RequestError(f"seat: expected a seat 0..{rules.num_players - 1}, got {seat}")
     seed = body.get("seed")
     try:
-        seed = secrets.randbelow(2**63) if seed is None else check_seed(seed)
+        seed = secrets.randbelow(2**32) if seed is None else check_seed(seed)  # a random one short to retype
     except CassinoError as exc:
         raise RequestError(str(exc)) from None
     play = body.get("play") or "match"
@@ -457,7 +459,8 @@ class Server:
                 "match_winner": d.match_winner,
             })
         return {"game": num, "preset": rules.preset, "rules": rec["rules"], "num_players": rules.num_players,
-                "sides": [list(s) for s in rules.sides], "names": names, "seed": rec["seed"], "play": rec["play"],
+                "sides": [list(s) for s in rules.sides], "names": names, "seed": rec["seed"],
+                "seed_text": str(rec["seed"]), "play": rec["play"],
                 "target": rules.target, "deals": deals, "match_winners": rec.get("match_winners", [])}
 
 

@@ -36,11 +36,12 @@ function showError(message) {
   box.hidden = !message;
 }
 
-async function api(method, url, body, raw = false) {
+// A JSON request; a string body is sent as it is, with content type `type`.
+async function api(method, url, body, type = "application/json") {
   const init = { method, headers: {} };
   if (body !== undefined) {
-    init.body = raw ? body : JSON.stringify(body);
-    init.headers["Content-Type"] = raw ? "application/jsonl" : "application/json";
+    init.body = typeof body === "string" ? body : JSON.stringify(body);
+    init.headers["Content-Type"] = type;
   }
   const response = await fetch(url, init);
   const data = await response.json();
@@ -192,7 +193,7 @@ function renderGame(last) {
   $("game").hidden = false;
   const rules = typeof g.rules === "string" ? g.rules : JSON.stringify(g.rules);
   $("game-head").textContent = `${rules}, ${g.num_players} players · ${g.play === "deal" ? "one deal" : "match to " +
-    g.target} · match ${g.match}, deal ${g.deal} · seed ${g.seed}${g.values ? " · values: " + g.values : ""}`;
+    g.target} · match ${g.match}, deal ${g.deal} · seed ${g.seed_text}${g.values ? " · values: " + g.values : ""}`;
   $("status").textContent = statusText(g);
   $("status").dataset.status = g.status;
   renderBoard($("board"), g, g.position, { me: g.seat, selected: selectedCard, tableId: "table",
@@ -257,13 +258,13 @@ function startGame(event) {
     const seed = $("seed").value.trim();
     const body = { preset: $("preset").value, num_players: Number($("num-players").value),
       opponent: $("opponent").value.trim(), seat: Number($("seat").value), play: $("play").value };
-    if (seed) {
-      if (!/^\d+$/.test(seed)) throw new Error("seed: expected an integer 0 <= seed < 2**63");
-      body.seed = Number(seed);
-      if (!Number.isSafeInteger(body.seed)) throw new Error("seed: use a seed below 2**53 here (a browser number)");
+    let text = JSON.stringify(body);
+    if (seed) {  // the digits go into the JSON as typed: a seed up to 2**63 - 1 stays exact (no float rounding)
+      if (!/^\d{1,19}$/.test(seed)) throw new Error("seed: expected an integer 0 <= seed < 2**63");
+      text = text.slice(0, -1) + `,"seed":${seed.replace(/^0+(?=\d)/, "")}}`;
     }
     selectedCard = null;
-    game = await api("POST", "/api/games", body);
+    game = await api("POST", "/api/games", text);
     renderGame();
     await agentsMove();
   });
@@ -280,8 +281,7 @@ async function openRecordFile() {
   const file = $("record-file").files[0];
   if (!file) return;
   await run(async () => {
-    recordFile = await api("POST", "/api/records", await file.text(), true);
-    fillSelect($("record-game"), []);
+    recordFile = await api("POST", "/api/records", await file.text(), "application/jsonl");
     $("record-game").replaceChildren(...recordFile.games.map((g) => el("option", { value: String(g.game) },
       `game ${g.game}: ${g.preset} ${g.num_players}p · ${g.seats.join(" / ")} · ${g.deals} deal${g.deals > 1 ? "s" : ""}`)));
     await openRecordGame();
@@ -306,7 +306,7 @@ function showStep() {
   const frame = deal.frames[fi];
   const rules = typeof replayed.rules === "string" ? replayed.rules : JSON.stringify(replayed.rules);
   $("replay-head").textContent = `game ${replayed.game}: ${rules}, ${replayed.num_players} players · seed ` +
-    `${replayed.seed} · match ${deal.match}, deal ${deal.deal}`;
+    `${replayed.seed_text} · match ${deal.match}, deal ${deal.deal}`;
   $("r-where").textContent = `move ${fi} of ${deal.moves.length} in this deal · position ${stepAt + 1} of ` +
     `${steps.length}`;
   $("r-slider").value = String(stepAt);
