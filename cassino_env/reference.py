@@ -28,14 +28,22 @@ Decisions where docs/rules.md is silent (also in the README):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+import heapq
+import operator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, SPADES, card_text, is_court, rank, suit
 from .errors import IllegalMoveError, PositionError
 from .rules import RuleSet
 
 TRAIL, CAPTURE, BUILD = 0, 1, 2
+#: Tables of at most this many items (loose cards and builds) list their moves by enumerating card sets; larger ones
+#: by the output-sensitive search (measured: below it enumeration is quicker, above it the search is, by up to 7x at
+#: 16 cards, and enumeration alone grows exponentially).
+ENUMERATE_UP_TO = 10
 KIND_NAMES = ("trail", "capture", "build")
 
 
@@ -295,6 +303,43 @@ class Game:
 
     def legal_moves(self) -> list[Move]:
         """Every distinct legal move of the player to move, exact, in canonical order; [] when the deal is over."""
+        return list(self.iter_legal_moves())
+
+    def iter_legal_moves(self) -> Iterator[Move]:
+        """:meth:`legal_moves` one at a time, in canonical order, so a caller may stop at any count.
+
+        A table of at most :data:`ENUMERATE_UP_TO` items (loose cards and builds) is answered by enumerating every
+        candidate card set (:meth:`legal_moves_by_enumeration`, quickest there and bounded by the table's size); a
+        larger one by :meth:`search_moves`, which finds each move in time proportional to the moves before it.
+        """
+        if self.to_move is None:
+            return
+        if len(self.loose) + len(self.builds) <= ENUMERATE_UP_TO:
+            yield from self.legal_moves_by_enumeration()
+        else:
+            yield from self.search_moves()
+
+    def search_moves(self) -> Iterator[Move]:
+        """The legal moves in canonical order by the output-sensitive search: every branch it enters holds a move
+        (see :func:`completable`), so the first k moves cost time in proportion to k on any table."""
+        if self.to_move is None:
+            return
+        trails = [Move(TRAIL, c) for c in sorted(self.hands[self.to_move])]
+        allowed = [m for m in trails if self._obligation_error(m) is None]
+        yield from allowed
+        others = self._nontrail_moves()
+        first = next(others, None)
+        if first is None and not allowed:
+            yield from trails  # the 4.4 obligations block every move: any trail is allowed (decided here, README)
+            return
+        if first is not None:
+            yield first
+            yield from others
+
+    def legal_moves_by_enumeration(self) -> list[Move]:
+        """:meth:`legal_moves` as the rules state it: every candidate card set enumerated (:meth:`_candidates`),
+        filtered by the 4.4 obligations, sorted. Exponential in the table's size: used for small tables, and to test
+        :meth:`search_moves` against."""
         if self.to_move is None:
             return []
         moves = sorted((m for m in self._candidates() if self._obligation_error(m) is None), key=Move.sort_key)
@@ -302,13 +347,157 @@ class Game:
             moves = [Move(TRAIL, c) for c in sorted(self.hands[self.to_move])]
         return moves
 
+    def _nontrail_moves(self) -> Iterator[Move]:
+        """Captures, then builds, by played card, each family in canonical order; every one obeys docs/rules.md 4.4."""
+        p, rules = self.to_move, self.rules
+        hand = sorted(self.hands[p])
+        for c in hand:
+            v = self.value(c)
+            if v is None:  # docs/rules.md 3 court_values=none: a court pairs courts of its rank, by court_pair_take
+                yield from (m for m in self._court_captures(c) if self._obligation_error(m) is None)
+                continue
+            streams = [self._family_moves(CAPTURE, c, v, self._capture_family(c, v))]
+            if v == 1 and rules.ace_high:  # docs/rules.md 3 ace_high: a played ace may capture as 14
+                streams.append(self._family_moves(CAPTURE, c, 14, self._capture_family(c, 14)))
+            yield from heapq.merge(*streams, key=Move.sort_key)
+        if rules.builds == "none":
+            return
+        for c in hand:
+            cv = self.value(c)
+            if cv is None:  # courts are never built (docs/rules.md 3 court_values=none)
+                continue
+            rest = [k for k in hand if k != c]
+            streams = [self._family_moves(BUILD, c, v, self._build_family(c, v))
+                       for v in range(cv, rules.max_value + 1)
+                       if self.can_capture(rest, v)]  # docs/rules.md 4.1 rule 2: keep a card that captures v
+            yield from heapq.merge(*streams, key=Move.sort_key)
+
+    @staticmethod
+    def _family_moves(kind: int, card: int, v: int, family: _Family | None) -> Iterator[Move]:
+        if family is not None:
+            for cards in family.sets():
+                yield Move(kind, card, v, cards)
+
+    def _court_captures(self, c: int) -> list[Move]:
+        matches = [k for k in sorted(self.loose) if rank(k) == rank(c)]
+        if self.rules.court_pair_take == "one":
+            return [Move(CAPTURE, c, rank(c), (k,)) for k in matches]
+        return [Move(CAPTURE, c, rank(c), tuple(matches))] if matches else []
+
+    def _duties(self, card: int) -> tuple[frozenset[int], frozenset[int]]:
+        """docs/rules.md 4.4 for a move that plays ``card``, as indices into ``builds``: the player's own builds it
+        must take (no card left in hand captures them) and, under resolve_next_turn, those it must take one of."""
+        p = self.to_move
+        left = [c for c in self.hands[p] if c != card]
+        mine = [i for i, b in enumerate(self.builds) if b.owner == p]
+        required = frozenset(i for i in mine if not self.can_capture(left, self.builds[i].value))
+        any_of = frozenset(mine) if self.rules.owner_rule == "resolve_next_turn" else frozenset()
+        return required, any_of
+
+    def _loose_atoms(self, top: int) -> list[tuple[tuple[int, ...], int, int]]:
+        valued = [(c, self.value(c)) for c in self.loose]
+        return [((c,), a, -1) for c, a in valued if a is not None and a <= top]
+
+    def _capture_family(self, card: int, v: int) -> _Family | None:
+        """The captures of value ``v`` by ``card`` that obey 4.4 (docs/rules.md 1 group, 3 capture_mode)."""
+        required, any_of = self._duties(card)
+        if any(self.builds[i].value != v for i in required):
+            return None  # a build is captured only by its own value
+        atoms = self._loose_atoms(v) + [(tuple(sorted(b.cards)), 0, i) for i, b in enumerate(self.builds)
+                                        if b.value == v]
+        kind = _CaptureOneGroup if self.rules.capture_mode == "one_group" else _CaptureGroups
+        return kind(atoms, required, any_of, v)
+
+    def _build_family(self, card: int, v: int) -> _Family | None:
+        """The builds of value ``v`` with ``card`` that obey 4.4 (docs/rules.md 4.1-4.3, as :meth:`_build_sets`)."""
+        p, cv, rules = self.to_move, self.value(card), self.rules
+        required, any_of = self._duties(card)
+        if any_of and not rules.raise_own_build:
+            return None  # resolve_next_turn: a build move resolves an own build only with raise_own_build
+        own_ok = [b.owner != p or rules.raise_own_build for b in self.builds]
+        if rules.builds == "attach":  # 4.3: one item x, as value(x) + value(c) or, when equal, as value(c)
+            atoms = [((c,), a, -1) for (c,), a, _ in self._loose_atoms(v) if a + cv == v or a == cv == v]
+            atoms += [(tuple(sorted(b.cards)), 0, i) for i, b in enumerate(self.builds)
+                      if own_ok[i] and ((b.value + cv == v and not b.is_multiple) or b.value == cv == v)]
+            return _Attach(atoms, required, any_of)
+        same = frozenset(i for i, b in enumerate(self.builds) if b.value == v)  # 4.1 rule 6: every build of v joins
+        if any(not own_ok[i] for i in same):
+            return None  # building on your own build (adding) needs raise_own_build (docs/rules.md 4.4)
+        base = _counts([cv])
+        if rules.builds == "reservation":  # 4.2: the reservations' cards regroup freely with the new ones
+            base = _counts([cv] + [rank(c) for i in same for c in self.builds[i].cards])
+        mandatory = {-1: base}
+        for i, b in enumerate(self.builds):
+            if i in same or not own_ok[i]:
+                continue
+            if rules.builds == "reservation":
+                mandatory[i] = tuple(x + y for x, y in zip(base, _counts(rank(c) for c in b.cards), strict=True))
+            elif b.is_multiple:
+                continue  # 4.1 rule 4: a multiple build never changes value
+            elif rules.raise_with_table_cards and b.value + cv <= v:
+                mandatory[i] = _plus(_ZERO, b.value + cv)  # rule 5: the raise group is {B, c} plus loose cards
+            elif b.value + cv == v:
+                mandatory[i] = _plus(_ZERO, v)  # rule 5: the raise group is exactly {B, c}
+        if required - same - set(mandatory):
+            return None
+        atoms = self._loose_atoms(v) + [(tuple(sorted(b.cards)), 0, i) for i, b in enumerate(self.builds)
+                                        if i in same or i in mandatory]
+        return _BuildGroups(atoms, required, any_of, v, same, mandatory)
+
+    def _is_capture_set(self, v: int, cards: Sequence[int]) -> bool:
+        """True when the table cards ``cards`` form groups of ``v`` (docs/rules.md 1 group, 3 capture_mode): whole
+        builds of v, loose numerals split into groups summing to v; answered from value counts, not by listing."""
+        used = set(cards)
+        inside = [b for b in self.builds if b.cards <= used]
+        values = [self.value(c) for c in used.difference(*(b.cards for b in inside))]
+        if None in values or any(b.value != v for b in inside):
+            return False
+        if self.rules.capture_mode == "one_group":
+            return (len(inside) == 1 and not values) or (not inside and sum(values) == v)
+        return completable(_counts(values), _ZERO, v)
+
+    def _is_build_set(self, card: int, v: int, cards: Sequence[int]) -> bool:
+        """True when ``card`` and the table cards ``cards`` make a build of ``v`` (docs/rules.md 4.1-4.3, the sets of
+        :meth:`_build_sets`), answered from value counts."""
+        p, cv, rules = self.to_move, self.value(card), self.rules
+        used = set(cards)
+        inside = [b for b in self.builds if b.cards <= used]
+        values = [self.value(c) for c in used.difference(*(b.cards for b in inside))]
+        if None in values or cv is None:
+            return False
+        if any(b.owner == p and not rules.raise_own_build for b in inside):
+            return False
+        if rules.builds == "attach":
+            if len(inside) == 1 and not values:
+                b = inside[0]
+                return (b.value + cv == v and not b.is_multiple) or b.value == cv == v
+            return not inside and len(values) == 1 and (values[0] + cv == v or values[0] == cv == v)
+        if any(b.value == v and b not in inside for b in self.builds):
+            return False
+        raised = [b for b in inside if b.value != v]
+        if len(raised) > 1:
+            return False
+        if rules.builds == "reservation":
+            need = _counts([cv] + values + [rank(c) for b in inside for c in b.cards])
+        elif raised:
+            b = raised[0]
+            if b.is_multiple or b.value + cv > v or (b.value + cv != v and not rules.raise_with_table_cards):
+                return False
+            need = _counts([b.value + cv] + values)
+        else:
+            need = _counts([cv] + values)
+        return completable(need, _ZERO, v)
+
     def _stuck(self) -> bool:
         """True when the docs/rules.md 4.4 obligations leave no legal move (then any trail is legal; decided here).
 
         It happens only where one card captures two build values: under ``ace_high`` an ace is the only card
         covering its owner's builds of 1 and of 14, so taking either build strands the other, and trailing is barred.
         """
-        return not any(self._obligation_error(m) is None for m in self._candidates())
+        hand = sorted(self.hands[self.to_move])
+        if any(self._obligation_error(Move(TRAIL, c)) is None for c in hand):
+            return False
+        return next(self._nontrail_moves(), None) is None
 
     def _obligation_error(self, m: Move) -> str | None:
         """The docs/rules.md 4.4 rule that ``m`` breaks, or None."""
@@ -383,7 +572,7 @@ class Game:
             if b.cards <= set(m.cards) and b.value != m.value:
                 raise IllegalMoveError(f"a build of {b.value} is captured only by a card "
                                        "of that value (docs/rules.md 1)")
-        if frozenset(m.cards) not in self._capture_sets(m.value):
+        if not self._is_capture_set(m.value, m.cards):
             what = "one group" if self.rules.capture_mode == "one_group" else "groups"
             raise IllegalMoveError(f"the cards taken do not form {what} of value {m.value}, each a loose card, loose "
                                    "numerals summing to it, or a build of it (docs/rules.md 1 group, 3 capture_mode)")
@@ -417,7 +606,7 @@ class Game:
                 and raised[0].value + self.value(m.card) != v):
             raise IllegalMoveError("a raised build takes only the hand card: its new value is its value plus the "
                                    "card's (docs/rules.md 4.1 rule 5, raise_with_table_cards=false)")
-        if frozenset(m.cards) not in self._build_sets(m.card, v):
+        if not self._is_build_set(m.card, v, m.cards):
             rule = "4.3: one item, value(x)+value(c) or a pair of equal values" if rules.builds == "attach" else \
                 "4.1 rule 1"
             raise IllegalMoveError(f"the played card and the cards used do not make "
@@ -618,3 +807,231 @@ def partitions(mandatory: Sequence[Atom], optional: Sequence[Atom], v: int) -> s
 
     cover(tuple(mandatory), tuple(optional), frozenset())
     return results
+
+
+# -- the exact, output-sensitive search behind legal_moves and check ------------------------------------------------
+# The enumerators above (_capture_sets, _build_sets, partitions) state the rules by listing every card set; they are
+# kept as that statement and as the oracle the search below is tested against (tests/test_reliability_oracle.py).
+# The search answers two questions fast on any table: "is this card set a capture (or build) of v?" (the partition
+# question, asked of value counts, never of card sets) and "list the sets in canonical order", where every branch it
+# enters holds at least one move, so listing costs time in proportion to the moves listed.
+
+_NV = 15  # count vectors: index a holds how many cards of value a (0..14)
+_ZERO = (0,) * _NV
+
+
+def _counts(values: Iterable[int]) -> tuple[int, ...]:
+    out = [0] * _NV
+    for a in values:
+        out[a] += 1
+    return tuple(out)
+
+
+def _plus(x: tuple[int, ...], a: int, k: int = 1) -> tuple[int, ...]:
+    return x[:a] + (x[a] + k,) + x[a + 1:]
+
+
+def _parts(r: int, top: int) -> Iterator[tuple[int, ...]]:
+    if r == 0:
+        yield ()
+        return
+    for b in range(min(r, top), 0, -1):
+        for rest in _parts(r - b, b):
+            yield (b, *rest)
+
+
+#: _FILL[r]: every way to make r (0..14) from card values, as ((value, count), ...) pairs.
+_FILL = [[tuple((b, p.count(b)) for b in sorted(set(p))) for p in _parts(r, r)] for r in range(_NV)]
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def completable(need: tuple[int, ...], avail: tuple[int, ...], v: int) -> bool:
+    """True when the values ``need``, all of them, with some more taken from ``avail``, split into groups each
+    summing to ``v`` (both count vectors: ``need[a]`` cards of value ``a``, ``a`` in 0..14; values 1..14).
+
+    With ``avail`` all zero it is the partition question itself ("do these cards split into groups of v?",
+    docs/rules.md 1 group and build). The largest needed value must be in some group: each way of filling the rest of
+    that group is tried, needed values before available ones of the same value (swapping two cards of one value
+    between groups changes nothing), and the rest is solved the same way. Groups of available values only are never
+    needed. Memoised on the count vectors, so it costs microseconds on any table, not a search of card sets.
+
+    >>> completable(_counts([5, 4, 1, 3, 2]), _ZERO, 5)   # 5 | 4+1 | 3+2
+    True
+    >>> completable(_counts([4, 4]), _counts([1]), 5)     # a single 1 cannot fill both
+    False
+    """
+    a = next((x for x in range(_NV - 1, 0, -1) if need[x]), 0)
+    if a == 0:
+        return not need[0]
+    if a > v:
+        return False
+    rest = list(need)
+    rest[a] -= 1
+    for fill in _FILL[v - a]:
+        n, m = rest[:], list(avail)
+        for b, k in fill:
+            mine = min(k, n[b])
+            if k - mine > m[b]:
+                break
+            n[b] -= mine
+            m[b] -= k - mine
+        else:
+            if completable(tuple(n), tuple(m), v):
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _sum_reachable(target: int, avail: tuple[int, ...]) -> bool:
+    """True when some cards of ``avail`` (a count vector) sum to exactly ``target`` (0 always is)."""
+    if target < 0:
+        return False
+    reach = 1
+    full = (1 << (target + 1)) - 1
+    for a in range(1, _NV):
+        for _ in range(min(avail[a], target // a)):
+            reach = (reach | (reach << a)) & full
+    return bool(reach >> target & 1)
+
+
+class _Family:
+    """The moves of one (kind, played card, value): the table atoms that may take part (loose cards, whole builds),
+    and ``ok(C, inc, t)``: can the set of included loose values ``C`` (a count vector) and included builds ``inc``
+    grow, with atoms ``t`` onward (sorted by lowest card id) and no others, into a move of the family?"""
+
+    def __init__(self, atoms: list[tuple[tuple[int, ...], int, int]]) -> None:
+        # each atom: (sorted card ids, loose value or 0 for a build, index into game.builds or -1)
+        self.atoms = sorted(atoms)
+        n = len(self.atoms)
+        self.suffix_avail: list[tuple[int, ...]] = [_ZERO] * (n + 1)
+        self.suffix_builds: list[frozenset[int]] = [frozenset()] * (n + 1)
+        for t in range(n - 1, -1, -1):
+            cards, value, b = self.atoms[t]
+            self.suffix_avail[t] = _plus(self.suffix_avail[t + 1], value) if b < 0 else self.suffix_avail[t + 1]
+            self.suffix_builds[t] = self.suffix_builds[t + 1] | {b} if b >= 0 else self.suffix_builds[t + 1]
+        self._memo: dict[tuple[Any, ...], bool] = {}
+
+    def test(self, C: tuple[int, ...], inc: frozenset[int], t: int) -> bool:
+        raise NotImplementedError
+
+    def ok(self, C: tuple[int, ...], inc: frozenset[int], t: int) -> bool:
+        key = (C, inc, t)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self.test(C, inc, t)
+        return hit
+
+    def sets(self) -> Iterator[tuple[int, ...]]:
+        """Every move's card set (sorted ids), in canonical order: lexicographic, a prefix before its extensions."""
+        atoms, n = self.atoms, len(self.atoms)
+        if not self.ok(_ZERO, frozenset(), 0):
+            return  # no move at all in the family
+
+        def dfs(prefix: tuple[int, ...], C: tuple[int, ...], inc: frozenset[int], t: int,
+                forced: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+            if prefix and not forced and self.ok(C, inc, n):
+                yield prefix
+            stop = forced[0] if forced else 99
+            dead: set[int] = set()  # loose values already found to lead nowhere from here
+            for u in range(t, n):
+                cards, value, b = atoms[u]
+                if cards[0] > stop:
+                    break
+                if b < 0:
+                    if value in dead:
+                        continue  # a later card of that value has fewer cards after it: it leads nowhere either
+                    C2, inc2, forced2 = _plus(C, value), inc, forced
+                else:
+                    C2, inc2, forced2 = C, inc | {b}, tuple(sorted(forced + cards[1:]))
+                if self.ok(C2, inc2, u + 1):
+                    yield from dfs(prefix + cards[:1], C2, inc2, u + 1, forced2)
+                elif b < 0:
+                    dead.add(value)
+            if forced:
+                u = t
+                while u < n and atoms[u][0][0] < stop:
+                    u += 1
+                if self.ok(C, inc, u):
+                    yield from dfs(prefix + forced[:1], C, inc, u, forced[1:])
+
+        yield from dfs((), _ZERO, frozenset(), 0, ())
+
+
+class _Constrained(_Family):
+    """A family whose every move must take the builds ``required`` and, if ``any_of`` is not empty, one of those
+    (the docs/rules.md 4.4 obligations of the player's own builds)."""
+
+    def __init__(self, atoms: list[tuple[tuple[int, ...], int, int]], required: frozenset[int],
+                 any_of: frozenset[int]) -> None:
+        super().__init__(atoms)
+        self.required, self.any_of = required, any_of
+
+    def builds_ok(self, chosen: frozenset[int]) -> bool:
+        return self.required <= chosen and (not self.any_of or bool(self.any_of & chosen))
+
+
+class _CaptureGroups(_Constrained):
+    """Captures of value v under capture_mode=groups: whole builds of v and loose numerals in groups of v."""
+
+    def __init__(self, atoms, required, any_of, v: int) -> None:
+        super().__init__(atoms, required, any_of)
+        self.v = v
+
+    def test(self, C, inc, t):
+        if not self.builds_ok(inc | self.suffix_builds[t]):
+            return False
+        return completable(C, self.suffix_avail[t], self.v)
+
+
+class _CaptureOneGroup(_Constrained):
+    """Captures of value v under capture_mode=one_group: one build of v, or loose numerals summing to v."""
+
+    def __init__(self, atoms, required, any_of, v: int) -> None:
+        super().__init__(atoms, required, any_of)
+        self.v = v
+
+    def test(self, C, inc, t):
+        if inc:
+            return len(inc) == 1 and not any(C) and self.builds_ok(inc)
+        if not any(C) and any(self.builds_ok(frozenset((b,))) for b in self.suffix_builds[t]):
+            return True
+        total = sum(a * k for a, k in enumerate(C))
+        return self.builds_ok(frozenset()) and _sum_reachable(self.v - total, self.suffix_avail[t])
+
+
+class _BuildGroups(_Constrained):
+    """New builds of value v (builds=standard or reservation): every build of v (``same``) joins, at most one other
+    build is raised, loose numerals fill groups of v. ``mandatory[r]``: the values that must be grouped when build
+    ``r`` is raised (-1: none raised), e.g. the played card's value, or a raised build's value plus the card's."""
+
+    def __init__(self, atoms, required, any_of, v: int, same: frozenset[int],
+                 mandatory: dict[int, tuple[int, ...]]) -> None:
+        super().__init__(atoms, required, any_of)
+        self.v, self.same, self.mandatory = v, same, mandatory
+
+    def test(self, C, inc, t):
+        free = self.suffix_builds[t]
+        if not self.same <= inc | free:
+            return False  # docs/rules.md 4.1 rule 6: every build of v joins
+        raised = [b for b in inc if b not in self.same]
+        if len(raised) > 1:
+            return False  # 4.1 rule 7
+        options = raised or [-1, *sorted(b for b in free if b not in self.same)]
+        for r in options:
+            chosen = inc | self.same | ({r} if r >= 0 else frozenset())
+            if self.builds_ok(chosen):
+                need = tuple(map(operator.add, C, self.mandatory[r]))
+                if completable(need, self.suffix_avail[t], self.v):
+                    return True
+        return False
+
+
+class _Attach(_Constrained):
+    """New builds under builds=attach (docs/rules.md 4.3): the played card goes onto exactly one item; the atoms are
+    the items it may go onto for value v."""
+
+    def test(self, C, inc, t):
+        k = sum(C) + len(inc)
+        if k == 0:
+            return any(self.builds_ok(frozenset((b,) if b >= 0 else ())) for _, _, b in self.atoms[t:])
+        return k == 1 and self.builds_ok(inc)
