@@ -365,4 +365,30 @@ class CassinoGymEnv(gymnasium.Env):
         return self._aec.render()
 
 
-__all__ = ["CassinoGymEnv", "aec_action", "as_agent", "move_action", "state_obs"]
+def play_deals(policy: Callable[[CassinoGymEnv, dict[str, np.ndarray]], int], deals: int, seed: int = 10**9,
+               **env_kwargs: Any) -> tuple[float, float]:
+    """How a learner policy does against an opponent: ``(deal win rate, mean points per deal)`` over ``deals`` deals.
+
+    Deal ``d`` is the episode ``reset(seed=seed + d)`` of ``CassinoGymEnv(**env_kwargs)`` (default seeds from 10**9
+    on, apart from the small seeds training usually starts from); a deal is won when the learner's return (its side's
+    points minus the other sides' mean) is positive. ``policy(env, obs)`` returns the learner's action.
+
+    Raises:
+        ValueError: ``deals`` below 1.
+    """
+    if deals < 1:
+        raise ValueError(f"deals must be at least 1, got {deals}")
+    env = CassinoGymEnv(**env_kwargs)
+    wins, points = 0, 0.0
+    for d in range(deals):
+        obs, _ = env.reset(seed=seed + d)
+        total, done = 0.0, False
+        while not done:
+            obs, reward, done, _, _ = env.step(policy(env, obs))
+            total += reward
+        wins += total > 0
+        points += total
+    return wins / deals, points / deals
+
+
+__all__ = ["CassinoGymEnv", "aec_action", "as_agent", "move_action", "play_deals", "state_obs"]
