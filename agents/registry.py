@@ -14,6 +14,9 @@ spec                agent
 ``checkpoint:PATH`` a trained policy (``agents.ppo_agent.load_checkpoint_agent``; torch is imported only then)
 ``pretrained:NAME`` a checkpoint shipped with the package, ``agents/pretrained/NAME.pt`` (:func:`pretrained_names`):
                     ``classic``, ``classic-4p``, ... the default ``cassino train`` run of that preset
+``MODULE:OBJECT``   your own agent (:func:`load_agent`): ``OBJECT`` of module ``MODULE``, a class or factory
+                    called with the RuleSet, whose result follows :class:`agents.base.Agent`
+                    (``mypkg.mybot:MyBot``)
 ==================  ==========================================================================================
 
 In an agent list, ``ladder`` stands for the bots of :data:`LADDER` (:func:`expand_specs`).
@@ -31,6 +34,10 @@ In an agent list, ``ladder`` stands for the bots of :data:`LADDER` (:func:`expan
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -45,6 +52,8 @@ LADDER = ("random", "greedy", "beginner", "intermediate", "advanced")
 SEARCH_NAMES = ("pimc", "ismcts")
 #: The names of the agents that need no argument: the ladder, then the search bot (which takes an optional budget).
 BOT_NAMES = (*LADDER, *SEARCH_NAMES)
+#: The names a spec ``NAME:ARG`` may start with besides an import path (``MODULE:OBJECT``, :func:`load_agent`).
+BUILTIN_PREFIXES = ("checkpoint", "pretrained", *BOT_NAMES)
 
 _Spec = TypeVar("_Spec")
 
@@ -69,6 +78,8 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be loaded for ``rules`` (names file and problem).
     """
     name, sep, arg = spec.strip().partition(":")
+    if sep and name not in BUILTIN_PREFIXES:
+        return load_agent(spec.strip(), rules)
     if name == "checkpoint":
         if not arg:
             raise AgentSpecError("checkpoint needs a path: checkpoint:PATH")
@@ -108,7 +119,83 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
         return make_bot(name, rules)
     except ValueError:
         raise AgentSpecError(f"unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N (or ismcts:N)"
-                             f", checkpoint:PATH and pretrained:NAME; ladder stands for {', '.join(LADDER)}") from None
+                             f", checkpoint:PATH, pretrained:NAME and MODULE:OBJECT (your own, an import path); "
+                             f"ladder stands for {', '.join(LADDER)}") from None
+
+
+def _import(module: str, spec: str) -> object:
+    """``import module``, from ``sys.path``, else from the current folder (as ``python -m`` would find it); a module
+    that is not there is an AgentSpecError naming it. Errors inside the module itself propagate unchanged."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        parents = {module.rsplit(".", k)[0] for k in range(module.count(".") + 1)}
+        cwd = os.getcwd()
+        if exc.name not in parents:
+            raise  # the module was found; something it imports is missing
+        if cwd in sys.path or "" in sys.path:
+            raise AgentSpecError(f"agent {spec!r}: no module named {exc.name!r} (searched sys.path and the current "
+                                 f"folder {cwd})") from None
+    sys.path.append(cwd)  # the current folder, searched after everything else
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name not in parents:
+            raise
+        raise AgentSpecError(f"agent {spec!r}: no module named {exc.name!r} (searched sys.path and the current "
+                             f"folder {cwd})") from None
+
+
+def load_agent(spec: str, rules: RuleSet) -> Agent:
+    """Your own agent from an import path ``MODULE:OBJECT`` (``mypkg.mybot:MyBot``): ``OBJECT`` (a class, a
+    function, or a dotted attribute path such as ``Bots.make``) of module ``MODULE`` is called with the RuleSet,
+    ``OBJECT(rules)``, and must return an object following :class:`agents.base.Agent`: an ``act(obs, rng)`` method
+    returning one legal move index per game. Its ``name`` is set to ``spec`` when it has none. ``MODULE`` is found
+    on ``sys.path``, else in the current folder.
+
+    >>> from cassino_env.rules import make_rules
+    >>> load_agent("agents.pimc:PIMCAgent", make_rules("classic")).name  # the class of the pimc bot
+    'pimc'
+    >>> load_agent("agents.nosuchbot:Bot", make_rules("classic"))
+    Traceback (most recent call last):
+    ...
+    agents.registry.AgentSpecError: agent 'agents.nosuchbot:Bot': no module named 'agents.nosuchbot' (searched ...)
+
+    Raises:
+        AgentSpecError: naming the spec: no such module or attribute, an object that cannot be called with one
+            argument (the RuleSet), or a result without an ``act`` method or with a ``name`` that is not text.
+    """
+    module, _, attr = spec.partition(":")
+    if not module or not attr or not all(part.isidentifier() for part in (*module.split("."), *attr.split("."))):
+        raise AgentSpecError(f"agent {spec!r}: an import path is MODULE:OBJECT (mypkg.mybot:MyBot); agents are "
+                             f"also {', '.join(BOT_NAMES)}, pimc:N, checkpoint:PATH and pretrained:NAME")
+    obj: object = _import(module, spec)
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise AgentSpecError(f"agent {spec!r}: {module} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise AgentSpecError(f"agent {spec!r}: {attr} is a {type(obj).__name__}, not a class or factory")
+    try:
+        inspect.signature(obj).bind(rules)
+    except TypeError as exc:
+        raise AgentSpecError(f"agent {spec!r}: {attr} must take one argument, the RuleSet ({exc})") from None
+    except ValueError:  # no signature to inspect (some builtins): call it and see
+        pass
+    agent = obj(rules)
+    if not callable(getattr(agent, "act", None)):
+        raise AgentSpecError(f"agent {spec!r}: {attr}(rules) returned a {type(agent).__name__} without an "
+                             "act(obs, rng) method (agents.base.Agent)")
+    if getattr(agent, "name", None) is None:
+        try:
+            agent.name = spec
+        except AttributeError:
+            raise AgentSpecError(f"agent {spec!r}: the agent has no name and takes none (agents.base.Agent: a "
+                                 "name attribute)") from None
+    elif not isinstance(agent.name, str):
+        raise AgentSpecError(f"agent {spec!r}: its name must be text, got {type(agent.name).__name__}")
+    return agent
 
 
 def expand_specs(specs: Sequence[_Spec]) -> list[_Spec | str]:
