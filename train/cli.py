@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("train.evaluate:main",
              "play agents against each other in duplicate format, any preset: win rates, margins, ratings"),
     "play": ("train.play:main", "play against a bot or a trained agent in the terminal"),
+    "exploit": ("train.exploit:main",
+                "exploitability probe: train a best response to a frozen agent, report its win rate against it"),
     "train": ("train.ppo_selfplay:main", "train a self-play PPO agent, then evaluate it against the bot ladder"),
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),
     "replay": ("train.records:main", "check a game-record file (every move legal, scores as recorded), summarise it"),
