@@ -20,7 +20,7 @@ from .errors import (
     SeedError,
     check_seed,
 )
-from .interchange import apply_move, legal_moves, score_deal
+from .interchange import apply_move, iter_legal_moves, legal_moves, score_deal
 from .rules import PRESETS, RuleSet, make_rules
 
 __version__ = "0.1.0"
@@ -50,6 +50,7 @@ __all__ = [
     "card_text",
     "check_seed",
     "env",
+    "iter_legal_moves",
     "legal_moves",
     "make_rules",
     "raw_env",

@@ -19,16 +19,22 @@ it never prunes or caps the move list.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .cards import card_id, card_text, cards_text, is_court, parse_cards, rank
-from .errors import CardError, IllegalMoveError, MoveFormatError, PositionError, RulesError
-from .reference import BUILD, CAPTURE, KIND_NAMES, TRAIL, Build, Game, Move
-from .rules import RuleSet, make_rules, splits
+from .cards import NUM_CARDS, card_id, card_text, cards_text, is_court, rank
+from .errors import CardError, IllegalMoveError, MoveFormatError, MoveLimitError, PositionError, RulesError, excerpt
+from .reference import BUILD, CAPTURE, KIND_NAMES, TRAIL, Build, Game, Move, splits_into
+from .rules import RuleSet, make_rules
 
-__all__ = ["legal_moves", "apply_move", "score_deal", "position_to_game", "game_to_position", "move_from_dict",
-           "move_to_dict"]
+__all__ = ["legal_moves", "iter_legal_moves", "apply_move", "score_deal", "position_to_game", "game_to_position",
+           "move_from_dict", "move_to_dict", "COUNT_LIMITS"]
+
+#: The largest value of each per-seat (per-side) count of a position: a deal of 52 cards has at most 52 captures,
+#: each sweeping once; in-play points and match scores are capped far above any real game. Shared with the AEC env's
+#: explicit positions (its core stores them as int16).
+COUNT_LIMITS = {"sweeps": NUM_CARDS, "bonus_points": 9999, "match_scores": 9999}
+_TEXT_LIMIT = 40  # longest text accepted in a rules object (a preset or switch name or value)
 
 _FIELDS = ("rules", "num_players", "to_move", "dealer", "hands", "loose", "builds", "captured", "sweeps",
            "bonus_points", "stock", "last_capturer", "last_trail", "match_scores")
@@ -44,25 +50,69 @@ def _seat(x: Any, n: int, name: str, nullable: bool = False) -> int | None:
     if x is None and nullable:
         return None
     if not _is_int(x) or not 0 <= x < n:
-        raise PositionError(f"{name}: expected a seat 0..{n - 1}{' or null' if nullable else ''}, got {x!r}")
+        raise PositionError(f"{name}: expected a seat 0..{n - 1}{' or null' if nullable else ''}, got {excerpt(x)}")
     return x
 
 
-def _card_list(x: Any, name: str, seen: dict[int, str]) -> list[int]:
-    if not isinstance(x, list):
-        raise PositionError(f"{name}: expected a list of cards, got {x!r}")
+def _card(x: Any, name: str, error: type[ValueError] = PositionError) -> int:
+    """The card id of card text ``x`` (docs/interchange.md: cards are texts such as "10D"; ids are not accepted)."""
+    if not isinstance(x, str):
+        raise error(f"{name}: expected a card text such as '10D' or 'AS' (docs/interchange.md), got "
+                    f"{type(x).__name__} {excerpt(x)}")
     try:
-        return parse_cards(x, name, seen)
-    except CardError as e:
-        raise PositionError(str(e)) from None
+        return card_id(x) if len(x) <= _TEXT_LIMIT else card_id("")
+    except CardError:
+        raise error(f"{name}: {excerpt(x)} is not a card: expected rank A 2-10 J Q K (or T) and suit C D H S "
+                    "(docs/rules.md 1)") from None
 
 
-def _int_list(x: Any, n: int, name: str, default: int = 0, low: int = 0) -> list[int]:
+def _card_list(x: Any, name: str, seen: dict[int, str], error: type[ValueError] = PositionError) -> list[int]:
+    """Card ids of the list of card texts ``x``; a card already in ``seen`` (card id -> list name) is an error."""
+    if not isinstance(x, list):
+        raise error(f"{name}: expected a list of card texts, got {type(x).__name__} {excerpt(x)}")
+    out = []
+    for i, text in enumerate(x):
+        c = _card(text, f"{name}[{i}]", error)
+        if c in seen:
+            raise error(f"{name}[{i}]: card {card_text(c)} appears twice (also in {seen[c]})")
+        seen[c] = name
+        out.append(c)
+    return out
+
+
+def _int_list(x: Any, n: int, name: str) -> list[int]:
     if x is None:
-        return [default] * n
-    if not isinstance(x, list) or len(x) != n or not all(_is_int(v) and v >= low for v in x):
-        raise PositionError(f"{name}: expected a list of {n} integers >= {low}, got {x!r}")
+        return [0] * n
+    top = COUNT_LIMITS[name]
+    if not isinstance(x, list) or len(x) != n or not all(_is_int(v) and 0 <= v <= top for v in x):
+        raise PositionError(f"{name}: expected a list of {n} integers 0..{top}, got {excerpt(x)}")
     return list(x)
+
+
+def _rules_field(x: Any, n: int) -> RuleSet:
+    """The rule set of the ``rules`` field: a preset name or a flat object of switches (docs/interchange.md)."""
+    def scalar(v: Any) -> bool:
+        return (v is None or isinstance(v, bool) or (_is_int(v) and abs(v) < 2**31)
+                or (isinstance(v, str) and len(v) <= _TEXT_LIMIT))
+
+    if isinstance(x, Mapping):
+        for k, v in x.items():
+            if not isinstance(k, str) or len(k) > _TEXT_LIMIT:
+                raise PositionError(f"rules: {excerpt(k)} is not a switch name (docs/rules.md 3)")
+            if not scalar(v):
+                raise PositionError(f"rules.{k}: expected a switch value (text, an integer, true or false), got "
+                                    f"{type(v).__name__} {excerpt(v)}")
+        if "num_players" in x and not _is_int(x["num_players"]):
+            raise PositionError(f"rules.num_players: expected an integer, got {excerpt(x['num_players'])}")
+        if not isinstance(x.get("preset"), str):
+            raise PositionError(f"rules.preset: expected a preset name, got {excerpt(x.get('preset'))}")
+    elif not isinstance(x, str) or len(x) > _TEXT_LIMIT:
+        raise PositionError(f"rules: expected a preset name or an object of switches, got {type(x).__name__} "
+                            f"{excerpt(x)}")
+    try:
+        return make_rules(dict(x) if isinstance(x, Mapping) else x, num_players=n)
+    except RulesError as e:
+        raise PositionError(f"rules: {e}") from None
 
 
 def position_to_game(position: Mapping[str, Any]) -> Game:
@@ -75,27 +125,28 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
         raise PositionError(f"position: expected a JSON object, got {type(position).__name__}")
     unknown = [k for k in position if k not in _FIELDS]
     if unknown:
-        raise PositionError(f"{unknown[0]}: unknown field; fields are {', '.join(_FIELDS)}")
+        raise PositionError(f"{excerpt(unknown[0])}: unknown field; fields are {', '.join(_FIELDS)}")
     for req in ("rules", "hands", "to_move"):
         if req not in position:
             raise PositionError(f"{req}: required field is missing")
     hands_in = position["hands"]
     if not isinstance(hands_in, list) or not hands_in:
-        raise PositionError(f"hands: expected a list with one hand per seat, got {hands_in!r}")
+        raise PositionError(f"hands: expected a list with one hand per seat, got {excerpt(hands_in)}")
     n = len(hands_in)
-    if "num_players" in position and position["num_players"] != n:
-        raise PositionError(f"num_players: {position['num_players']!r} disagrees with the {n} hands given")
-    try:
-        rules = make_rules(position["rules"], num_players=n)
-    except RulesError as e:
-        raise PositionError(f"rules: {e}") from None
+    if "num_players" in position:
+        given = position["num_players"]
+        if not _is_int(given):
+            raise PositionError(f"num_players: expected an integer, got {type(given).__name__} {excerpt(given)}")
+        if given != n:
+            raise PositionError(f"num_players: {excerpt(given)} disagrees with the {n} hands given")
+    rules = _rules_field(position["rules"], n)
     seen: dict[int, str] = {}
     hands = [set(_card_list(h, f"hands[{i}]", seen)) for i, h in enumerate(hands_in)]
     loose = set(_card_list(position.get("loose", []), "loose", seen))
     builds = _builds(position.get("builds", []), rules, n, seen)
     captured_in = position.get("captured", [[] for _ in range(n)])
     if not isinstance(captured_in, list) or len(captured_in) != n:
-        raise PositionError(f"captured: expected a list of {n} card lists (one per seat), got {captured_in!r}")
+        raise PositionError(f"captured: expected a list of {n} card lists (one per seat), got {excerpt(captured_in)}")
     captured = [set(_card_list(c, f"captured[{i}]", seen)) for i, c in enumerate(captured_in)]
     stock = _card_list(position.get("stock", []), "stock", seen)
     to_move = _seat(position["to_move"], n, "to_move", nullable=True)
@@ -110,10 +161,7 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
     dealer = _seat(position.get("dealer", default_dealer), n, "dealer")
     last_trail = position.get("last_trail")
     if last_trail is not None:
-        try:
-            last_trail = card_id(last_trail)
-        except CardError as e:
-            raise PositionError(f"last_trail: {e}") from None
+        last_trail = _card(last_trail, "last_trail")
         if last_trail not in loose:
             raise PositionError(f"last_trail: {card_text(last_trail)} is not a loose table card")
     game = Game(rules=rules, hands=hands, loose=loose, builds=builds, captured=captured,
@@ -128,24 +176,25 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
 
 def _builds(builds_in: Any, rules: RuleSet, n: int, seen: dict[int, str]) -> list[Build]:
     if not isinstance(builds_in, list):
-        raise PositionError(f"builds: expected a list of build objects, got {builds_in!r}")
+        raise PositionError(f"builds: expected a list of build objects, got {excerpt(builds_in)}")
     if builds_in and rules.builds == "none":
         raise PositionError(f"builds: preset {rules.preset!r} has no builds (docs/rules.md 3 builds=none)")
     out = []
     for i, b in enumerate(builds_in):
         name = f"builds[{i}]"
         if not isinstance(b, Mapping) or set(b) != {"cards", "value", "owner"}:
-            raise PositionError(f"{name}: expected an object with exactly 'cards', 'value' and 'owner', got {b!r}")
+            raise PositionError(f"{name}: expected an object with exactly 'cards', 'value' and 'owner', got "
+                                f"{excerpt(b)}")
         cards = _card_list(b["cards"], f"{name}.cards", seen)
         value, owner = b["value"], _seat(b["owner"], n, f"{name}.owner")
         if not _is_int(value) or not rules.is_build_value(value):
-            raise PositionError(f"{name}.value: {value!r} is not a build value of these rules: 1..10, 11..13 with "
-                                "numeric courts, 14 with ace_high (docs/rules.md 4.1 rule 3)")
+            raise PositionError(f"{name}.value: {excerpt(value)} is not a build value of these rules: 1..10, 11..13 "
+                                "with numeric courts, 14 with ace_high (docs/rules.md 4.1 rule 3)")
         if len(cards) < 2:
             raise PositionError(f"{name}.cards: a build holds at least two cards (docs/rules.md 1 build)")
         if rules.court_values == "none" and any(is_court(c) for c in cards):
             raise PositionError(f"{name}.cards: courts have no value and never join builds (docs/rules.md 3)")
-        if not splits([rank(c) for c in cards], value):
+        if not splits_into((rank(c) for c in cards), value):
             raise PositionError(f"{name}: cards {' '.join(cards_text(cards))} do not split into groups of value "
                                 f"{value} (docs/rules.md 1 build)")
         out.append(Build(frozenset(cards), value, owner))
@@ -203,27 +252,21 @@ def move_from_dict(game: Game, move: Mapping[str, Any]) -> Move:
     if not isinstance(move, Mapping):
         raise MoveFormatError(f"move: expected a JSON object, got {type(move).__name__}")
     action = move.get("action")
-    if action not in _MOVE_FIELDS:
-        raise MoveFormatError(f"action: expected 'trail', 'capture' or 'build', got {action!r}")
-    extra = sorted(set(move) - _MOVE_FIELDS[action])
+    if not isinstance(action, str) or action not in _MOVE_FIELDS:
+        raise MoveFormatError(f"action: expected 'trail', 'capture' or 'build', got {excerpt(action)}")
+    extra = [k for k in move if k not in _MOVE_FIELDS[action]]
     if extra:
-        raise MoveFormatError(f"{extra[0]}: not a field of a {action} move")
-    try:
-        card = card_id(move.get("card"))
-    except CardError as e:
-        raise MoveFormatError(f"card: {e}") from None
+        raise MoveFormatError(f"{excerpt(extra[0])}: not a field of a {action} move")
+    card = _card(move.get("card"), "card", MoveFormatError)
     if action == "trail":
         return Move(TRAIL, card)
     key = "take" if action == "capture" else "use"
     if key not in move:
         raise MoveFormatError(f"{key}: a {action} move needs the list of table cards it {key}s")
-    try:
-        cards = _card_list(move[key], key, {})
-    except PositionError as e:
-        raise MoveFormatError(str(e)) from None
+    cards = _card_list(move[key], key, {}, MoveFormatError)
     ace = move.get("ace", 1)
-    if ace not in (1, 14) or isinstance(ace, bool):
-        raise MoveFormatError(f"ace: expected 1 or 14, got {ace!r}")
+    if not _is_int(ace) or ace not in (1, 14):
+        raise MoveFormatError(f"ace: expected 1 or 14, got {excerpt(ace)}")
     if action == "capture":
         if ace == 14:
             if rank(card) != 1 or not game.rules.ace_high:
@@ -235,19 +278,44 @@ def move_from_dict(game: Game, move: Mapping[str, Any]) -> Move:
     if ace == 14:
         raise IllegalMoveError("in a build an ace always counts 1 (docs/rules.md 3 ace_high)")
     value = move.get("value")
-    if not _is_int(value):
-        raise MoveFormatError(f"value: a build move declares an integer value, got {value!r}")
+    if not _is_int(value) or not 0 <= value <= 99:
+        raise MoveFormatError(f"value: a build move declares an integer value (1..14), got {excerpt(value)}")
     return Move(BUILD, card, value, tuple(sorted(cards)))
 
 
-def legal_moves(position: Mapping[str, Any]) -> list[dict[str, Any]]:
+def legal_moves(position: Mapping[str, Any], limit: int | None = None) -> list[dict[str, Any]]:
     """Every distinct legal move in ``position``, canonical order (docs/interchange.md), exact; [] when the deal is
     over.
+
+    Args:
+        position: a docs/interchange.md position.
+        limit: the most moves the caller accepts (None: no bound). Listing takes time in proportion to the moves
+            listed, so ``limit`` bounds the time too: a freak table can allow a million moves.
+
+    Raises:
+        PositionError: for a malformed position (the message names the field).
+        MoveLimitError: the position has more than ``limit`` legal moves, or ``limit`` is not an integer >= 0.
+    """
+    if limit is not None and (not _is_int(limit) or limit < 0):
+        raise MoveLimitError(f"limit: expected an integer >= 0 or None, got {excerpt(limit)}")
+    out = []
+    for m in iter_legal_moves(position):
+        if limit is not None and len(out) == limit:
+            raise MoveLimitError(f"the position has more than limit={limit} legal moves (docs/interchange.md Size)")
+        out.append(m)
+    return out
+
+
+def iter_legal_moves(position: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The moves of :func:`legal_moves`, one at a time, in canonical order: the first k cost time in proportion to k.
+
+    The position is checked at once (before the first move is asked for).
 
     Raises:
         PositionError: for a malformed position (the message names the field).
     """
-    return [move_to_dict(m) for m in position_to_game(position).legal_moves()]
+    game = position_to_game(position)
+    return (move_to_dict(m) for m in game.iter_legal_moves())
 
 
 def apply_move(position: Mapping[str, Any], move: Mapping[str, Any]) -> dict[str, Any]:

@@ -881,6 +881,12 @@ def completable(need: tuple[int, ...], avail: tuple[int, ...], v: int) -> bool:
     return False
 
 
+def splits_into(values: Iterable[int], v: int) -> bool:
+    """True when the card ``values`` (1..14) split into groups each summing to ``v``: the cards of a build of ``v``
+    (docs/rules.md 1 build), or the loose cards of a capture of ``v``. Microseconds for any number of cards."""
+    return completable(_counts(values), _ZERO, v)
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _sum_reachable(target: int, avail: tuple[int, ...]) -> bool:
     """True when some cards of ``avail`` (a count vector) sum to exactly ``target`` (0 always is)."""
