@@ -82,35 +82,91 @@ class bad_input:  # a context manager, named like contextlib.suppress
         return True
 
 
-def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE")]) -> int:
-    """Print the legal moves of a position, one JSON object a line, in canonical order.
+#: The largest position file ``cassino moves`` reads, in bytes: a position is a small object (52 cards at most).
+MAX_POSITION_BYTES = 1 << 20
+#: The longest integer (in digits) ``cassino moves`` parses: the format's integers are seats, counts and values.
+MAX_INT_DIGITS = 20
+
+
+class InputError(ValueError):
+    """A position file that cannot be read as one JSON object: too large, not UTF-8, not JSON, nested too deep."""
+
+
+def _small_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise InputError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def read_json_object(file: Path) -> dict[str, Any]:
+    """Read one JSON object from ``file`` (``-``: standard input), at most :data:`MAX_POSITION_BYTES` bytes of
+    UTF-8.
+
+    Raises:
+        InputError: naming the file, for an unreadable, oversized, non-UTF-8, invalid or too deeply nested file,
+            an integer of more than :data:`MAX_INT_DIGITS` digits, or JSON that is not an object.
+    """
+    try:
+        if str(file) == "-":
+            data = sys.stdin.buffer.read(MAX_POSITION_BYTES + 1)
+        else:
+            with open(file, "rb") as fh:
+                data = fh.read(MAX_POSITION_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{file}: {exc.strerror or exc}") from None
+    if len(data) > MAX_POSITION_BYTES:
+        raise InputError(f"{file}: larger than {MAX_POSITION_BYTES} bytes; a position is a small JSON object")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{file}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    try:
+        value = json.loads(text, parse_int=_small_int)
+    except InputError as exc:
+        raise InputError(f"{file}: not a position: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{file}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{file}: JSON nested too deeply; a position is a shallow object") from None
+    except ValueError as exc:  # e.g. an over-long number the parser itself refuses
+        raise InputError(f"{file}: not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{file}: a position must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE")],
+          limit: int | None = None) -> int:
+    """Print the legal moves of a position, one JSON object a line, in canonical order, each as soon as it is found.
 
     The position is one JSON object in the format of the README's "Rules oracle" section, e.g.
     {"rules": "classic", "to_move": 0, "hands": [["8S"], ["2C"]], "loose": ["AH", "5D", "3C"]}.
     Moves come trails first, then captures, then builds, e.g. {"action": "capture", "card": "8S", "take": ["3C", "5D"]}.
+    A file larger than 1 MiB, not UTF-8, not JSON, or a malformed position is an error (exit code 2).
 
     Args:
         file: path of the JSON position file; - reads it from standard input.
+        limit: print at most this many moves; a position with more prints the first LIMIT, then stops with an
+            error (exit code 2). Listing takes time in proportion to the moves listed.
     """
+    if limit is not None and limit < 0:
+        return error(f"--limit: expected an integer >= 0, got {limit}")
     try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
-    except OSError as exc:
-        return error(f"{file}: {exc.strerror or exc}")
-    try:
-        position = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return error(f"{file}: not valid JSON: {exc}")
-    if not isinstance(position, dict):
-        return error(f"{file}: a position must be a JSON object, not {type(position).__name__}")
+        position = read_json_object(file)
+    except InputError as exc:
+        return error(exc)
 
     import cassino_env  # lazily: keeps `cassino --help` and the other commands light
 
     try:
-        legal = cassino_env.legal_moves(position)
+        found = cassino_env.iter_legal_moves(position)
     except ValueError as exc:  # malformed position: the message names the field (docs/interchange.md)
         return error(f"{file}: {exc}")
     try:
-        for move in legal:
+        for count, move in enumerate(found):
+            if limit is not None and count == limit:
+                sys.stdout.flush()
+                return error(f"{file}: more than --limit {limit} legal moves; the first {limit} are printed")
             print(json.dumps(move))
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `cassino moves big.json | head`: stop quietly, like other Unix tools
