@@ -262,3 +262,17 @@ def test_rules_field_round_trips() -> None:
     for rules in (make_rules("classic", 4), make_rules("matsuda", target=51), make_rules("bga", 6),
                   make_rules("classic", sweep_points=2)):
         assert make_rules(rules_field(rules), num_players=rules.num_players) == rules
+
+
+def test_replay_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """`cassino replay FILE | head -0`: the reader is gone before the summary is written; exit 0, no traceback."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "g.jsonl"
+    path.write_text(json.dumps(random_record(make_rules("classic"), seed=5)) + "\n", encoding="utf-8")
+    code = f"import sys; from train.cli import main; sys.exit(main(['replay', {str(path)!r}]))"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the replay has printed anything (importing alone takes longer)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b""

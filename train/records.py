@@ -527,10 +527,10 @@ def main(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE
     if failed.code:
         return failed.code
     summary = summarize(games)
-    if json:
-        print(json_module.dumps(summary))
-    else:
-        print(format_summary(str(file), summary))
+    try:
+        print(json_module.dumps(summary) if json else format_summary(str(file), summary), flush=True)
+    except BrokenPipeError:  # `cassino replay FILE | head`: stop quietly, as `cassino moves` does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
