@@ -1,0 +1,138 @@
+"""Figures that teach and numbers that say what they are: the learning-curve figure (train/plot.py: k/M step ticks,
+labelled axes, interval bands, legend in ladder order outside the panels), the heatmap's unplayed pairs and match
+counts (train/report.py), and the trainer's evaluation schedule and labels (train/ppo_selfplay.py: an evaluation
+interval that gives short runs a curve, the Wilson interval logged with each evaluation, the labelled progress line,
+the announced rounding of total_timesteps)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("torch")
+
+import matplotlib  # noqa: E402
+import matplotlib.colors  # noqa: E402
+
+from agents.registry import LADDER  # noqa: E402
+from train.plot import draw_run, format_steps, ladder_order, load_scalars, plot_run  # noqa: E402
+from train.ppo_selfplay import CONFIGS_DIR, eval_interval, load_config, make_args, train  # noqa: E402
+from train.report import NOT_PLAYED, heatmap_figure, match_counts  # noqa: E402
+
+matplotlib.use("Agg")
+
+STEPS = np.array([0, 49_152, 98_304, 147_456, 196_608, 245_760, 294_912])
+BOTS = ("advanced", "random", "greedy")  # deliberately not in ladder order
+
+
+def synthetic_scalars() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for k, bot in enumerate(BOTS):
+        win = np.linspace(0.3, 0.6, len(STEPS)) + 0.1 * k
+        out[f"eval/winrate_vs_{bot}"] = (STEPS, win)
+        out[f"eval/winrate_ci_low_vs_{bot}"] = (STEPS, win - 0.05)
+        out[f"eval/winrate_ci_high_vs_{bot}"] = (STEPS, win + 0.05)
+        out[f"eval/points_vs_{bot}"] = (STEPS, win * 4 - 2)
+    for tag in ("losses/policy_loss", "losses/value_loss", "charts/SPS"):
+        out[tag] = (STEPS[1:], np.linspace(1.0, 2.0, len(STEPS) - 1))
+    return out
+
+
+def test_step_ticks_read_in_k_and_m() -> None:
+    assert [format_steps(x) for x in (0, 999, 1000, 49_152, 250_000, 1_000_000, 1_250_000, 12_000_000)] == [
+        "0", "999", "1k", "49k", "250k", "1M", "1.2M", "12M"]
+
+
+def test_ladder_order_puts_the_ladder_first_weakest_first() -> None:
+    assert ladder_order(["pimc", *reversed(LADDER), "checkpoint:x.pt"]) == [*LADDER, "checkpoint:x.pt", "pimc"]
+
+
+def test_the_figure_labels_its_axes_draws_bands_and_orders_the_legend_by_the_ladder() -> None:
+    fig = draw_run(synthetic_scalars(), "run", {"eval_deals": 200})
+    fig.canvas.draw()
+    ax_win = fig.axes[0]
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["vs random", "vs greedy", "vs advanced"]
+    # one band (a filled polygon) per bot: the Wilson interval
+    assert len(ax_win.collections) == len(BOTS)
+    assert "200 duplicate deals" in ax_win.get_title() and "argmax" in ax_win.get_title()
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel(), ax.get_title()
+    labels = [t.get_text() for t in ax_win.get_xticklabels() if t.get_text()]
+    assert labels and all(t == "0" or t.endswith(("k", "M")) for t in labels), labels
+    # the legend sits outside every panel: it overlaps no axes
+    box = legend.get_window_extent()
+    assert not any(box.overlaps(ax.get_window_extent()) for ax in fig.axes)
+    matplotlib.pyplot.close(fig)
+
+
+def test_plot_run_reads_a_run_folder(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))
+    for tag, (steps, vals) in synthetic_scalars().items():
+        for s, v in zip(steps, vals, strict=True):
+            writer.add_scalar(tag, float(v), int(s))
+    writer.close()
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"preset": "classic", "eval_deals": 200}), encoding="utf-8")
+    assert set(load_scalars(tmp_path)) == set(synthetic_scalars())
+    out = plot_run(tmp_path, tmp_path / "curves.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def report_with_unplayed_pairs() -> dict:
+    names = ["a", "b", "c"]
+    return {"rules": "classic", "num_players": 2, "agents": names,
+            "pairs": [{"a": "a", "b": "b", "matches": 30}, {"a": "a", "b": "c", "matches": 28}],
+            "win_matrix": [[None, 0.5, 0.25], [0.5, None, None], [0.75, None, None]]}
+
+
+def test_the_heatmap_greys_unplayed_pairs_and_counts_matches() -> None:
+    report = report_with_unplayed_pairs()
+    assert match_counts(report).tolist() == [[0, 30, 28], [30, 0, 0], [28, 0, 0]]
+    fig = heatmap_figure(report)
+    ax = fig.axes[0]
+    (image,) = ax.get_images()
+    data = image.get_array()
+    assert data.mask.tolist() == [[True, False, False], [False, True, True], [False, True, True]]
+    # masked cells get the grey "bad" colour, not the colormap's middle (the colour of 50%)
+    assert image.get_cmap().get_bad().tolist() == list(matplotlib.colors.to_rgba(NOT_PLAYED))
+    assert not np.allclose(image.get_cmap()(0.5), matplotlib.colors.to_rgba(NOT_PLAYED))
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+    assert texts[(0, 1)] == "50%\nn=30" and texts[(2, 0)] == "75%\nn=28"
+    assert texts[(1, 2)] == texts[(2, 1)] == "not\nplayed"
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_default_evaluation_interval_gives_short_runs_a_curve() -> None:
+    assert eval_interval(None, 9_977_856) == 1_000_000  # the default 10M run: as before, every 1M
+    assert eval_interval(1234, 294_912) == 1234 and eval_interval(0, 294_912) == 0  # given: kept
+    rollout = 49_152
+    for rollouts in (6, 10, 40, 203):  # 300k, 500k, 2M, 10M steps
+        total = rollouts * rollout
+        every = eval_interval(None, total)
+        marks = {s // every for s in range(rollout, total + 1, rollout)}
+        points = 1 + len(marks)  # step 0, then every rollout end that crosses a multiple of the interval
+        assert points >= min(8, 1 + rollouts), (total, points)
+        assert points <= 12 or every == 1_000_000
+
+
+def test_a_short_run_logs_intervals_and_labels_what_it_prints(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    args = make_args(load_config(CONFIGS_DIR / "ppo_tiny.yaml"))
+    args = dataclasses.replace(args, run_dir=str(tmp_path), eval_every=None, total_timesteps=5000,
+                               final_eval_deals=20, eval_opponents=("greedy",), final_eval_opponents=("greedy",))
+    train(args)
+    out = capsys.readouterr().out
+    assert "total_timesteps=5,000 is rounded to 4,608 env steps" in out  # 3 rollouts of 32 x 48
+    assert "deal win rate (argmax play) at step 1,536 vs greedy" in out  # the eval's own step, not step 0
+    assert "match win rates" in out  # the final table says what it is
+    scalars = load_scalars(tmp_path)
+    steps, win = scalars["eval/winrate_vs_greedy"]
+    assert steps.tolist() == [0, 1536, 3072, 4608]  # an eighth of the run is under a rollout: every rollout
+    lo, hi = scalars["eval/winrate_ci_low_vs_greedy"][1], scalars["eval/winrate_ci_high_vs_greedy"][1]
+    assert (lo <= win).all() and (win <= hi).all() and (0 <= lo).all() and (hi <= 1).all() and (lo < hi).all()
