@@ -296,11 +296,34 @@ def expected_tensors(shape: NetworkShape) -> dict[str, tuple[tuple[int, ...], to
 
 def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint>",
                            expected_shape: NetworkShape | None = None) -> CassinoPolicy:
-    """Build the network a validated checkpoint dict describes and load its weights.
+    """Build the network a validated checkpoint dict describes and load its weights, once
+    :func:`check_network` has passed (so nothing bigger than the file's tensors is allocated).
 
     Raises:
         CheckpointError: the network shape differs from ``expected_shape`` or from the environment's observation
             length, or the weights do not fit the stored shape.
+    """
+    shape = check_network(data, path, expected_shape)
+    policy = CassinoPolicy.from_shape(shape)
+    try:
+        policy.load_state_dict(data["model"])
+    except (RuntimeError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()}: {exc}") from None
+    for name, tensor in policy.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{path}: corrupt weights: {name} holds NaN or infinite values")
+    return policy
+
+
+def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
+                  expected_shape: NetworkShape | None = None) -> NetworkShape:
+    """The network shape of a checkpoint dict, checked without allocating anything: a valid
+    :class:`~agents.policy.NetworkShape`, equal to ``expected_shape`` when given, reading the observation length of
+    its rules, and whose tensors (:func:`expected_tensors`, on the meta device) are exactly the file's, by name,
+    shape and dtype.
+
+    Raises:
+        CheckpointError: naming the file and the field.
     """
     try:
         shape = NetworkShape(**data["network"])
@@ -329,7 +352,9 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
         want = expected_tensors(shape)
     except (RuntimeError, ValueError, OverflowError) as exc:
         raise CheckpointError(f"{path}: network shape {shape.to_dict()} cannot be built: {exc}") from None
-    model = data["model"]
+    model = data.get("model")
+    if not isinstance(model, dict) or not all(isinstance(t, torch.Tensor) for t in model.values()):
+        raise CheckpointError(f"{path}: model must be a mapping of tensor names to tensors (a state_dict)")
     declared = sum(math.prod(s) for s, _ in want.values())
     held = sum(int(t.numel()) for t in model.values() if isinstance(t, torch.Tensor))
     if set(model) != set(want):
@@ -342,15 +367,7 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
             raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()} (it declares "
                                   f"{declared:,} parameters, the file holds {held:,}): model.{name} is "
                                   f"{t.dtype} {tuple(t.shape)}, the shape needs {dtype} {size}")
-    policy = CassinoPolicy.from_shape(shape)
-    try:
-        policy.load_state_dict(model)
-    except (RuntimeError, KeyError, TypeError) as exc:
-        raise CheckpointError(f"{path}: weights do not fit network shape {shape.to_dict()}: {exc}") from None
-    for name, tensor in policy.state_dict().items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise CheckpointError(f"{path}: corrupt weights: {name} holds NaN or infinite values")
-    return policy
+    return shape
 
 
 def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True) -> PPOAgent:

@@ -456,6 +456,13 @@ def test_bad_yaml_values_are_config_errors_naming_the_field(values: dict, field:
         Args(**values) if field != "nonesuch" else make_args(values)
 
 
+def test_the_largest_seed_trains(tmp_path: Path) -> None:
+    """Seeds are 0 <= seed < 2**63 (the project's rule): the top one trains; the env's and the evaluations' seeds
+    derived from it stay in range."""
+    final = train(tiny_args(tmp_path / "r", seed=2**63 - 1, total_timesteps=768, checkpoint_every=0))
+    assert torch.load(final, weights_only=True)["train"]["config"]["seed"] == 2**63 - 1
+
+
 def test_the_yaml_path_and_the_flag_path_give_the_same_errors() -> None:
     for field, value in [("num_envs", 0), ("seed", -1), ("gamma", -3.0), ("learning_rate", -1.0), ("hidden", 0),
                          ("total_timesteps", -5), ("max_moves", 100000), ("pool_size", 0), ("threads", 0)]:

@@ -18,7 +18,11 @@ given on the command line overrides the file (:mod:`train.config`). Runs are wri
 ``--run-dir`` names the folder: TensorBoard event files, ``config.yaml`` and ``checkpoints/`` (``step_N.pt`` every
 ``checkpoint_every`` env steps, ``final.pt`` at the end, ``latest.pt`` a copy of the newest, each written
 atomically: a temporary file in the same folder, synced, then renamed; format in
-:mod:`agents.ppo_agent`).
+:mod:`agents.ppo_agent`). Every option is checked by ``Args`` itself (:data:`ARG_RULES`), and with ``--resume``
+every field of the checkpoint, before anything is written. A run locks its folder (``.lock``,
+:class:`train.config.RunLock`) and refuses a folder that is not empty unless it resumes that folder's run or
+``--reuse-run-dir True`` is given; a resumed run writes into its checkpoint's run folder (from the file's path) or
+into ``--run-dir``.
 
 How the game is turned into PPO data
 ------------------------------------
@@ -851,6 +855,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         PPOAgent,
         atomic_copy,
         atomic_write,
+        check_network,
         policy_from_checkpoint,
         read_checkpoint,
         save_checkpoint,
@@ -914,6 +919,8 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
                              critic_dim=C)
     featurizer = MoveFeaturizer(rules) if F else None
     shaping_tables = RuleTables.of(rules) if args.shaping else None
+    if ckpt is not None:  # the file's network against the run's, before any network is allocated
+        check_network(ckpt, args.resume, net_shape)
     policy = CassinoPolicy.from_shape(net_shape)
     if F and args.feature_prior:
         policy.set_feature_prior(MOVE_FEATURES.index("advanced_score"), args.feature_prior / FEATURE_SCALE)
