@@ -74,7 +74,7 @@ def page(chromium: str, tmp_path: Path) -> Iterator[Any]:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
             viewport={"width": 1180, "height": 900})
-        context.set_default_timeout(30_000)
+        context.set_default_timeout(180_000)  # generous: the first game may wait for the numba kernels to compile
         try:
             yield context.new_page()
         finally:

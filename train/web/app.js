@@ -102,7 +102,8 @@ function renderBoard(container, info, frame, opts = {}) {
   }
   table.append(builds);
   const scores = info.sides.map((_, s) => `${sideName(info, s, names)} ${frame.match_scores[s]}`).join(" · ");
-  table.append(el("div", { class: "stock" }, `stock ${frame.stock} · match: ${scores} (to ${info.target})`));
+  table.append(el("div", { class: "stock" },
+    `stock ${frame.stock} · match before this deal: ${scores} (to ${info.target})`));
   container.append(seats, table);
 }
 
@@ -315,7 +316,9 @@ function showStep() {
   const parts = [];
   if (played) parts.push(`${replayed.names[played.seat]} played: ${prettyMove(played.text)}`);
   if (next) parts.push(`next: ${replayed.names[next.seat]} plays ${prettyMove(next.text)}`);
-  else parts.push("the deal is over");
+  else if (deal.match_winner !== null) {
+    parts.push(`the deal is over: ${sideName(replayed, deal.match_winner, replayed.names)} wins the match`);
+  } else parts.push("the deal is over");
   $("r-move").textContent = parts.join(" \u2014 ");
   renderBoard($("replay-board"), replayed, frame);
   if (!next) renderScore($("replay-score"), replayed, deal.score, replayed.names);
