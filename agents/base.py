@@ -12,14 +12,15 @@ card id 0..51, docs/rules.md 1), ``move_value[b, i]``, ``move_cards[b, i]`` (bit
 :func:`cassino_env.obs.public_view`). The games of one call may be at any point of any match; draw randomness only
 from ``rng``. A class or factory that takes the RuleSet is an agent spec by its import path, ``MODULE:OBJECT``
 (:func:`agents.registry.load_agent`): ``cassino eval --agents mypkg.mybot:MostCards,advanced``. For example, a
-bot that plays the move taking the most table cards (a trail takes none; ties: the first listed):
+bot that plays the capture taking the most table cards (else the first listed move; ties: the first listed):
 
 >>> class MostCards:
 ...     name = "most-cards"
 ...     def __init__(self, rules):
 ...         self.rules = rules
 ...     def act(self, obs, rng):
-...         taken = np.bitwise_count(obs["move_cards"]).astype(np.int64)  # int64[B, M]
+...         taken = np.bitwise_count(obs["move_cards"]).astype(np.int64)  # int64[B, M]: table cards of each move
+...         taken[obs["move_kind"] != 1] = 0  # only captures take them (a build uses them)
 ...         return np.where(obs["action_mask"] == 1, taken, -1).argmax(axis=1)
 >>> from cassino_env.vector import CassinoVectorEnv
 >>> env = CassinoVectorEnv(num_envs=3, seed=0)

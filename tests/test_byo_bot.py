@@ -18,7 +18,7 @@ import numpy as np
 
 
 class MostCards:
-    """Plays the listed move that takes the most table cards (a trail takes none)."""
+    """Plays the capture that takes the most table cards, else the first listed move (README's example)."""
 
     name = "most-cards"
 
@@ -27,6 +27,7 @@ class MostCards:
 
     def act(self, obs, rng):
         taken = np.bitwise_count(obs["move_cards"]).astype(np.int64)
+        taken[obs["move_kind"] != 1] = 0
         return np.where(obs["action_mask"] == 1, taken, -1).argmax(axis=1)
 
 
