@@ -108,6 +108,8 @@ def test_play_a_deal_then_replay_it(page: Any, server_url: str, tmp_path: Path) 
     page.click("#start")
 
     clicks, saw_probs = 0, False
+    page.wait_for_selector("#game", state="visible")
+    assert page.inner_text("#start") == "New game" and page.is_enabled("#start")  # no longer "Dealing…"
     screenshot = os.environ.get("CASSINO_SCREENSHOT")  # taken once: a build on the table, or late in the deal
     while wait_for_turn(page) == "your_turn":
         assert page.locator("#board .seat.me .hand .card").count() > 0  # your hand is shown

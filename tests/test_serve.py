@@ -213,6 +213,14 @@ def test_serve_command_defaults_and_errors(capsys: pytest.CaptureFixture[str]) -
     assert code == 2 and "cannot listen on 192.0.2.1" in err.getvalue()
 
 
+def test_serve_without_the_web_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "uvicorn", None)  # as if uvicorn were not installed
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main()
+    assert code == 2 and err.getvalue().startswith("error: cassino serve needs the web extra: pip install ")
+
+
 def test_cassino_serve_prints_its_address_and_serves_the_page() -> None:
     """The real command: `cassino serve --port 0` prints the address it listens on (localhost) and serves there."""
     import subprocess

@@ -641,10 +641,13 @@ def main(host: str = "127.0.0.1", port: int = 8000) -> int:
         host: the address to listen on; the default 127.0.0.1 lets only this machine connect.
         port: the TCP port (0: any free port).
     """
-    import uvicorn
-
     from train.cli import error
 
+    try:
+        import starlette  # noqa: F401
+        import uvicorn
+    except ImportError as exc:
+        return error(f"cassino serve needs the web extra: pip install 'cassino-rl[web]' ({exc})")
     if not 0 <= port <= 65535:
         return error(f"port: expected 0..65535, got {port}")
     try:

@@ -232,6 +232,19 @@ async function run(action) {
   }
 }
 
+// While a game is being dealt (the first network agent also loads torch: a few seconds), the button says so.
+async function dealing(action) {
+  const button = $("start");
+  button.disabled = true;
+  button.textContent = "Dealing\u2026";
+  try {
+    await action();
+  } finally {
+    button.disabled = false;
+    button.textContent = "New game";
+  }
+}
+
 async function agentsMove() {
   const id = game.id;
   while (game && game.id === id && game.status === "agent_turn") {
@@ -265,7 +278,7 @@ function startGame(event) {
       text = text.slice(0, -1) + `,"seed":${seed.replace(/^0+(?=\d)/, "")}}`;
     }
     selectedCard = null;
-    game = await api("POST", "/api/games", text);
+    await dealing(async () => { game = await api("POST", "/api/games", text); });
     renderGame();
     await agentsMove();
   });
