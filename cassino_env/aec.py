@@ -201,7 +201,8 @@ from .actions import (
     string_to_card_value,
 )
 from .cards import card_text
-from .errors import PositionError
+from .errors import PositionError, check_seed, excerpt
+from .interchange import check_core_position
 from .obs import MOVE_FEATURES, encode_kernel, encoder_inputs, fill_doc, fill_move_rows, obs_high, obs_size
 from .render import render_text
 from .rules import RuleSet
@@ -365,22 +366,36 @@ class raw_env(AECEnv, EzPickle):
         """Start an episode (see "Seeding" in the module docstring).
 
         Args:
-            seed: a non-negative integer: start a new match whose deals are a pure function of it.
+            seed: an integer 0 <= seed < 2**63 (``cassino_env.check_seed``): start a new match whose deals are a pure
+                function of it.
             options: ``{"position": {...}}`` starts from an explicit position: the keyword arguments of
-                :func:`cassino_env.core.from_position` (e.g. :func:`cassino_env.core.position` output; ``to_move``
-                required). Other keys are ignored.
+                :func:`cassino_env.core.from_position` (e.g. :func:`cassino_env.core.position` output; ``hands`` and
+                ``to_move`` required), checked by :func:`cassino_env.interchange.check_core_position`. Other keys
+                are ignored.
+
+        Raises:
+            SeedError: a seed outside that range, a bool or a non-integer.
+            PositionError: naming the field, for a malformed ``options`` or position (nothing changes).
         """
         if seed is not None:
-            self._np_random = np.random.default_rng(seed)
+            seed = check_seed(seed)
+        position = None
+        if options is not None:
+            if not isinstance(options, Mapping):  # other keys are ignored (PettingZoo's api_test passes some)
+                raise PositionError(f"options: expected None or a dict such as {{'position': {{...}}}}, got "
+                                    f"{type(options).__name__} {excerpt(options)}")
+            if options.get("position") is not None:
+                position = check_core_position(options["position"], self.rules)
         st = self.core_state
-        position = (options or {}).get("position")
-        if position is not None:
-            kw = dict(position)
-            game_seed = int(seed) if seed is not None else int(self._np_random.integers(0, 2**62))
+        if position is not None:  # built first, so that a position the core refuses changes nothing
+            game_seed = seed if seed is not None else int(self._np_random.integers(0, 2**62))
             self.core_state = core.from_position(self.rules, max_moves=self.max_moves, prune=self.prune,
-                                                 auto_reset=False, seed=game_seed, **kw)
+                                                 auto_reset=False, seed=game_seed, **position)
+            if seed is not None:
+                self._np_random = np.random.default_rng(seed)
         elif seed is not None:
-            self.core_state = self._new_game(int(seed))
+            self._np_random = np.random.default_rng(seed)
+            self.core_state = self._new_game(seed)
         elif st is not None and st.current_player[0] < 0:
             core.advance(st)  # the episode ended with its deal: next deal, or a new match after a finished one
         else:

@@ -22,13 +22,15 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from .cards import NUM_CARDS, card_id, card_text, cards_text, is_court, rank
 from .errors import CardError, IllegalMoveError, MoveFormatError, MoveLimitError, PositionError, RulesError, excerpt
 from .reference import BUILD, CAPTURE, KIND_NAMES, TRAIL, Build, Game, Move, splits_into
 from .rules import RuleSet, make_rules
 
 __all__ = ["legal_moves", "iter_legal_moves", "apply_move", "score_deal", "position_to_game", "game_to_position",
-           "move_from_dict", "move_to_dict", "COUNT_LIMITS"]
+           "move_from_dict", "move_to_dict", "COUNT_LIMITS", "check_core_position"]
 
 #: The largest value of each per-seat (per-side) count of a position: a deal of 52 cards has at most 52 captures,
 #: each sweeping once; in-play points and match scores are capped far above any real game. Shared with the AEC env's
@@ -341,3 +343,91 @@ def score_deal(position: Mapping[str, Any]) -> dict[str, Any]:
     if not game.is_deal_over():
         raise PositionError("hands: score_deal needs a finished deal (every hand and the stock empty)")
     return game.score_deal()
+
+
+#: The fields of a core position (the keyword arguments of ``cassino_env.core.from_position``: card ids, not texts).
+CORE_POSITION_FIELDS = ("hands", "loose", "builds", "to_move", "dealer", "stock", "captured", "sweeps",
+                        "last_capturer", "match_scores", "last_trail", "in_play")
+
+
+def check_core_position(position: Any, rules: RuleSet) -> dict[str, Any]:
+    """Check a core position (card ids 0..51; e.g. ``cassino_env.core.position`` output) as :func:`position_to_game`
+    checks a JSON one, and return it as plain keyword arguments for ``cassino_env.core.from_position``.
+
+    Fields are :data:`CORE_POSITION_FIELDS`; ``hands`` and ``to_move`` are required; ``in_play`` is the JSON
+    format's ``bonus_points``; per-seat counts lie within :data:`COUNT_LIMITS`. The core checks what depends on the
+    rules (duplicate cards, seats in range, builds that split, docs/rules.md 4.1).
+
+    Raises:
+        PositionError: naming the field, for anything else: an unknown or missing field, a field of the wrong type or
+            length, a card that is not an id, a bool as a seat, a count out of range.
+    """
+    if not isinstance(position, Mapping):
+        raise PositionError(f"position: expected a dict of core.from_position arguments, got {type(position).__name__}")
+    unknown = [k for k in position if k not in CORE_POSITION_FIELDS]
+    if unknown:
+        raise PositionError(f"{excerpt(unknown[0])}: unknown field; fields are {', '.join(CORE_POSITION_FIELDS)}")
+    for req in ("hands", "to_move"):
+        if req not in position:
+            raise PositionError(f"{req}: required field is missing")
+    n, sides = rules.num_players, rules.num_sides
+
+    def integer(x: Any) -> bool:
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+    def seq(x: Any, name: str, length: int | None = None) -> list[Any]:
+        if isinstance(x, np.ndarray) and x.ndim == 1:
+            x = x.tolist()
+        if not isinstance(x, (list, tuple)) or (length is not None and len(x) != length):
+            what = f"a list of {length}" if length is not None else "a list"
+            raise PositionError(f"{name}: expected {what}, got {type(x).__name__} {excerpt(x)}")
+        return list(x)
+
+    def ids(x: Any, name: str) -> list[int]:
+        out = seq(x, name)
+        for i, c in enumerate(out):
+            if not integer(c) or not 0 <= int(c) < NUM_CARDS:
+                raise PositionError(f"{name}[{i}]: expected a card id 0..51, got {excerpt(c)}")
+        return [int(c) for c in out]
+
+    def seat(x: Any, name: str, nullable: bool) -> int | None:
+        if x is None and nullable:
+            return None
+        if not integer(x) or not 0 <= int(x) < n:
+            raise PositionError(f"{name}: expected a seat 0..{n - 1}{' or None' if nullable else ''}, got {excerpt(x)}")
+        return int(x)
+
+    def counts(x: Any, name: str, length: int, top: int) -> list[int]:
+        out = seq(x, name, length)
+        if not all(integer(v) and 0 <= int(v) <= top for v in out):
+            raise PositionError(f"{name}: expected a list of {length} integers 0..{top}, got {excerpt(x)}")
+        return [int(v) for v in out]
+
+    kw: dict[str, Any] = {"hands": [ids(h, f"hands[{i}]") for i, h in enumerate(seq(position["hands"], "hands", n))],
+                          "to_move": seat(position["to_move"], "to_move", False)}
+    for name in ("loose", "stock"):
+        if name in position:
+            kw[name] = ids(position[name], name)
+    if position.get("captured") is not None:
+        kw["captured"] = [ids(c, f"captured[{i}]") for i, c in enumerate(seq(position["captured"], "captured", n))]
+    if "builds" in position:
+        kw["builds"] = []
+        for i, b in enumerate(seq(position["builds"], "builds")):
+            cards, value, owner = seq(b, f"builds[{i}]", 3)
+            if not integer(value):
+                raise PositionError(f"builds[{i}].value: expected an integer, got {excerpt(value)}")
+            owner = seat(owner, f"builds[{i}].owner", False)
+            kw["builds"].append((ids(cards, f"builds[{i}].cards"), int(value), owner))
+    for name in ("dealer", "last_capturer"):
+        if name in position:
+            kw[name] = seat(position[name], name, True)
+    for name, length, top in (("sweeps", n, COUNT_LIMITS["sweeps"]), ("in_play", n, COUNT_LIMITS["bonus_points"]),
+                              ("match_scores", sides, COUNT_LIMITS["match_scores"])):
+        if position.get(name) is not None:
+            kw[name] = counts(position[name], name, length, top)
+    if position.get("last_trail") is not None:
+        c = position["last_trail"]
+        if not integer(c) or not 0 <= int(c) < NUM_CARDS:
+            raise PositionError(f"last_trail: expected a card id 0..51 or None, got {excerpt(c)}")
+        kw["last_trail"] = int(c)
+    return kw
