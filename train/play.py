@@ -229,13 +229,19 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
         rules: a RuleSet or preset name.
         num_players: seats, when ``rules`` is a preset name.
         seat: the person's seat (seat 0 moves first in the first deal).
-        seed: the seed of the deals and of the agent's generator.
+        seed: the seed of the deals and of the agent's generator, an integer 0 <= seed < 2**63.
         deals: stop after this many deals (0: play the match to its end).
         inp, out: input and output streams (default stdin and stdout), e.g. ``io.StringIO`` for scripts.
         ascii_only: draw cards as ``10D`` instead of ``10♦``.
+
+    Raises:
+        SeedError: a seed outside 0 <= seed < 2**63 (checked before anything is shown).
     """
     from agents.registry import make_agent
+    from cassino_env.errors import check_seed
     from cassino_env.vector import CassinoVectorEnv, resolve_rules
+
+    seed = check_seed(seed)
 
     inp = sys.stdin if inp is None else inp
     out = sys.stdout if out is None else out
@@ -291,7 +297,7 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
         preset: rule preset of docs/rules.md section 6.
         num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
         seat: your seat; seat 0 moves first.
-        seed: seed of the deals.
+        seed: seed of the deals, 0 <= seed < 2**63.
         deals: stop after this many deals (0: play the whole match).
         ascii: draw cards as 10D rather than 10♦.
     """
