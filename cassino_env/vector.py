@@ -5,7 +5,7 @@ game's acting seat, and returns what the *next* acting seat sees. Every preset o
 player count it allows (``rules="cicera"``, ``rules="bga", num_players=6``, ...).
 
 :class:`CassinoVectorEnv` is a :class:`gymnasium.vector.VectorEnv` (Gymnasium >= 1.0): ``single_observation_space``
-(a ``Dict`` of ``Box`` es, the table below without the batch axis), ``observation_space`` (the same batched by
+(a ``Dict`` of ``Box`` spaces: the table below without the batch axis), ``observation_space`` (the same batched by
 ``gymnasium.vector.utils.batch_space``), ``single_action_space = Discrete(M)``, ``action_space =
 MultiDiscrete([M] * B)``, ``metadata["autoreset_mode"]`` and ``reset(seed=..., options=None)`` /
 ``step(actions) -> (obs, rewards, terminations, truncations, infos)``, so Gymnasium's vector wrappers and
@@ -57,7 +57,7 @@ key                 dtype[shape]    meaning
 ==================  ==============  ==========================================================================
 
 Rewards are ``float32[B, P]`` for every seat of every game at every step (0 except when a deal or match ends),
-so a seat is credited rewards that arrive between its own turns:
+so a seat is credited rewards that arrive between its own turns (``reward_seat=p``: column p only, ``float32[B]``):
 
 * ``reward="points"``: at the end of each deal, seat i gets its side's deal points minus the mean deal points of
   the other sides (docs/rules.md 5, the preset's scoring: standard, bga or cicera with its in-play points): zero-sum;
