@@ -99,6 +99,9 @@ def test_play_a_deal_then_replay_it(page: Any, server_url: str, tmp_path: Path) 
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(server_url + "/")
     page.wait_for_selector("#preset option[value='classic']", state="attached")
+    # the defaults: one classic deal against pretrained:classic
+    assert (page.input_value("#preset"), page.input_value("#opponent"), page.input_value("#play")) == \
+        ("classic", "pretrained:classic", "deal")
     page.select_option("#preset", "classic")
     page.fill("#opponent", "pretrained:classic")
     page.select_option("#play", "deal")

@@ -157,6 +157,10 @@ def test_malformed_requests(client: TestClient) -> None:
     r = client.get("/api/games/no-such-game")
     assert r.status_code == 404 and "no game" in r.json()["error"]
     assert client.post("/api/games/no-such-game/move", json={"index": 0}).status_code == 404
+    r = client.post("/api/games", json={}, headers={"Origin": "http://elsewhere.example"})
+    assert r.status_code == 403 and r.json()["error"].startswith("origin: requests from 'http://elsewhere.example'")
+    assert client.post("/api/games", json={"opponent": "random"},
+                       headers={"Origin": "http://testserver"}).status_code == 201  # the page's own origin
     r = client.get("/api/games")  # POST only
     assert r.status_code == 405 and "error" in r.json()
     assert client.get("/api/nothing").status_code == 404

@@ -35,7 +35,8 @@ request                                     answer
 
 A malformed request (not JSON, an unknown or mistyped field, a move that is not listed, a step when it is your
 turn, an unknown agent spec or preset) is answered with status 400 and ``{"error": message}`` naming the field; an
-unknown game with 404.
+unknown game with 404, a body over the size limit with 413, and a request that another site's page sends (its
+``Origin`` is not this server) with 403.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from cassino_env.cards import card_text
-from cassino_env.errors import CassinoError, check_seed
+from cassino_env.errors import CassinoError, check_seed, excerpt
 from cassino_env.rules import PRESETS, RuleSet, make_rules
 
 #: The folder of the page's static files (package data).
@@ -489,6 +490,11 @@ def create_app(server: Server | None = None) -> Any:
     state = server or Server()
 
     async def body_of(request: Request, limit: int = MAX_JSON_BYTES) -> bytes:
+        origin = request.headers.get("origin")
+        if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
+            # a page of another site posting to this local server (the browser says so): refused
+            raise RequestError(f"origin: requests from {excerpt(origin)} are refused; use the page this server "
+                               "serves", 403)
         size = request.headers.get("content-length")
         if size is not None and size.isdigit() and int(size) > limit:
             raise RequestError(f"body: larger than {limit} bytes", 413)
