@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from train import example_sb3, example_torchrl
+from train import example_sb3, example_tianshou, example_torchrl
 
 
 def check_figures(out: dict[str, float], printed: str) -> None:
@@ -37,3 +37,9 @@ def test_torchrl_example_runs_on_the_unwrapped_aec_env(capsys):
 def test_torchrl_example_returns_to_go(reward, done, expected, complete):
     ret, ok = example_torchrl.returns_to_go(torch.tensor(reward, dtype=torch.float32), torch.tensor(done))
     assert ret.tolist() == expected and ok.tolist() == complete
+
+
+def test_tianshou_example(capsys):
+    out = example_tianshou.main(["--steps", "128", "--steps-per-collect", "128", "--num-envs", "2",
+                                 "--eval-deals", "4"])
+    check_figures(out, capsys.readouterr().out)
