@@ -17,10 +17,14 @@ pytest.importorskip("starlette", reason="the web extra (pip install -e '.[web]')
 from starlette.testclient import TestClient  # noqa: E402
 
 import cassino_env  # noqa: E402
+from agents.registry import PRETRAINED_DIR  # noqa: E402
 from cassino_env.rules import make_rules  # noqa: E402
 from train import cli  # noqa: E402
 from train.records import random_record, replay  # noqa: E402
 from train.serve import WEB_DIR, create_app, main  # noqa: E402
+
+#: A checkpoint file, for a checkpoint:PATH opponent (the one shipped as pretrained:matsuda).
+MATSUDA = PRETRAINED_DIR / "matsuda.pt"
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +59,7 @@ def shown_score_matches_oracle(score: dict[str, Any], deal: Any) -> None:
 
 @pytest.mark.parametrize(("preset", "players", "seat", "opponent"), [
     ("classic", 2, 0, "greedy"), ("classic", 4, 1, "beginner"), ("cicera", 4, 2, "greedy"), ("bga", 3, 2, "random"),
-    ("royal", 2, 1, "advanced"),
+    ("royal", 2, 1, "advanced"), ("stadium", 2, 0, "pimc:4"), ("matsuda", 2, 1, f"checkpoint:{MATSUDA}"),
 ])
 def test_a_whole_deal_replays_with_the_shown_score(client: TestClient, preset: str, players: int, seat: int,
                                                    opponent: str) -> None:
