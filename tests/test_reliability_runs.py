@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import math
 import os
 import random
 import re
@@ -662,4 +661,3 @@ def test_fuzz_malformed_checkpoint_fields_always_give_a_checkpoint_error(run: Pa
         with pytest.raises(CheckpointError, match=re.escape(str(path))):
             train(dataclasses.replace(tiny_args(None), resume=str(path)), explicit={"resume"})
         assert _listing(folder) == before, label
-    assert math.isfinite(float(base["train"]["elapsed_s"]))

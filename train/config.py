@@ -361,11 +361,8 @@ def options_type(cls: type, name: str = "TrainOptions") -> type:
 
 
 def given_options(options: Any) -> dict[str, Any]:
-    """The fields set on the command line (``options`` from :func:`options_type`), converted by :func:`parse_flag`.
-
-    Raises:
-        ConfigError: a value that is not of its field's type, naming the field.
-    """
+    """The fields set on the command line (``options`` from :func:`options_type`; ``--config`` aside), as given: text
+    from the command line, which :func:`resolve_args` converts with :func:`parse_flag`."""
     out = {}
     for f in dataclasses.fields(options):
         raw = getattr(options, f.name)
