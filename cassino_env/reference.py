@@ -561,7 +561,7 @@ class Game:
             else:
                 ok = bool(matches) and set(m.cards) == set(matches)
                 rule = "takes every loose court of its rank (docs/rules.md 3 court_pair_take=all)"
-            if not ok:
+            if not ok or m.value != rank(m.card):
                 raise IllegalMoveError(f"a court has no value (court_values=none) and {rule}; {card_text(m.card)} "
                                        f"cannot take {' '.join(card_text(c) for c in m.cards)}")
             return

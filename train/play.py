@@ -237,11 +237,12 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
     Raises:
         SeedError: a seed outside 0 <= seed < 2**63 (checked before anything is shown).
     """
-    from agents.registry import make_agent
     from cassino_env.errors import check_seed
-    from cassino_env.vector import CassinoVectorEnv, resolve_rules
 
-    seed = check_seed(seed)
+    seed = check_seed(seed)  # first: a bad seed costs no imports
+
+    from agents.registry import make_agent
+    from cassino_env.vector import CassinoVectorEnv, resolve_rules
 
     inp = sys.stdin if inp is None else inp
     out = sys.stdout if out is None else out
