@@ -25,6 +25,25 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 WORKED_CASES_PATH = DATA_DIR / "worked_cases.json"
 
 
+#: A random-game sweep runs twice: a tenth of its games in the default suite (``quick``) and all of them behind the
+#: ``slow`` marker (``full``: ``pytest -m slow``, CI runs both). A sweep test takes the parameter ``share`` and plays
+#: ``sweep_count(n, share)`` of its ``n`` games; the quick games are the first of the full sweep's.
+SWEEP = [pytest.param(0.1, id="quick"), pytest.param(1.0, id="full", marks=pytest.mark.slow)]
+
+
+def sweep_count(n: int, share: float) -> int:
+    """The number of games a sweep of ``n`` plays at ``share`` (:data:`SWEEP`): at least 2."""
+    return max(2, round(n * share))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The notebooks (run cell by cell by nbmake) are long tests too: marked ``slow`` before ``-m`` selects."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     """The repository root, e.g. as the working directory of a subprocess."""

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from conftest import PRESET_IDS, PRESET_PLAYERS, permute_hidden, random_action
+from conftest import PRESET_IDS, PRESET_PLAYERS, SWEEP, permute_hidden, random_action, sweep_count
 from pettingzoo.test import api_test, render_test, seed_test
 
 import cassino_env
@@ -202,13 +202,14 @@ def test_unseeded_resets_differ_and_never_touch_global_rng():
 
 
 @pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
-def test_hundreds_of_episodes_keep_the_contract(preset, n):
+@pytest.mark.parametrize("share", SWEEP)
+def test_hundreds_of_episodes_keep_the_contract(preset, n, share):
     """Episodes end by termination only, in one deal; masks, infos and move rows agree; rewards are zero-sum."""
     e = cassino_env.env(rules=preset, num_players=n)
     raw = e.unwrapped
     rnd = random.Random(n)
     S = raw.rules.num_sides
-    for ep in range(120 if n == 2 else 80):
+    for ep in range(sweep_count(120 if n == 2 else 80, share)):
         if ep % 3 == 0:
             e.reset(seed=ep)
         else:

@@ -11,6 +11,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+from conftest import SWEEP, sweep_count
 
 from cassino_env import core
 from cassino_env.rules import make_rules
@@ -125,8 +126,10 @@ def _play(rules, seeds: np.ndarray, prune: bool, rng: np.random.Generator, trail
     (2, False, False, 0.3, True, 100),
     (4, True, True, 0.2, True, 100),
 ])
-def test_core_matches_reference(num_players, partnerships, prune, trail_bias, slow, games):
+@pytest.mark.parametrize("share", SWEEP)
+def test_core_matches_reference(num_players, partnerships, prune, trail_bias, slow, games, share):
     rules = make_rules("classic", num_players=num_players, partnerships=partnerships)
+    games = sweep_count(games, share)
     seeds = np.arange(games, dtype=np.int64) + 1000 * num_players + 7 * int(prune) + int(100 * trail_bias) + 50 * slow
     rng = np.random.default_rng(num_players * 10 + int(prune) + int(100 * trail_bias) + 1000 * slow)
     assert _play(rules, seeds, prune, rng, trail_bias, slow) > 0
@@ -139,9 +142,11 @@ PRESET_RUNS = [("matsuda", 2, 1000), ("cicera", 4, 1000), ("bga", 2, 400), ("bga
 
 @pytest.mark.parametrize(("preset", "num_players", "games"), PRESET_RUNS,
                          ids=[f"{p}-{n}p" for p, n, _ in PRESET_RUNS])
-def test_presets_match_reference(preset, num_players, games):
+@pytest.mark.parametrize("share", SWEEP)
+def test_presets_match_reference(preset, num_players, games, share):
     """Every preset: core and reference agree move by move (pruned lists) over whole random deals."""
     rules = make_rules(preset, num_players=num_players)
+    games = sweep_count(games, share)
     seeds = np.arange(games, dtype=np.int64) + 50_000 + 1000 * num_players + 17 * len(preset)
     rng = np.random.default_rng(num_players + 31 * len(preset))
     assert _play(rules, seeds, True, rng, trail_bias=0.2) > 0
@@ -151,32 +156,36 @@ def test_presets_match_reference(preset, num_players, games):
     ("matsuda", 2, True), ("matsuda", 2, False), ("cicera", 4, True), ("cicera", 4, False), ("bga", 3, True),
     ("bga", 2, False), ("stadium", 2, True), ("stadium", 2, False), ("royal", 2, True), ("royal", 3, False),
     ("classic", 2, True)])
-def test_presets_crowded_path_matches_reference(preset, num_players, prune):
+@pytest.mark.parametrize("share", SWEEP)
+def test_presets_crowded_path_matches_reference(preset, num_players, prune, share):
     """The general generator's crowded-table path (forced on every table here) lists the same moves."""
     rules = make_rules(preset, num_players=num_players)
-    seeds = np.arange(120, dtype=np.int64) + 90_000 + 1000 * num_players + 17 * len(preset) + 7 * prune
+    offset = 90_000 + 1000 * num_players + 17 * len(preset) + 7 * prune
+    seeds = np.arange(sweep_count(120, share), dtype=np.int64) + offset
     rng = np.random.default_rng(11 + num_players + 31 * len(preset) + prune)
     assert _play(rules, seeds, prune, rng, trail_bias=0.4, slow=True, general=True) > 0
 
 
 @pytest.mark.parametrize(("preset", "num_players"), [("matsuda", 2), ("cicera", 4), ("bga", 3), ("stadium", 2),
                                                      ("royal", 2), ("classic", 2), ("classic", 4)])
-def test_presets_unpruned_match_reference(preset, num_players):
+@pytest.mark.parametrize("share", SWEEP)
+def test_presets_unpruned_match_reference(preset, num_players, share):
     """The same without pruning (the JSON oracle's full lists); classic here runs the general generator."""
     rules = make_rules(preset, num_players=num_players)
-    seeds = np.arange(150, dtype=np.int64) + 70_000 + 1000 * num_players + 17 * len(preset)
+    seeds = np.arange(sweep_count(150, share), dtype=np.int64) + 70_000 + 1000 * num_players + 17 * len(preset)
     rng = np.random.default_rng(7 + num_players + 31 * len(preset))
     assert _play(rules, seeds, False, rng, trail_bias=0.2, general=True) > 0
 
 
 @pytest.mark.parametrize(("num_players", "prune", "slow"), [(2, True, False), (2, False, False), (3, True, False),
                                                             (4, False, False), (2, True, True), (2, False, True)])
-def test_random_positions_match_reference(num_players, prune, slow):
+@pytest.mark.parametrize("share", SWEEP)
+def test_random_positions_match_reference(num_players, prune, slow, share):
     """Hand-built positions with builds of every kind: same moves, and the same position after each move."""
 
     rules = make_rules("classic", num_players=num_players)
     rng = np.random.default_rng(100 * num_players + 10 * prune + slow)
-    _check_random_positions(rules, rng, 400, prune, slow)
+    _check_random_positions(rules, rng, sweep_count(400, share), prune, slow)
 
 
 def _check_random_positions(rules, rng: np.random.Generator, n: int, prune: bool, slow: bool = False) -> None:
@@ -257,12 +266,13 @@ def _random_preset_position(rng: np.random.Generator, rules):
     ("matsuda", 2, True), ("matsuda", 2, False), ("cicera", 4, True), ("cicera", 4, False), ("bga", 2, True),
     ("bga", 3, False), ("bga", 6, True), ("stadium", 2, True), ("stadium", 2, False), ("royal", 2, True),
     ("royal", 4, False)])
-def test_random_preset_positions_match_reference(preset, num_players, prune):
+@pytest.mark.parametrize("share", SWEEP)
+def test_random_preset_positions_match_reference(preset, num_players, prune, share):
     """Hand-built positions of every preset: same moves, and the same position (in-play points too) after a move."""
 
     rules = make_rules(preset, num_players=num_players)
     rng = np.random.default_rng(1000 + 100 * num_players + 10 * prune + len(preset))
-    _check_random_positions(rules, rng, 300, prune)
+    _check_random_positions(rules, rng, sweep_count(300, share), prune)
 
 
 def test_stuck_owner_may_trail_in_both_engines():
@@ -297,9 +307,10 @@ OVERRIDE_RUNS = [
 @pytest.mark.parametrize(("preset", "overrides"), OVERRIDE_RUNS,
                          ids=[f"{p}-" + "-".join(f"{k}={v}" for k, v in o.items()) for p, o in OVERRIDE_RUNS])
 @pytest.mark.parametrize("prune", [True, False])
-def test_switch_mixes_match_reference(preset, overrides, prune):
+@pytest.mark.parametrize("share", SWEEP)
+def test_switch_mixes_match_reference(preset, overrides, prune, share):
     """Rule sets built from overrides: core and reference agree move by move over whole deals."""
     rules = make_rules(preset, **overrides)
-    seeds = np.arange(80, dtype=np.int64) + 120_000 + 97 * len(str(overrides)) + prune
+    seeds = np.arange(sweep_count(80, share), dtype=np.int64) + 120_000 + 97 * len(str(overrides)) + prune
     rng = np.random.default_rng(len(str(overrides)) + prune)
     assert _play(rules, seeds, prune, rng, trail_bias=0.2) > 0

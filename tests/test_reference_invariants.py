@@ -15,7 +15,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from conftest import PRESET_PLAYERS, preset_ids
+from conftest import PRESET_PLAYERS, SWEEP, preset_ids, sweep_count
 
 from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, SPADES, card_id, is_court, rank, suit
 from cassino_env.errors import IllegalMoveError
@@ -155,30 +155,33 @@ def check_deal_end(g: Game) -> None:
 
 
 @pytest.mark.parametrize("num_players", sorted(CLASSIC_DEALS))
-def test_classic_random_deals(num_players: int) -> None:
+@pytest.mark.parametrize("share", SWEEP)
+def test_classic_random_deals(num_players: int, share: float) -> None:
     rules = make_rules("classic", num_players)
     rng = np.random.default_rng([SEED, num_players])
     stats: Counter = Counter()
     no_tie = 0
-    for _ in range(CLASSIC_DEALS[num_players]):
+    deals = sweep_count(CLASSIC_DEALS[num_players], share)
+    for _ in range(deals):
         g = play_random_deal(rules, rng, stats)
         check_deal_end(g)
         no_tie += expected_fixed_points(g) == 11
     assert min(stats["capture"], stats["build"], stats["trail"]) > 0, stats
-    assert stats["positions"] == CLASSIC_DEALS[num_players] * 48  # 48 cards played per deal (docs/rules.md 2)
-    assert no_tie > CLASSIC_DEALS[num_players] // 2
+    assert stats["positions"] == deals * 48  # 48 cards played per deal (docs/rules.md 2)
+    assert no_tie > deals // 2
 
 
 OTHER = [(p, n) for p, n in PRESET_PLAYERS if p != "classic"]
 
 
 @pytest.mark.parametrize(("preset", "num_players"), OTHER, ids=preset_ids(OTHER))
-def test_other_presets_random_deals(preset: str, num_players: int) -> None:
+@pytest.mark.parametrize("share", SWEEP)
+def test_other_presets_random_deals(preset: str, num_players: int, share: float) -> None:
     """The same invariants for every other preset of docs/rules.md 6 (the reference engine implements every switch)."""
     rules = make_rules(preset, num_players)
     rng = np.random.default_rng([SEED, num_players, len(preset)])
     stats: Counter = Counter()
-    for _ in range(OTHER_DEALS):
+    for _ in range(sweep_count(OTHER_DEALS, share)):
         check_deal_end(play_random_deal(rules, rng, stats))
     assert min(stats["capture"], stats["trail"]) > 0, stats
     assert bool(stats["build"]) == (rules.builds != "none"), stats

@@ -51,6 +51,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, repo_root: Path) -> tuple
     return run_dir, proc
 
 
+@pytest.mark.slow
 def test_tiny_training_run_end_to_end(tiny_run: tuple[Path, subprocess.CompletedProcess]) -> None:
     run_dir, proc = tiny_run
     assert proc.returncode == 0, proc.stderr
@@ -68,6 +69,7 @@ def test_tiny_training_run_end_to_end(tiny_run: tuple[Path, subprocess.Completed
     assert config["total_timesteps"] == 6144
 
 
+@pytest.mark.slow
 def test_tensorboard_files_hold_the_named_scalars(tiny_run: tuple[Path, subprocess.CompletedProcess]) -> None:
     run_dir, proc = tiny_run
     assert proc.returncode == 0, proc.stderr
@@ -88,6 +90,7 @@ def test_tensorboard_files_hold_the_named_scalars(tiny_run: tuple[Path, subproce
     assert "hyperparameters/text_summary" in acc.Tags()["tensors"]
 
 
+@pytest.mark.slow
 def test_plot_draws_a_png(tiny_run: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> None:
     run_dir, _ = tiny_run
     out = plot_run(run_dir, tmp_path / "curves.png")
@@ -266,6 +269,7 @@ TINY_OVERRIDES = dict(threads=1, total_timesteps=3 * 768, num_envs=16, hidden=16
                       checkpoint_every=0, final_eval_deals=0, progress_every_s=1e9, max_train_seconds=0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("preset", "num_players"), [("classic", None), ("matsuda", None), ("cicera", None),
                                                      ("bga", None), ("bga", 6), ("stadium", None), ("royal", None)])
 def test_every_preset_config_trains(preset: str, num_players: int | None, tmp_path: Path) -> None:
