@@ -2,7 +2,8 @@
 
 Each example's ``main(argv)`` is the script's command line (``python -m train.example_X ARGS``) and returns the
 figures it prints. The budgets here only show that the examples run end to end and that their evaluation is sane; the
-README gives the figures of the default budgets.
+README gives figures of larger budgets. The RLlib example needs its own virtual environment; CI runs it after the
+tests (``.ci/run``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ def check_figures(out: dict[str, float], printed: str) -> None:
     assert "deal win rate" in printed and "random legal moves" in printed
 
 
+@pytest.mark.slow  # a training run, however tiny
 def test_sb3_maskable_ppo_example(capsys):
     out = example_sb3.main(["--timesteps", "256", "--n-steps", "128", "--eval-deals", "4"])
     check_figures(out, capsys.readouterr().out)
 
 
+@pytest.mark.slow  # a training run, however tiny
 def test_torchrl_example_runs_on_the_unwrapped_aec_env(capsys):
     out = example_torchrl.main(["--frames", "200", "--frames-per-batch", "100", "--epochs", "1", "--eval-deals", "4"])
     check_figures(out, capsys.readouterr().out)
@@ -39,6 +42,7 @@ def test_torchrl_example_returns_to_go(reward, done, expected, complete):
     assert ret.tolist() == expected and ok.tolist() == complete
 
 
+@pytest.mark.slow  # a training run, however tiny
 def test_tianshou_example(capsys):
     out = example_tianshou.main(["--steps", "128", "--steps-per-collect", "128", "--num-envs", "2",
                                  "--eval-deals", "4"])

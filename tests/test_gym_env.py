@@ -44,6 +44,8 @@ def test_every_preset_has_an_id_that_gymnasium_makes():
         assert env.observation_space.contains(obs)
         assert info["action_mask"].any()
     assert gym_id("classic") == "cassino/Classic-v1"
+    # the module:id form imports the registering module itself
+    assert gymnasium.make("cassino_env.gym:cassino/Royal-v1", opponent="random").unwrapped.rules.preset == "royal"
     with pytest.raises(KeyError, match="unknown preset"):
         gym_id("poker")
 
