@@ -307,7 +307,7 @@ def test_messages_quote_a_short_excerpt_of_a_huge_value(where: str) -> None:
     ({"captured": [[9], []]}, r"captured\[0\]\[0\]"),
     ({"stock": [9]}, r"stock\[0\]"),
     ({"builds": [{"cards": [0, 1], "value": 3, "owner": 1}]}, r"builds\[0\]\.cards\[0\]"),
-    ({"loose": ["5H"], "last_trail": 43}, "last_trail"),
+    ({"loose": ["5H"], "last_trail": 30}, "last_trail"),  # 30 is 5H
     ({"num_players": 2.0}, "num_players"),
     ({"num_players": True}, "num_players"),
     ({"rules": {"preset": "classic", "num_players": 2.0}}, "rules.num_players"),
