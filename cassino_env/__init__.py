@@ -6,6 +6,7 @@ The rules oracle of docs/interchange.md lives at the top level::
     moves = cassino_env.legal_moves(position)       # list[dict], canonical order, exact
     after = cassino_env.apply_move(position, move)  # new position dict; input unchanged
     tally = cassino_env.score_deal(position)        # per-side items and totals of a finished deal
+    first = cassino_env.iter_legal_moves(position)  # the same moves one at a time (legal_moves(..., limit=N) bounds)
 """
 
 from .cards import card_id, card_text

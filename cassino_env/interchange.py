@@ -12,8 +12,11 @@
 
 Positions are validated field by field; a malformed one raises :class:`~cassino_env.errors.PositionError` (a
 ``ValueError``) naming the field, a malformed move :class:`~cassino_env.errors.MoveFormatError`, and a forbidden
-move :class:`~cassino_env.errors.IllegalMoveError` naming the rule. Inputs are never modified. The oracle is exact:
-it never prunes or caps the move list.
+move :class:`~cassino_env.errors.IllegalMoveError` naming the rule; messages quote at most a short excerpt of a bad
+value. Cards are card texts ("10D"); card ids are the engine's internal form and are refused here. Inputs are never
+modified. The oracle is exact: it never prunes or caps the move list; listing takes time in proportion to the moves
+listed, ``legal_moves(position, limit=N)`` refuses more than N (:class:`~cassino_env.errors.MoveLimitError`) and
+:func:`iter_legal_moves` yields them one at a time. A move is checked directly, in milliseconds on any table.
 """
 
 from __future__ import annotations
