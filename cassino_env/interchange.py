@@ -363,7 +363,7 @@ def check_core_position(position: Any, rules: RuleSet) -> dict[str, Any]:
 
     Raises:
         PositionError: naming the field, for anything else: an unknown or missing field, a field of the wrong type or
-            length, a card that is not an id, a bool as a seat, a count out of range.
+            length, a card that is not an id, a bool as a seat, a seat to move with no cards, a count out of range.
     """
     if not isinstance(position, Mapping):
         raise PositionError(f"position: expected a dict of core.from_position arguments, got {type(position).__name__}")
@@ -408,6 +408,8 @@ def check_core_position(position: Any, rules: RuleSet) -> dict[str, Any]:
 
     kw: dict[str, Any] = {"hands": [ids(h, f"hands[{i}]") for i, h in enumerate(seq(position["hands"], "hands", n))],
                           "to_move": seat(position["to_move"], "to_move", False)}
+    if not kw["hands"][kw["to_move"]]:
+        raise PositionError(f"to_move: seat {kw['to_move']} holds no cards")
     for name in ("loose", "stock"):
         if name in position:
             kw[name] = ids(position[name], name)

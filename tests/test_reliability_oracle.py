@@ -474,11 +474,12 @@ def mutate(rnd: random.Random, value: Any, depth: int = 0) -> Any:
     return out
 
 
-def answer(call: Any, *args: Any) -> str | None:
-    """None when ``call(*args)`` answers, the message of a documented oracle error; any other exception fails."""
+def answer(call: Any, *args: Any, errors: tuple[type[Exception], ...] = ORACLE_ERRORS) -> str | None:
+    """None when ``call(*args)`` answers, else the message of one of the documented ``errors``; any other exception
+    fails the test."""
     try:
         call(*args)
-    except ORACLE_ERRORS as e:
+    except errors as e:
         return str(e)
     return None
 
@@ -541,3 +542,30 @@ def test_fuzz_cassino_moves_files(share: float, tmp_path: Path, capsys: pytest.C
             assert code == 2 and len(err) < 700, err[:1000]
             lines = err.splitlines()
             assert len(lines) == 1 and lines[0].startswith("error: "), err[:1000]
+
+
+@pytest.mark.parametrize("share", SWEEP)
+def test_fuzz_env_positions(share: float) -> None:
+    """Randomly broken core positions given to the AEC env's reset: it plays, or raises a PositionError and keeps
+    its state; never another exception."""
+    from cassino_env import core
+
+    rnd = random.Random(5)
+    env = cassino_env.env()
+    env.reset(seed=11)
+    raw = env.unwrapped
+    bases = []
+    for _ in range(12):
+        bases.append(core.position(raw.core_state, 0))
+        agent = env.agent_selection
+        obs = env.observe(agent)
+        env.step(int(rnd.choice(np.flatnonzero(obs["action_mask"]))))
+    refused = 0
+    for _ in range(sweep_count(3000, share)):
+        position = mutate(rnd, rnd.choice(bases))
+        state = raw.core_state
+        message = answer(env.reset, None, {"position": position}, errors=(PositionError,))
+        if message is not None:
+            refused += 1
+            assert raw.core_state is state and len(message) < 600, message[:1000]
+    assert refused > sweep_count(3000, share) // 2
