@@ -398,6 +398,21 @@ def test_search_agrees_with_the_enumeration(share: float) -> None:
                 game.check(m)
 
 
+def test_search_lets_a_stuck_owner_trail_on_a_crowded_table() -> None:
+    """README decision: when the 4.4 obligations block every move (royal: one ace covers builds of 1 and of 14), any
+    trail is legal; on a table of 12 items the search, not the enumeration, answers, and check() agrees."""
+    pos = {"rules": "royal", "to_move": 0, "hands": [["AS"], ["2C"]],
+           "loose": ["3C", "4C", "5C", "6C", "7C", "8C", "9C", "3D", "4D", "5D"],
+           "builds": [{"cards": ["AC", "AD"], "value": 1, "owner": 0},
+                      {"cards": ["KC", "AH"], "value": 14, "owner": 0}]}
+    game = position_to_game(pos)
+    assert list(game.search_moves()) == game.legal_moves_by_enumeration() == [Move(TRAIL, 39)]
+    assert cassino_env.legal_moves(pos) == [{"action": "trail", "card": "AS"}]
+    assert "AS" in cassino_env.apply_move(pos, {"action": "trail", "card": "AS"})["loose"]
+    with pytest.raises(IllegalMoveError, match="4.4"):
+        cassino_env.apply_move(pos, {"action": "capture", "card": "AS", "take": ["AC", "AD"]})
+
+
 def test_splits_into_agrees_with_brute_force() -> None:
     """The partition question on value counts, against trying every assignment of cards to groups."""
     rnd = random.Random(7)
