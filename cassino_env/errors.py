@@ -82,8 +82,8 @@ def excerpt(value: Any, limit: int = 80) -> str:
         return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     try:
         text = repr(value)
-    except (ValueError, RecursionError):  # e.g. a nested structure too deep to print
-        return f"a {type(value).__name__} too large to print"
+    except Exception:  # e.g. a structure nested too deep to print, or an object whose repr fails
+        return f"a {type(value).__name__} that cannot be printed"
     if len(text) <= limit:
         return text
     half = (limit - 3) // 2
