@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--opponent", default="advanced", help="agent spec the final evaluation plays against")
     parser.add_argument("--eval-deals", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (small networks run fastest on one)")
     args = parser.parse_args(argv)
 
     import ray
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     from agents.gym_env import play_deals
 
+    torch.set_num_threads(args.threads)
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     register_env("cassino_classic", make_env)
     config = (

@@ -28,14 +28,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--eval-deals", type=int, default=200, help="deals of the final evaluation")
     parser.add_argument("--n-steps", type=int, default=2048, help="PPO rollout length")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (small networks run fastest on one)")
     args = parser.parse_args(argv)
 
+    import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from agents.gym_env import play_deals  # also registers cassino/... with gymnasium
 
+    torch.set_num_threads(args.threads)
     vec = DummyVecEnv([lambda: Monitor(gymnasium.make("cassino/Classic-v1", opponent=args.opponent))])
     vec.seed(args.seed)
     model = MaskablePPO("MultiInputPolicy", vec, n_steps=args.n_steps, batch_size=min(256, args.n_steps),

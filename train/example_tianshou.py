@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--opponent", default="advanced", help="agent spec of the other seat (agents.registry)")
     parser.add_argument("--eval-deals", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (small networks run fastest on one)")
     args = parser.parse_args(argv)
 
     from tianshou.algorithm.modelfree.ppo import PPO
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     from agents.gym_env import CassinoGymEnv, play_deals
 
     torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
 
     def make_env() -> CassinoGymEnv:
         return CassinoGymEnv(opponent=args.opponent)

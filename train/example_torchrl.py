@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--opponent", default="advanced", help="agent spec the final evaluation plays against")
     parser.add_argument("--eval-deals", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (small networks run fastest on one)")
     args = parser.parse_args(argv)
 
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     from agents.gym_env import play_deals
 
     torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
     base = cassino_env.env(action_encoding="card_value", mask_in_info=False, with_moves=False)
     env = PettingZooWrapper(base, use_mask=True, seed=args.seed)
     groups = list(env.group_map)
