@@ -48,7 +48,7 @@ from cassino_env.actions import (
     resolve_actions,
 )
 from cassino_env.aec import raw_env
-from cassino_env.errors import PositionError
+from cassino_env.errors import PositionError, check_seed
 from cassino_env.obs import MOVE_FEATURES, encode, fill_move_rows, obs_high, obs_size, public_view
 from cassino_env.rules import RuleSet
 from cassino_env.vector import EnvConfigError
@@ -303,8 +303,11 @@ class CassinoGymEnv(gymnasium.Env):
         """Start an episode (see Seeding); returns the learner's first observation and info.
 
         Raises:
+            SeedError: a seed that is not an integer 0 <= seed < 2**63 (:func:`cassino_env.errors.check_seed`).
             PositionError: a position in which the learner never moves.
         """
+        if seed is not None:
+            seed = check_seed(seed)  # a numpy integer is a seed too; a bool or a negative one is refused
         super().reset(seed=seed)
         P = self.rules.num_players
         self._seat = int(self.np_random.integers(P)) if self.learner_seat is None else self.learner_seat

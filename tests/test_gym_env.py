@@ -15,7 +15,7 @@ from agents.bots import make_bot
 from agents.gym_env import CassinoGymEnv, aec_action, move_action, state_obs
 from agents.registry import AgentSpecError
 from cassino_env.actions import IllegalActionError, card_value_id
-from cassino_env.errors import PositionError
+from cassino_env.errors import PositionError, SeedError
 from cassino_env.gym import IDS, gym_id
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError
@@ -176,6 +176,19 @@ def test_illegal_actions_terminate_or_raise():
         strict.step(9999)
     np.testing.assert_array_equal(strict.action_masks(), obs["action_mask"] == 1)  # nothing changed
     strict.step(np.int64(np.flatnonzero(obs["action_mask"])[0]))  # numpy integers are actions too
+
+
+@pytest.mark.parametrize("seed", [-1, True, 1.5, "3", 2**63])
+def test_bad_seeds_are_refused_naming_the_field(seed):
+    env = CassinoGymEnv(opponent="random")
+    with pytest.raises(SeedError, match="seed"):
+        env.reset(seed=seed)
+
+
+def test_numpy_integer_seeds_are_seeds():
+    env = CassinoGymEnv(opponent="random")
+    a, b = env.reset(seed=np.int64(5)), env.reset(seed=5)
+    np.testing.assert_array_equal(a[0]["observation"], b[0]["observation"])
 
 
 def test_a_position_where_the_learner_never_moves_is_refused():
