@@ -127,7 +127,8 @@ def _unique_names(names: Sequence[str]) -> list[str]:
 
 def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic", deals: int = 1000,
              seed: int = 0, *, num_players: int | None = None, batch_games: int = 1024, versus_first: bool = False,
-             progress: bool = False, session_wins: int = 1, recorder: Any = None) -> dict[str, Any]:
+             progress: bool = False, session_wins: int = 1, recorder: Any = None,
+             ray_address: str | None = None) -> dict[str, Any]:
     """Play every pair of agents in duplicate format and summarise (see the module docstring).
 
     Args:
@@ -146,6 +147,11 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
             (:mod:`cassino_env.session`); 1 is one match.
         recorder: a :class:`train.records.GameRecorder` that gets a record of every game played (seats named by
             their agent specs), or None.
+        ray_address: play the pairs as Ray tasks, one task per pair (all its boards), on the Ray cluster at this
+            address (``ray.init``'s: ``"local"`` starts one on this machine, ``"auto"`` joins the running one,
+            ``"ray://HOST:10001"`` a remote one); None plays them here, one after the other. Each pair draws from
+            its own generator, seeded by the seed and the pair's index, so the report is the local run's, timings
+            (``seconds``, ``deals_per_minute``) aside. Needs the ``ray`` extra; not with ``recorder``.
 
     Returns:
         ``{"rules", "num_players", "seed", "deals", "session_wins", "agents", "pairs": [...], "ratings": {name: Elo},
@@ -157,7 +163,8 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         are fitted to the match results.
 
     Raises:
-        ValueError: fewer than two agents, a deal budget below 1 or a seed out of range.
+        ValueError: fewer than two agents, a deal budget below 1, a seed out of range, or ``ray_address`` without
+            Ray installed or with a ``recorder``.
         agents.registry.AgentSpecError: an unknown agent spec.
         cassino_env.errors.CassinoError: an unknown preset, a player count it does not allow, a bad session length.
     """
@@ -177,6 +184,8 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
                            for s, a in zip(agent_specs, agents, strict=True)])
     pairs = ([(0, j) for j in range(1, len(agents))] if versus_first
              else list(itertools.combinations(range(len(agents)), 2)))
+    if ray_address is not None and recorder is not None:
+        raise ValueError("ray_address: game records are written by a local run only (no recorder with Ray)")
     bar = None
     if progress:
         from tqdm import tqdm
@@ -185,15 +194,24 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     t0 = time.perf_counter()
     entries, records = [], []
     wins = np.zeros((len(agents), len(agents)))
+    on_ray = None
+    if ray_address is not None:
+        players = [s if isinstance(s, str) else a for s, a in zip(agent_specs, agents, strict=True)]
+        on_ray = _pairs_on_ray(ray_address, players, pairs, rules, deals, seed, batch_games, session_wins)
     for k, (i, j) in enumerate(pairs):
         if bar is not None:
             bar.set_postfix_str(f"{names[i]} vs {names[j]}")
-        rng = np.random.default_rng([seed, k])
-        if recorder is not None:
-            recorder.agent_names = [s.strip() if isinstance(s, str) else agents[x].name
-                                    for x, s in ((i, agent_specs[i]), (j, agent_specs[j]))]
-        rec = play_pair(agents[i], agents[j], rules, deals, seed, rng, batch_games=batch_games, progress=bar,
-                        session_wins=session_wins, recorder=recorder)
+        if on_ray is not None:
+            rec = on_ray[k]
+            if bar is not None:
+                bar.update(sum(rec.deals))
+        else:
+            rng = np.random.default_rng([seed, k])
+            if recorder is not None:
+                recorder.agent_names = [s.strip() if isinstance(s, str) else agents[x].name
+                                        for x, s in ((i, agent_specs[i]), (j, agent_specs[j]))]
+            rec = play_pair(agents[i], agents[j], rules, deals, seed, rng, batch_games=batch_games, progress=bar,
+                            session_wins=session_wins, recorder=recorder)
         records.append(rec)
         entry = summarize_pair(names[i], names[j], rec)
         entries.append(entry)
@@ -223,13 +241,43 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     }
 
 
+def _pair_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, deals: int, seed: int, k: int,
+               batch_games: int, session_wins: int) -> PairRecord:
+    """Pair ``k`` of :func:`evaluate`, as its local loop plays it (specs are made into agents where it runs)."""
+    from agents.registry import make_agent
+
+    a, b = (make_agent(p, rules) if isinstance(p, str) else p for p in (player_a, player_b))
+    return play_pair(a, b, rules, deals, seed, np.random.default_rng([seed, k]), batch_games=batch_games,
+                     session_wins=session_wins)
+
+
+def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[int, int]], rules: RuleSet, deals: int,
+                  seed: int, batch_games: int, session_wins: int) -> list[PairRecord]:
+    """Every pair's record, one Ray task per pair, in the order of ``pairs`` (Ray is started here and shut down
+    again unless the caller has started it)."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("ray_address: Ray is not installed (pip install -e \".[ray]\")") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(_pair_task)
+        return ray.get([task.remote(players[i], players[j], rules, deals, seed, k, batch_games, session_wins)
+                        for k, (i, j) in enumerate(pairs)])
+    finally:
+        if started:
+            ray.shutdown()
+
+
 # --- command line -----------------------------------------------------------------------------------------------------
 
 
 def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: int | None = None, seed: int = 0,
          session_wins: int = 1, target: int | None = None, out_dir: Path | None = None, batch_games: int = 1024,
          versus_first: bool = False, json: bool = False, no_progress: bool = False,
-         save_games: Path | None = None) -> int:
+         save_games: Path | None = None, ray: str | None = None) -> int:
     """Play every pair of agents in duplicate format; print a table; write JSON, CSV and a heatmap PNG.
 
     Each pair plays the same seeded deals with seats swapped (every side arrangement), whole matches to the
@@ -257,6 +305,9 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         no_progress: hide the progress bar.
         save_games: also write every game played to this file, one JSON line per game (docs/records.md: the
             rules, the seed, the agent of each seat and every move; check it with cassino replay FILE).
+        ray: play each pair of agents as a Ray task on the Ray cluster at this address: local (start one on this
+            machine), auto (the running one) or ray://HOST:PORT; the results are those of the run without it (pip
+            install -e ".[ray]"; not with save_games).
     """
     import contextlib
 
@@ -275,7 +326,8 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         with RecordWriter(save_games) if save_games is not None else contextlib.nullcontext() as writer:
             recorder = None if writer is None else GameRecorder(writer.write)
             report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
-                              progress=not no_progress and not json, session_wins=session_wins, recorder=recorder)
+                              progress=not no_progress and not json, session_wins=session_wins, recorder=recorder,
+                              ray_address=ray)
     if failed.code:
         return failed.code
     if out_dir is None:
