@@ -97,7 +97,7 @@ def test_init_shapes_and_first_deal():
         assert sorted(deck.tolist()) == list(range(52))
         assert (st.deck[b] == deck).all()
         pos = core.position(st, b)
-        # docs/rules.md 2.1 / movespec: 4 to the table, then 4-card blocks from the dealer's left (seat 0 when dealer 2)
+        # docs/rules.md 2.1: 4 to the table, then 4-card blocks from the dealer's left (seat 0 when dealer 2)
         assert pos["loose"] == sorted(deck[:4].tolist())
         assert [pos["hands"][q] for q in (0, 1, 2)] == [sorted(deck[4 + 4 * k:8 + 4 * k].tolist()) for k in range(3)]
         assert pos["stock"] == deck[16:].tolist()
