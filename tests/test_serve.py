@@ -21,7 +21,7 @@ from agents.registry import PRETRAINED_DIR  # noqa: E402
 from cassino_env.rules import make_rules  # noqa: E402
 from train import cli  # noqa: E402
 from train.records import random_record, replay  # noqa: E402
-from train.serve import WEB_DIR, create_app, main  # noqa: E402
+from train.serve import MAX_WEB_SIMULATIONS, WEB_DIR, Server, create_app, main  # noqa: E402
 
 #: A checkpoint file, for a checkpoint:PATH opponent (the one shipped as pretrained:matsuda).
 MATSUDA = PRETRAINED_DIR / "matsuda.pt"
@@ -29,7 +29,8 @@ MATSUDA = PRETRAINED_DIR / "matsuda.pt"
 
 @pytest.fixture(scope="module")
 def client() -> TestClient:
-    return TestClient(create_app())
+    """The app as `cassino serve --allow-agent checkpoint:MATSUDA` serves it."""
+    return TestClient(create_app(Server(allow=[f"checkpoint:{MATSUDA}"])))
 
 
 def play_out(client: TestClient, game: dict[str, Any], pick: int = 0) -> dict[str, Any]:
@@ -128,7 +129,17 @@ def test_network_probabilities(client: TestClient) -> None:
 
 @pytest.mark.parametrize(("body", "message"), [
     ({"preset": "poker"}, "preset: unknown preset"), ({"num_players": 5}, "preset: "),
-    ({"opponent": "nobody"}, "opponent: unknown agent"), ({"opponent": "checkpoint:/no/such.pt"}, "opponent: "),
+    ({"opponent": "nobody"}, "opponent: 'nobody' is not offered"),
+    ({"opponent": "checkpoint:/no/such.pt"}, "opponent: 'checkpoint:/no/such.pt' is not offered"),
+    ({"opponent": "checkpoint:/etc/passwd"}, "opponent: 'checkpoint:/etc/passwd' is not offered by this server"),
+    ({"opponent": "checkpoint:../../x.pt"}, "opponent: 'checkpoint:../../x.pt' is not offered"),
+    ({"opponent": "json:loads"}, "opponent: 'json:loads' is not offered"),  # was a 500: json.loads(rules) ran
+    ({"opponent": "os:getcwd"}, "opponent: 'os:getcwd' is not offered"),  # was: os imported at a request's word
+    ({"opponent": f"pimc:{MAX_WEB_SIMULATIONS + 1}"}, f"opponent: pimc:N here takes at most {MAX_WEB_SIMULATIONS}"),
+    ({"opponent": "pimc:1000000000"}, "opponent: pimc:N here takes at most"),  # was accepted: hours a move
+    ({"opponent": "pimc:x"}, "opponent: pimc:N needs a positive number"), ({"opponent": "pimc:0"}, "opponent: "),
+    ({"opponent": ""}, "opponent: '' is not offered"),  # was taken silently as the default
+    ({"opponent": "pretrained:../matsuda"}, "opponent: unknown pretrained agent"),
     ({"seat": 2}, "seat: expected a seat 0..1"), ({"seat": True}, "seat: expected an integer"),
     ({"seed": -1}, "seed: expected an integer 0 <= seed < 2\\*\\*63"), ({"seed": 2**63}, "seed: "),
     ({"seed": "7"}, "seed: expected an integer"), ({"play": "forever"}, "play: expected one of deal, match"),
@@ -139,6 +150,40 @@ def test_bad_new_game_requests(client: TestClient, body: dict[str, Any], message
     assert r.status_code == 400
     assert set(r.json()) == {"error"}
     assert __import__("re").match(message, r.json()["error"]), r.json()["error"]
+
+
+def test_only_the_offered_agents_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request can name no file to load and no module to import: only the built-in specs and the ones the
+    operator allowed at start-up reach agents.registry.make_agent."""
+    import agents.registry
+
+    built: list[str] = []
+    real = agents.registry.make_agent
+    monkeypatch.setattr(agents.registry, "make_agent", lambda spec, rules: built.append(spec) or real(spec, rules))
+    plain = TestClient(create_app())
+    for spec in (f"checkpoint:{MATSUDA}", "agents.pimc:PIMCAgent", "antigravity:x"):
+        r = plain.post("/api/games", json={"opponent": spec})
+        assert r.status_code == 400 and "is not offered by this server" in r.json()["error"], r.text
+        assert "--allow-agent" in r.json()["error"]
+    assert built == []
+    assert "antigravity" not in __import__("sys").modules
+    for spec in ("greedy", "pimc:8", "pretrained:classic"):
+        assert plain.post("/api/games", json={"opponent": spec, "seed": 1}).status_code == 201
+    allowing = TestClient(create_app(Server(allow=["agents.pimc:PIMCAgent", f"pimc:{MAX_WEB_SIMULATIONS * 2}"])))
+    for spec in ("agents.pimc:PIMCAgent", f"pimc:{MAX_WEB_SIMULATIONS * 2}"):
+        assert allowing.post("/api/games", json={"opponent": spec, "seed": 1}).status_code == 201
+        assert spec in allowing.get("/api/options").json()["agents"]
+    assert built == ["greedy", "pimc:8", "pretrained:classic", "agents.pimc:PIMCAgent",
+                     f"pimc:{MAX_WEB_SIMULATIONS * 2}"]
+    assert allowing.post("/api/games", json={"opponent": "agents.bots:make_bot"}).status_code == 400
+
+
+@pytest.mark.parametrize("raw", [b'{"a":' * 5000 + b"1" + b"}" * 5000, b"[" * 30000, b"1" * 5000,
+                                 b'{"seed": 1, "seed": 2}'])
+def test_hostile_json_bodies_are_400(client: TestClient, raw: bytes) -> None:
+    """Deep nesting and a 5000-digit number were 500 (RecursionError, ValueError); a field given twice was taken."""
+    r = client.post("/api/games", content=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"].startswith(("body: not valid JSON", "'seed': the field")), r.text
 
 
 def test_malformed_requests(client: TestClient) -> None:

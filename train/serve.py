@@ -3,8 +3,10 @@
 Run ``cassino serve`` (``--host 127.0.0.1 --port 8000`` by default: only this machine can connect) and open the
 printed address. Two pages in one:
 
-* **Play**: a deal or a whole match against any agent spec (:mod:`agents.registry`: a bot, ``pimc``,
-  ``checkpoint:PATH``, ``pretrained:NAME``) in any preset and player count. The agent plays every other seat
+* **Play**: a deal or a whole match against an agent (:mod:`agents.registry`: a bot, ``pimc[:N]`` up to
+  :data:`MAX_WEB_SIMULATIONS`, ``pretrained:NAME``, and any spec the operator allows at start-up with
+  ``--allow-agent SPEC``, such as ``checkpoint:PATH``: a request never names a file or module to load) in any
+  preset and player count. The agent plays every other seat
   (your partner too, in partnerships). The page shows the table, the builds with their values and owners, your
   hand and the legal moves to click (the environment's list, as ``cassino play`` offers it); the agents' moves
   come one at a time; each deal ends with its score item by item (docs/rules.md 5). For a network agent the page
@@ -33,10 +35,10 @@ request                                     answer
 ``GET /api/records/{id}/{game}``            game ``game`` (from 1) replayed: every position, move and tally
 ==========================================  ===========================================================================
 
-A malformed request (not JSON, an unknown or mistyped field, a move that is not listed, a step when it is your
-turn, an unknown agent spec or preset) is answered with status 400 and ``{"error": message}`` naming the field; an
-unknown game with 404, a body over the size limit with 413, and a request that another site's page sends (its
-``Origin`` is not this server) with 403.
+A malformed request (not JSON, an unknown or mistyped field, a move that is not listed, a step when it is your turn, an
+unknown agent spec or preset, an agent the server does not offer) is answered with status 400 and ``{"error": message}``
+naming the field; an unknown game with 404, a body over the size limit with 413, and a request that another site's page
+sends (its ``Origin`` is not this server) with 403.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import socket
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,9 @@ MAX_JSON_BYTES = 64 * 1024
 MAX_RECORDS_BYTES = 64 * 1024 * 1024
 #: What a game plays: one deal, or a match to the rules' target.
 PLAYS = ("deal", "match")
+#: The most simulations a ``pimc:N`` opponent may take per decision here (a larger one would hold the server for
+#: minutes a move); the operator may allow a larger one by name (``cassino serve --allow-agent pimc:N``).
+MAX_WEB_SIMULATIONS = 20_000
 
 
 class RequestError(ValueError):
@@ -350,11 +355,66 @@ class LiveGame:
 
 # --- requests ---------------------------------------------------------------------------------------------------------
 
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise RequestError(f"{excerpt(k)}: the field is given twice")
+        out[k] = v
+    return out
+
+
+def parse_json(raw: bytes) -> Any:
+    """A request body parsed as JSON (a field given twice refused).
+
+    Raises:
+        RequestError: naming the body: not UTF-8, not JSON, nested too deeply, a number too long to read, or a
+            field given twice (naming it).
+    """
+    try:
+        return json.loads(raw, object_pairs_hook=_no_duplicates)
+    except RequestError:
+        raise
+    except RecursionError:
+        raise RequestError("body: not valid JSON: nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, or an integer of over 4300 digits
+        raise RequestError(f"body: not valid JSON: {excerpt(str(exc))}") from None
+
+
+def check_opponent(spec: str, allowed: tuple[str, ...] = ()) -> str:
+    """``spec`` if the web app may build it: a bot of the ladder, ``pimc``/``ismcts`` (``:N`` up to
+    :data:`MAX_WEB_SIMULATIONS`), ``pretrained:NAME``, or one of the specs the operator ``allowed`` at start-up.
+    Anything else (``checkpoint:PATH``, an import path ``MODULE:OBJECT``) would let a request read any file or import
+    any module, so it is refused unless allowed.
+
+    Raises:
+        RequestError: naming the field ``opponent`` and what is offered.
+    """
+    from agents.registry import LADDER, SEARCH_NAMES
+
+    spec = spec.strip()
+    name, sep, arg = spec.partition(":")
+    if spec in allowed or name in LADDER or name == "pretrained":
+        return spec  # a ladder bot given an argument, or an unknown pretrained name: make_agent says what is wrong
+    if name in SEARCH_NAMES:
+        if not sep or (arg.isdigit() and len(arg) < 8 and int(arg) <= MAX_WEB_SIMULATIONS):
+            return spec
+        if arg.isdigit():
+            raise RequestError(f"opponent: {name}:N here takes at most {MAX_WEB_SIMULATIONS} simulations, got "
+                               f"{excerpt(arg)}")
+        return spec  # not a number: make_agent says so
+    offered = [*LADDER, "pimc[:N]", "pretrained:NAME", *allowed]
+    raise RequestError(f"opponent: {excerpt(spec)} is not offered by this server; agents are {', '.join(offered)} "
+                       "(the operator may allow more: cassino serve --allow-agent SPEC)")
+
+
 _GAME_FIELDS = {"preset": str, "num_players": int, "opponent": str, "seat": int, "seed": int, "play": str}
 
 
-def game_options(body: Mapping[str, Any]) -> tuple[RuleSet, str, int, int, str]:
-    """``(rules, opponent spec, seat, seed, play)`` from a ``POST /api/games`` body.
+def game_options(body: Mapping[str, Any], allowed: tuple[str, ...] = ()) -> tuple[RuleSet, str, int, int, str]:
+    """``(rules, opponent spec, seat, seed, play)`` from a ``POST /api/games`` body; the opponent is one the web app
+    offers (:func:`check_opponent`, ``allowed``: the specs the operator allowed besides).
 
     Raises:
         RequestError: naming the field: unknown, of the wrong type, or a bad value.
@@ -370,7 +430,7 @@ def game_options(body: Mapping[str, Any]) -> tuple[RuleSet, str, int, int, str]:
         rules = make_rules(body.get("preset") or "classic", body.get("num_players"))
     except CassinoError as exc:
         raise RequestError(f"preset: {exc}") from None
-    spec = (body.get("opponent") or "advanced").strip()
+    spec = check_opponent("advanced" if body.get("opponent") is None else body["opponent"], allowed)
     seat = body.get("seat") or 0
     if not 0 <= seat < rules.num_players:
         raise RequestError(f"seat: expected a seat 0..{rules.num_players - 1}, got {seat}")
@@ -388,7 +448,10 @@ def game_options(body: Mapping[str, Any]) -> tuple[RuleSet, str, int, int, str]:
 class Server:
     """The app's state: the games being played and the record files opened, each under a random id."""
 
-    def __init__(self) -> None:
+    def __init__(self, allow: Sequence[str] = ()) -> None:
+        """``allow``: agent specs offered besides the built-in ones (:func:`check_opponent`), as the operator
+        names them at start-up (``cassino serve --allow-agent checkpoint:runs/x.pt``)."""
+        self.allowed = tuple(s.strip() for s in allow)
         self.games: OrderedDict[str, LiveGame] = OrderedDict()
         self.records: OrderedDict[str, list[tuple[int, dict[str, Any]]]] = OrderedDict()
         self.lock = threading.Lock()
@@ -398,7 +461,7 @@ class Server:
         return f"{next(self._ids)}-{secrets.token_hex(4)}"
 
     def start(self, body: Mapping[str, Any]) -> LiveGame:
-        rules, spec, seat, seed, play = game_options(body)
+        rules, spec, seat, seed, play = game_options(body, self.allowed)
         game = LiveGame(self.new_id(), rules, spec, seat, seed, play)
         with self.lock:
             self.games[game.id] = game
@@ -510,10 +573,7 @@ def create_app(server: Server | None = None) -> Any:
         raw = await body_of(request)
         if not raw.strip():
             return {}
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RequestError(f"body: not valid JSON: {exc}") from None
+        body = parse_json(raw)
         if not isinstance(body, dict):
             raise RequestError(f"body: expected a JSON object, got {type(body).__name__}")
         return body
@@ -538,7 +598,8 @@ def create_app(server: Server | None = None) -> Any:
 
         return JSONResponse({
             "presets": {name: list(counts) for name, (counts, _) in PRESETS.items()},
-            "agents": [*LADDER, *SEARCH_NAMES[:1], *(f"pretrained:{n}" for n in pretrained_names())],
+            "agents": [*LADDER, *SEARCH_NAMES[:1], *(f"pretrained:{n}" for n in pretrained_names()),
+                       *(s for s in state.allowed if not s.startswith("pretrained:"))],
             "pretrained": list(pretrained_names()),
             "defaults": {"preset": "classic", "num_players": 2, "opponent": "pretrained:classic", "seat": 0,
                          "play": "deal"},
@@ -636,16 +697,19 @@ def free_port(host: str, port: int = 0) -> int:
         return int(s.getsockname()[1])
 
 
-def main(host: str = "127.0.0.1", port: int = 8000) -> int:
+def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...] = ()) -> int:
     """Serve the web app: play any agent in the browser, and step through game-record files.
 
-    Open the printed address in a browser. Play a deal or a match against a bot, pimc, checkpoint:PATH or
-    pretrained:NAME in any preset; open a file written by cassino eval --save-games to watch its games move by move.
-    Ctrl+C stops the server.
+    Open the printed address in a browser. Play a deal or a match against a bot, pimc, pretrained:NAME or an agent
+    allowed with --allow-agent (checkpoint:PATH, your own MODULE:OBJECT) in any preset; open a file written by
+    cassino eval --save-games to watch its games move by move. Ctrl+C stops the server.
 
     Args:
         host: the address to listen on; the default 127.0.0.1 lets only this machine connect.
         port: the TCP port (0: any free port).
+        allow_agent: agent specs the page may ask for besides the bots, pimc[:N] up to 20000 and pretrained:NAME
+            (checkpoint:PATH, MODULE:OBJECT, a larger pimc:N), each exactly as it will be asked for; the page can
+            name no other file or module.
     """
     from train.cli import error
 
@@ -656,6 +720,8 @@ def main(host: str = "127.0.0.1", port: int = 8000) -> int:
         return error(f"cassino serve needs the web extra: pip install 'cassino-rl[web]' ({exc})")
     if not 0 <= port <= 65535:
         return error(f"port: expected 0..65535, got {port}")
+    if any(not spec.strip() for spec in allow_agent):
+        return error("allow-agent: expected agent specs, got an empty one")
     try:
         port = free_port(host, port)
     except OSError as exc:
@@ -664,6 +730,6 @@ def main(host: str = "127.0.0.1", port: int = 8000) -> int:
     print(f"Cassino is served at http://{shown}:{port}/  (Ctrl+C stops it)", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}: other machines can reach the server", file=sys.stderr)
-    config = uvicorn.Config(create_app(), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(create_app(Server(allow_agent)), host=host, port=port, log_level="warning")
     uvicorn.Server(config).run()
     return 0
