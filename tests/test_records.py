@@ -26,6 +26,7 @@ from train.records import (
     RecordError,
     RecordWriter,
     deal_position,
+    parse_lines,
     random_record,
     replay,
     replay_file,
@@ -170,6 +171,29 @@ def test_wrong_scores_and_truncation_are_errors(match_record: dict[str, Any]) ->
 def test_bad_fields_are_named(match_record: dict[str, Any], field: str, value: Any, message: str) -> None:
     with pytest.raises(RecordError, match=rf"^game 9: {message}"):
         replay(_tampered(match_record, lambda r: r.__setitem__(field, value)), 9)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("points", lambda p: [float(x) for x in p], r"points: expected 2 integers \(one per side\), got \[\d+\.0"),
+    ("points", lambda p: [True if x == 1 else x for x in p] + [0], "points: expected 2 integers"),
+    ("points", lambda p: None, "points: expected 2 integers"),
+    ("match", lambda m: float(m), r"match: expected an integer, got 0\.0"),
+    ("match", lambda m: False, "match: expected an integer, got False"),
+    ("deal", lambda d: [d], r"deal: expected an integer, got \[0\]"),
+])
+def test_a_deal_s_numbers_must_be_integers(match_record: dict[str, Any], field: str, value: Any,
+                                           message: str) -> None:
+    """Points 3.0 or True, and a deal numbered 0.0 or False, compared equal to the integers and were accepted."""
+    rec = _tampered(match_record, lambda r: r["deals"][0].__setitem__(field, value(r["deals"][0][field])))
+    with pytest.raises(RecordError, match=rf"^game 4, deal 1: {message}"):
+        replay(rec, 4)
+
+
+def test_unreadable_json_lines_are_record_errors() -> None:
+    """A line nested 100000 deep and a 5000-digit number escaped as RecursionError and a bare ValueError."""
+    for text, message in (('{"a":' * 100000, "nested too deeply"), ("9" * 5000, "Exceeds the limit")):
+        with pytest.raises(RecordError, match=rf"^game 2 \(line 2\): not valid JSON: {message}"):
+            list(parse_lines("{}\n" + text + "\n"))
 
 
 def test_a_wrong_seed_does_not_replay(match_record: dict[str, Any]) -> None:

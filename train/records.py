@@ -347,6 +347,12 @@ def replay(record: Mapping[str, Any], game: int | None = None, positions: bool =
         where = _where(game, d)
         if not isinstance(deal, Mapping) or set(deal) != _DEAL_FIELDS:
             raise RecordError(f"{where}: a deal is an object with exactly {', '.join(sorted(_DEAL_FIELDS))}")
+        for name in ("match", "deal"):
+            if not _is_int(deal[name]):
+                raise RecordError(f"{where}: {name}: expected an integer, got {excerpt(deal[name])}")
+        points = deal["points"]
+        if not isinstance(points, list) or len(points) != S or not all(_is_int(x) for x in points):
+            raise RecordError(f"{where}: points: expected {S} integers (one per side), got {excerpt(points)}")
         if (deal["match"], deal["deal"]) != (m, k):
             raise RecordError(f"{where}: match {excerpt(deal['match'])}, deal {excerpt(deal['deal'])} recorded, but "
                               f"the game is at match {m}, deal {k} (numbered from 0)")
@@ -378,7 +384,6 @@ def replay(record: Mapping[str, Any], game: int | None = None, positions: bool =
         if positions:
             seen.append(game_to_position(g, record["rules"]))
         tally = g.score_deal()
-        points = deal["points"]
         if points != tally["totals"]:
             raise RecordError(f"{where}: points {tally['totals']} differ from the recorded {excerpt(points)} "
                               "(docs/rules.md 5)")
@@ -420,7 +425,8 @@ def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
     """(game number from 1, parsed JSON) for each line of JSON Lines ``text``.
 
     Raises:
-        RecordError: an empty line or one that is not JSON, naming the game (its line).
+        RecordError: an empty line or one that is not JSON (nested too deeply or a number too long to read
+            included), naming the game (its line).
     """
     lines = text.splitlines()
     if not lines:
@@ -429,9 +435,12 @@ def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             raise RecordError(f"game {n} (line {n}): empty line; every line holds one record")
         try:
-            yield n, json_module.loads(line)
-        except json_module.JSONDecodeError as exc:
-            raise RecordError(f"game {n} (line {n}): not valid JSON: {exc}") from None
+            rec = json_module.loads(line)
+        except RecursionError:
+            raise RecordError(f"game {n} (line {n}): not valid JSON: nested too deeply") from None
+        except ValueError as exc:  # JSONDecodeError, or an integer of over 4300 digits
+            raise RecordError(f"game {n} (line {n}): not valid JSON: {str(exc)[:200]}") from None
+        yield n, rec
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
