@@ -264,6 +264,10 @@ def test_serve_command_defaults_and_errors(capsys: pytest.CaptureFixture[str]) -
     with contextlib.redirect_stderr(err):
         code = cli.main(["serve", "--host", "192.0.2.1", "--port", "0"])  # TEST-NET: not an address of this machine
     assert code == 2 and "cannot listen on 192.0.2.1" in err.getvalue()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(["serve", "--allow-agent", " ", "--port", "0"])
+    assert code == 2 and err.getvalue() == "error: allow-agent: expected agent specs, got an empty one\n"
 
 
 def test_serve_without_the_web_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
