@@ -169,6 +169,10 @@ class Args:
     """env reward: points (deal margin, zero-sum, every deal) or win (+-1 per match)"""
     reward_scale: float = 0.1
     """rewards are multiplied by this before PPO sees them (deal margins are about +-10 points)"""
+    objective: str = "points"
+    """what PPO maximises: points (the deal margin, times reward_scale) or match (at the end of every deal, the change
+    of each side's chance of winning the match, 2 W - 1 from train/match_value.py; a match's rewards add up to +-1,
+    its result; two sides only)"""
     shaping: bool = False
     """potential-based reward shaping (Ng et al. 1999): pay each change of the banked deal points (agents.features.
     banked_points) as it happens; with gamma=1 a deal's total reward is unchanged"""
@@ -290,7 +294,8 @@ ARG_RULES: dict[str, config.FieldRule] = {
     "reuse_run_dir": boolean(), "progress_every_s": number(0.0), "max_train_seconds": number(0.0),
     # environment
     "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
-    "reward_scale": number(0.0, lo_open=True), "shaping": boolean(), "max_moves": integer(1, 32767),
+    "reward_scale": number(0.0, lo_open=True), "objective": text(("points", "match")),
+    "shaping": boolean(), "max_moves": integer(1, 32767),
     # PPO
     "total_timesteps": integer(1), "learning_rate": number(0.0, lo_open=True), "anneal_lr": boolean(),
     "num_envs": integer(1, 2**20), "num_steps": integer(1, 48_000), "gamma": number(0.0, 1.0),
@@ -354,6 +359,12 @@ def _check_combination(args: Args) -> None:
         raise ConfigError(f"reward={args.reward!r}: the trainer plays one deal per episode (rollouts hold whole "
                           "deals), and the win reward pays only at the end of a match; use reward=points",
                           field="reward")
+    if args.objective == "match" and rules.num_sides != 2:
+        raise ConfigError(f"objective=match needs two sides; {args.preset} with {rules.num_players} players has "
+                          f"{rules.num_sides}", field="objective")
+    if args.objective == "match" and args.shaping:
+        raise ConfigError("shaping pays banked deal points, which objective=match does not count: use one of them",
+                          field="shaping")
     if args.pool_rate + sum(args.bot_rates.values()) > 1 + 1e-9:
         raise ConfigError(f"pool_rate and bot_rates add up to {args.pool_rate + sum(args.bot_rates.values()):g}: "
                           "the shares of the games must add up to at most 1", field="bot_rates")
@@ -919,6 +930,11 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
                              critic_dim=C)
     featurizer = MoveFeaturizer(rules) if F else None
     shaping_tables = RuleTables.of(rules) if args.shaping else None
+    match_value = None
+    if args.objective == "match":
+        from train.match_value import MatchValue
+
+        match_value = MatchValue.of(rules, seed=args.seed % 2**31)
     if ckpt is not None:  # the file's network against the run's, before any network is allocated
         check_network(ckpt, args.resume, net_shape)
     policy = CassinoPolicy.from_shape(net_shape)
@@ -1031,6 +1047,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
 
         # --- rollout -------------------------------------------------------------------------------------------------
         potential = np.zeros((B, P))  # shaping potential (seat margins of banked points): 0, every deal is fresh
+        match_before = env.state.match_scores.astype(np.int64)  # rollouts start at deal starts
         for t in range(T):
             t0 = time.time()
             if t % deal_len == 0:
@@ -1066,7 +1083,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
                     actions[t, rows_c] = bots[bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
             credit.act(t, cp)  # the transition belongs to the seat that acted
             t1 = time.time()
-            obs, reward, terminated, _, _ = env.step(actions[t])
+            obs, reward, terminated, _, step_info = env.step(actions[t])
             t2 = time.time()
             paid = reward
             if shaping_tables is not None:  # a finished deal's next state is a fresh deal: potential 0
@@ -1074,7 +1091,18 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
                 after[terminated] = 0.0
                 paid = reward + (after - potential)
                 potential = after
-            credit.step(args.reward_scale * paid, terminated)  # every seat's reward, to its open transition
+            if match_value is None:
+                credit.step(args.reward_scale * paid, terminated)  # every seat's reward, to its open transition
+            else:  # objective=match: the change of each side's match-win chance, at the end of a deal
+                paid = np.zeros((B, P))
+                ended = np.flatnonzero(terminated)
+                if len(ended):
+                    res = step_info["result"]
+                    side_r = match_value.rewards(match_before[ended], res.match_totals[ended],
+                                                 res.match_done[ended], res.match_winner[ended])
+                    paid[ended] = side_r[:, side_of_seat]
+                    match_before[ended] = env.state.match_scores[ended]
+                credit.step(paid, terminated)
             deal_return += reward
             if terminated.any():
                 ended = np.flatnonzero(terminated)
