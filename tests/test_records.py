@@ -268,6 +268,31 @@ def test_a_failed_eval_leaves_no_file(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_save_games_to_a_folder_is_refused_before_playing(tmp_path: Path) -> None:
+    """--save-games DIR played the whole evaluation, then failed with an IsADirectoryError traceback and left
+    DIR.tmp behind; --save-games '' said "PosixPath('.') has an empty name"."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    for target in (str(folder), ""):
+        code, _, err = _run(["eval", "--agents", "random,greedy", "--deals", "2", "--out-dir", str(tmp_path / "ev"),
+                             "--no-progress", "--save-games", target])
+        assert code == 2 and err.startswith("error: save_games: ") and "is a folder" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and list(folder.iterdir()) == []
+
+
+def test_writer_leaves_no_tmp_when_the_rename_fails(tmp_path: Path) -> None:
+    path = tmp_path / "g.jsonl"
+
+    def played_while_the_name_became_a_folder() -> None:
+        with RecordWriter(path) as w:
+            w.write(random_record(make_rules("classic"), seed=1))
+            path.mkdir()
+
+    with pytest.raises(RecordError, match=r"^save_games: cannot write .*g\.jsonl: "):
+        played_while_the_name_became_a_folder()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.jsonl"] and path.is_dir()
+
+
 def test_writer_is_atomic(tmp_path: Path) -> None:
     path = tmp_path / "g.jsonl"
 

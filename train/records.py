@@ -174,7 +174,11 @@ class RecordWriter:
     """
 
     def __init__(self, path: str | Path) -> None:
+        """Raises: RecordError: ``path`` is empty or names a folder (checked before anything is played)."""
         self.path = Path(path)
+        if not str(path) or not self.path.name or self.path.is_dir():
+            raise RecordError(f"save_games: {excerpt(str(path))} is a folder, not a file name; name a file "
+                              "such as games.jsonl")
         self.tmp = self.path.with_name(self.path.name + ".tmp")
         self._file: IO[str] | None = None
 
@@ -195,7 +199,11 @@ class RecordWriter:
         assert self._file is not None
         self._file.close()
         if exc is None:
-            os.replace(self.tmp, self.path)
+            try:
+                os.replace(self.tmp, self.path)
+            except OSError as err:  # PATH became a folder, or cannot be replaced: no PATH.tmp left behind
+                self.tmp.unlink(missing_ok=True)
+                raise RecordError(f"save_games: cannot write {self.path}: {err.strerror or err}") from None
         else:
             self.tmp.unlink(missing_ok=True)
 
