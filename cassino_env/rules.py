@@ -180,8 +180,14 @@ def make_rules(preset: str | RuleSet | Mapping[str, Any] = "classic", num_player
         **overrides: any switch of docs/rules.md section 3.
 
     Raises:
-        RulesError: unknown preset or switch, a player count the preset does not list, or a bad switch value.
+        RulesError: unknown preset or switch, a player count the preset does not list (or one that is not an
+            integer: ``2.0`` and ``True`` are refused), or a bad switch value.
     """
+    if num_players is not None and (isinstance(num_players, bool) or not hasattr(num_players, "__index__")):
+        raise RulesError(f"num_players must be an integer, got {type(num_players).__name__} {num_players!r} "
+                         "(docs/rules.md 6)")
+    if num_players is not None:
+        num_players = int(num_players)  # a numpy integer is a count too
     if isinstance(preset, RuleSet):
         base = preset.to_dict()
         name = base["preset"]

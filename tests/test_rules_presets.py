@@ -17,10 +17,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from test_worked_cases import check_case, load_cases
 
-from cassino_env.errors import CassinoError
+from cassino_env.errors import CassinoError, RulesError
 from cassino_env.reference import Game
 from cassino_env.rules import make_rules
 
@@ -148,3 +149,18 @@ def test_every_difference_from_classic_has_a_case(preset: str) -> None:
 def test_overridden_switches_have_cases(switch: str) -> None:
     """The switches no preset sets apart from classic are covered through a rules object override."""
     assert any(isinstance(c["position"]["rules"], dict) and switch in c["position"]["rules"] for c in CASES)
+
+
+@pytest.mark.parametrize("count", [2.0, True, "2", [2]])
+def test_a_player_count_that_is_not_an_integer_is_refused(count) -> None:
+    """``make_rules("classic", 2.0)`` was accepted (2.0 == 2) and failed later in RuleSet with a TypeError;
+    ``"2"`` was refused as ``not 2``."""
+    with pytest.raises(RulesError, match=r"^num_players must be an integer, got "):
+        make_rules("classic", count)
+    with pytest.raises(RulesError, match=r"^num_players must be an integer"):
+        make_rules({"preset": "classic", "num_players": count})
+
+
+def test_a_numpy_player_count_is_a_count() -> None:
+    assert make_rules("classic", np.int64(3)).num_players == 3
+    assert type(make_rules("classic", np.int64(3)).num_players) is int
