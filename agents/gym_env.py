@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,7 +38,7 @@ from gymnasium import spaces
 
 import cassino_env.gym  # noqa: F401 - registers the cassino/... ids with gymnasium
 from agents.base import Agent
-from agents.registry import make_agent
+from agents.registry import AgentSpecError, make_agent
 from cassino_env.actions import (
     CV_BUILD_ID,
     ENCODINGS,
@@ -48,7 +49,7 @@ from cassino_env.actions import (
     resolve_actions,
 )
 from cassino_env.aec import raw_env
-from cassino_env.errors import PositionError, check_seed
+from cassino_env.errors import PositionError, check_seed, excerpt
 from cassino_env.obs import MOVE_FEATURES, encode, fill_move_rows, obs_high, obs_size, public_view
 from cassino_env.rules import RuleSet
 from cassino_env.vector import EnvConfigError
@@ -127,7 +128,7 @@ def as_agent(opponent: OpponentLike, rules: RuleSet) -> Agent:
     """An Agent from a spec string (:func:`agents.registry.make_agent`), an Agent (as it is) or a callable.
 
     Raises:
-        AgentSpecError: an unknown spec; TypeError: anything else.
+        AgentSpecError: an unknown spec, or anything else (a number, None, bytes: naming ``opponent``).
     """
     if isinstance(opponent, str):
         return make_agent(opponent, rules)
@@ -135,7 +136,8 @@ def as_agent(opponent: OpponentLike, rules: RuleSet) -> Agent:
         return opponent
     if callable(opponent):
         return _CallableAgent(opponent)
-    raise TypeError(f"opponent must be an agent spec, an Agent or a callable f(obs, rng), got {opponent!r}")
+    raise AgentSpecError(f"opponent must be an agent spec, an Agent or a callable f(obs, rng), got "
+                         f"{type(opponent).__name__} {excerpt(opponent)}")
 
 
 def _agent_move(agent: Agent, state, rng: np.random.Generator) -> int:
@@ -215,6 +217,13 @@ class CassinoGymEnv(gymnasium.Env):
             raise EnvConfigError(f"action_encoding={action_encoding!r} is not one of {list(ENCODINGS)}")
         if illegal_action not in ILLEGAL_ACTIONS:
             raise EnvConfigError(f"illegal_action={illegal_action!r} is not one of {list(ILLEGAL_ACTIONS)}")
+        for name, flag in (("with_moves", with_moves), ("prune", prune)):
+            if not (isinstance(flag, bool | np.bool_) or (name == "with_moves" and flag is None)):
+                raise EnvConfigError(f"{name} must be True or False, got {type(flag).__name__} {excerpt(flag)}")
+        if (isinstance(illegal_reward, bool) or not isinstance(illegal_reward, int | float | np.integer | np.floating)
+                or not math.isfinite(illegal_reward)):
+            raise EnvConfigError(f"illegal_reward must be a finite number, got {type(illegal_reward).__name__} "
+                                 f"{excerpt(illegal_reward)}")
         self._aec = raw_env(rules=rules, num_players=num_players, render_mode=render_mode, reward=reward,
                             episode=episode, max_moves=max_moves, prune=prune)
         self.rules = self._aec.rules
@@ -223,7 +232,7 @@ class CassinoGymEnv(gymnasium.Env):
         if learner_seat is not None and (bad_seat or not 0 <= int(learner_seat) < P):
             raise EnvConfigError(f"learner_seat must be None or a seat 0..{P - 1}, got {learner_seat!r}")
         self.learner_seat = None if learner_seat is None else int(learner_seat)
-        if isinstance(opponent, Sequence) and not isinstance(opponent, str):
+        if isinstance(opponent, Sequence) and not isinstance(opponent, str | bytes | bytearray):
             if len(opponent) != P - 1:
                 raise EnvConfigError(f"opponent: a sequence needs one agent per other seat ({P - 1}), got "
                                      f"{len(opponent)}")
@@ -336,7 +345,10 @@ class CassinoGymEnv(gymnasium.Env):
             raise RuntimeError("the episode is over: call reset() before step()")
         self._deal_points = None
         try:
-            a = operator.index(action.item() if isinstance(action, np.ndarray) else action)
+            value = action.item() if isinstance(action, np.ndarray) else action
+            if isinstance(value, bool | np.bool_):
+                raise TypeError("a bool is not an action id")
+            a = operator.index(value)
         except (TypeError, ValueError):
             return self._illegal(action, f"expected an integer action id 0..{self.num_actions - 1}")
         if not 0 <= a < self.num_actions:

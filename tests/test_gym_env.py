@@ -140,8 +140,9 @@ def test_opponents_spec_agent_callable_sequence_and_checkpoint():
         CassinoGymEnv(opponent="nobody")
     with pytest.raises(EnvConfigError, match="opponent"):
         CassinoGymEnv(rules=rules, opponent=["random"])
-    with pytest.raises(TypeError, match="opponent"):
-        CassinoGymEnv(opponent=3)
+    for bad in (3, None, b"greedy", [3]):  # were a TypeError (not a ValueError); bytes a "sequence of 6 agents"
+        with pytest.raises(AgentSpecError, match=r"^opponent must be an agent spec, an Agent or a callable"):
+            CassinoGymEnv(opponent=bad)
 
 
 def test_an_opponent_that_plays_an_unlisted_move_is_named():
@@ -153,10 +154,29 @@ def test_an_opponent_that_plays_an_unlisted_move_is_named():
 @pytest.mark.parametrize(("kwargs", "field"), [({"learner_seat": 2}, "learner_seat"),
                                                ({"learner_seat": True}, "learner_seat"),
                                                ({"action_encoding": "ids"}, "action_encoding"),
-                                               ({"illegal_action": "ignore"}, "illegal_action")])
+                                               ({"illegal_action": "ignore"}, "illegal_action"),
+                                               ({"illegal_reward": "x"}, "illegal_reward"),
+                                               ({"illegal_reward": None}, "illegal_reward"),
+                                               ({"illegal_reward": float("nan")}, "illegal_reward"),
+                                               ({"illegal_reward": True}, "illegal_reward"),
+                                               ({"with_moves": "no"}, "with_moves"), ({"prune": "no"}, "prune"),
+                                               ({"with_moves": 0}, "with_moves")])
 def test_bad_arguments_name_the_field(kwargs, field):
-    with pytest.raises(EnvConfigError, match=field):
+    """illegal_reward "x" and None escaped as float()'s own errors and nan was taken; with_moves="no" and
+    prune="no" were taken as True."""
+    with pytest.raises(EnvConfigError, match=f"^{field}"):
         CassinoGymEnv(opponent="random", **kwargs)
+
+
+def test_a_bool_action_is_illegal_not_action_1():
+    """step(True) played action id 1 (operator.index(True) == 1)."""
+    env = CassinoGymEnv(opponent="random", illegal_action="raise", action_encoding="moves", learner_seat=0)
+    env.reset(seed=1)
+    assert env.action_masks()[1]  # action 1 is legal here: True would have played it
+    for action in (True, np.array(True), np.bool_(False)):
+        with pytest.raises(IllegalActionError, match="expected an integer action id"):
+            env.step(action)
+    assert env.step(np.int64(1))[2] in (False, True)  # an integer still plays
 
 
 def test_illegal_actions_terminate_or_raise():
