@@ -1,0 +1,39 @@
+"""cassino eval --ray on a local two-node Ray cluster (ray.cluster_utils.Cluster): the local run's report."""
+
+from __future__ import annotations
+
+import pytest
+
+ray = pytest.importorskip("ray")  # the ray extra; CI installs it (the dev extra)
+
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from cassino_env.rules import make_rules  # noqa: E402
+from train.evaluate import evaluate  # noqa: E402
+
+TIMINGS = ("seconds", "deals_per_minute")
+
+
+def without_timings(report: dict) -> dict:
+    out = {k: v for k, v in report.items() if k not in TIMINGS}
+    out["pairs"] = [{k: v for k, v in p.items() if k not in TIMINGS} for p in report["pairs"]]
+    return out
+
+
+@pytest.mark.slow  # starts two Ray nodes and their workers
+def test_eval_on_a_two_node_cluster_equals_the_local_run():
+    rules = make_rules("classic")
+    specs = ["random", "greedy", "beginner", "advanced"]
+    local = evaluate(specs, rules, deals=24, seed=3)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+        assert sum(1 for n in ray.nodes() if n["Alive"]) == 2
+        remote = evaluate(specs, rules, deals=24, seed=3, ray_address=cluster.address)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert without_timings(remote) == without_timings(local)
+    assert len(local["pairs"]) == 6
