@@ -76,6 +76,7 @@ a pure function of that seed and its deal and match counters, so equal seeds and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -226,10 +227,15 @@ class CassinoVectorEnv(VectorEnv):
                  seed: int = 0, max_moves: int = MAX_MOVES, prune: bool = True, reward: str = "points",
                  episode: str = "deal", parallel: bool = False, with_view: bool = True,
                  reward_seat: int | None = None) -> None:
-        if not isinstance(num_envs, int) or num_envs < 1:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
             raise EnvConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
-        if not isinstance(max_moves, int) or max_moves < 1:
-            raise EnvConfigError(f"max_moves must be a positive integer, got {max_moves!r}")
+        if isinstance(max_moves, bool) or not isinstance(max_moves, int | np.integer) or not 1 <= max_moves <= 32767:
+            raise EnvConfigError(f"max_moves must be an integer 1..32767, got {max_moves!r}")  # move slots are int16
+        num_envs, max_moves = int(num_envs), int(max_moves)
+        for name, flag in (("prune", prune), ("parallel", parallel), ("with_view", with_view)):
+            if not isinstance(flag, bool | np.bool_):
+                raise EnvConfigError(f"{name} must be True or False, got {type(flag).__name__} {flag!r:.40}")
+        prune, parallel, with_view = bool(prune), bool(parallel), bool(with_view)
         check_reward_episode(reward, episode)
         seed = check_seed(seed, "seed")
         self.rules = resolve_rules(rules, num_players)
@@ -280,8 +286,11 @@ class CassinoVectorEnv(VectorEnv):
         """
         if seed is not None:
             seed = check_seed(seed, "seed")
+        if options is not None and not isinstance(options, Mapping):
+            raise EnvConfigError(f"options: expected None or an empty dict, got {type(options).__name__} "
+                                 f"{options!r:.40}")
         if options:
-            raise EnvConfigError(f"options: CassinoVectorEnv.reset takes none, got {sorted(options)}")
+            raise EnvConfigError(f"options: CassinoVectorEnv.reset takes none, got {sorted(map(str, options))}")
         super().reset(seed=seed)  # Gymnasium's np_random, seeded alike (the games do not draw from it)
         if seed is not None:
             self._seed = seed

@@ -127,6 +127,32 @@ def test_reset_options_and_reward_seat_are_checked() -> None:
             CassinoVectorEnv(2, "classic", reward_seat=bad)  # type: ignore[arg-type]
 
 
+def test_reset_options_of_the_wrong_type_are_refused() -> None:
+    """options=5 was a TypeError ('int' object is not iterable); options=0 and "" were taken as none."""
+    env = CassinoVectorEnv(2, "classic")
+    for bad in (5, 0, "", "x", [1]):
+        with pytest.raises(EnvConfigError, match=r"^options: "):
+            env.reset(seed=1, options=bad)  # type: ignore[arg-type]
+    assert env.reset(seed=1, options={})[1] == {}
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"num_envs": True}, "num_envs"), ({"max_moves": True}, "max_moves"),  # were TypeErrors in the core
+    ({"max_moves": 40000}, "max_moves"), ({"max_moves": 10**6}, "max_moves"),  # were taken until reset()
+    ({"prune": "no"}, "prune"), ({"parallel": "no"}, "parallel"), ({"with_view": "no"}, "with_view"),  # were taken
+])
+def test_bad_constructor_arguments_name_the_field(kwargs: dict, field: str) -> None:
+    args = {"num_envs": 2, **kwargs}
+    with pytest.raises(EnvConfigError, match=f"^{field} must be"):
+        CassinoVectorEnv(**args)
+
+
+def test_numpy_integers_are_sizes() -> None:
+    env = CassinoVectorEnv(np.int64(2), max_moves=np.int32(64))
+    assert (env.num_envs, env.max_moves) == (2, 64) and type(env.num_envs) is int
+    assert env.reset(seed=np.uint32(3))[0]["action_mask"].shape == (2, 64)
+
+
 @pytest.mark.parametrize(("preset", "players", "seat"), [("classic", 2, 1), ("cicera", 4, 2)])
 def test_reward_seat_gives_one_seats_rewards_in_gymnasiums_shape(preset: str, players: int, seat: int) -> None:
     every = CassinoVectorEnv(B, preset, num_players=players, seed=1, max_moves=M)
