@@ -1217,6 +1217,8 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         if now - last_progress >= args.progress_every_s or last_iter:
             last_progress = now
             left = (num_iterations - iteration) * (elapsed / max(global_step, 1)) * batch_steps
+            if args.max_train_seconds > 0:  # the time limit ends the run first when it comes sooner
+                left = min(left, max(args.max_train_seconds - elapsed, 0.0))
             wins = " ".join(f"{k} {v:.2f}" for k, v in last_eval.items())
             wins = f"deal win rate (argmax play) at step {last_eval_step:,} vs {wins}" if wins else ""
             print(f"step {global_step:>11,}/{num_iterations * batch_steps:,} ({100 * iteration / num_iterations:3.0f}%)"
