@@ -160,6 +160,25 @@ def test_opponent_lists_may_say_ladder(tmp_path: Path) -> None:
     assert {f"eval/winrate_vs_{bot}" for bot in LADDER} <= set(scalars)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    (b"\xff\xfenum_envs: 4\n", r"not UTF-8 text"),  # was a UnicodeDecodeError traceback
+    (b"a: " + b"[" * 10000 + b"]" * 10000 + b"\n", r"not valid YAML: nested too deeply"),  # was a RecursionError
+    (b"num_envs: 4\nseed: 1\nnum_envs: 8\n", r"not valid YAML: the key 'num_envs' is given twice"),  # 8 was taken
+])
+def test_unreadable_config_files_are_config_errors(tmp_path: Path, text: bytes, message: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(text)
+    with pytest.raises(ConfigError, match=rf"^{bad}: {message}"):
+        resolve_args(TrainOptions(config=bad))
+    assert cli.main(["train", "--config", str(bad)]) == 2
+
+
+def test_a_yaml_merge_key_may_be_overridden(tmp_path: Path) -> None:
+    path = tmp_path / "merge.yaml"
+    path.write_text("bot_rates:\n  <<: {greedy: 0.5, random: 0.1}\n  greedy: 0.2\n")
+    assert load_config(path)["bot_rates"] == {"greedy": 0.2, "random": 0.1}
+
+
 def test_command_line_options_override_the_config_file(tmp_path: Path) -> None:
     tiny = load_config(TINY)
     assert tiny["num_envs"] != Args().num_envs
