@@ -241,6 +241,27 @@ def test_record_viewer(client: TestClient) -> None:
     assert r.status_code == 400 and r.json()["error"].startswith("game 2, deal 1, move 3 ")
 
 
+def test_an_opened_record_file_is_kept_as_text_not_parsed() -> None:
+    """The viewer kept every game of every open file parsed: about 8 times the file's size, so 8 files of the
+    64 MiB limit held some 4 GB. It keeps the file's text (and parses one game when it is asked for)."""
+    import tracemalloc
+
+    recs = [json.dumps(random_record(make_rules("classic"), seed=s, play="match")) for s in range(10)]
+    text = "".join(recs[i % 10] + "\n" for i in range(400))
+    server = Server()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        rid, listed = server.open_records(text)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(listed) == 400 and kept < 2 * len(text), (kept, len(text))
+    game = server.replayed(rid, 13)
+    assert game["game"] == 13 and [d["score"]["totals"] for d in game["deals"]] == \
+        [d["points"] for d in json.loads(recs[2])["deals"]]
+
+
 def test_the_page_and_its_files(client: TestClient) -> None:
     page = client.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]

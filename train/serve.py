@@ -453,8 +453,9 @@ class Server:
         names them at start-up (``cassino serve --allow-agent checkpoint:runs/x.pt``)."""
         self.allowed = tuple(s.strip() for s in allow)
         self.games: OrderedDict[str, LiveGame] = OrderedDict()
-        self.records: OrderedDict[str, list[tuple[int, dict[str, Any]]]] = OrderedDict()
+        self.records: OrderedDict[str, list[str]] = OrderedDict()  # each file as its lines of text
         self.lock = threading.Lock()
+        self.open_lock = threading.Lock()  # one record file parsed at a time: its parsed objects are ~8x its size
         self._ids = itertools.count(1)
 
     def new_id(self) -> str:
@@ -479,19 +480,20 @@ class Server:
     def open_records(self, text: str) -> tuple[str, list[dict[str, Any]]]:
         from train.records import RecordError, check_record, parse_lines
 
+        listed = []
         try:
-            records = [(n, rec) for n, rec in parse_lines(text)]
-            listed = []
-            for n, rec in records:
-                rules = check_record(rec, n)
-                listed.append({"game": n, "preset": rules.preset, "num_players": rules.num_players,
-                               "seats": rec["seats"], "play": rec["play"], "deals": len(rec["deals"]),
-                               "seed": rec["seed"]})
+            with self.open_lock:
+                for n, rec in parse_lines(text):  # one game parsed at a time; the file is kept as text
+                    rules = check_record(rec, n)
+                    listed.append({"game": n, "preset": rules.preset, "num_players": rules.num_players,
+                                   "seats": rec["seats"], "play": rec["play"], "deals": len(rec["deals"]),
+                                   "seed": rec["seed"]})
         except RecordError as exc:
             raise RequestError(str(exc)) from None
         rid = self.new_id()
+        lines = text.splitlines()  # as parse_lines numbers them
         with self.lock:
-            self.records[rid] = records
+            self.records[rid] = lines
             while len(self.records) > MAX_RECORD_FILES:
                 self.records.popitem(last=False)
         return rid, listed
@@ -505,7 +507,7 @@ class Server:
             raise RequestError(f"no record file {rid!r} open (open it again)", 404)
         if not 1 <= n <= len(records):
             raise RequestError(f"game: expected 1..{len(records)}, got {n}", 404)
-        num, rec = records[n - 1]
+        num, rec = n, json.loads(records[n - 1])  # checked when the file was opened
         try:
             game = replay(rec, num, positions=True)
         except RecordError as exc:
