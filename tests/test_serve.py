@@ -232,6 +232,9 @@ def test_record_viewer(client: TestClient) -> None:
         assert all(h is not None for h in d["frames"][0]["hands"])  # every hand face up
     assert client.get(f"/api/records/{listed['id']}/4").status_code == 404
     assert client.get("/api/records/nope/1").status_code == 404
+    for n in ("9" * 5000, "x", "-1", "0"):  # 5000 digits was a 500
+        r = client.get(f"/api/records/{listed['id']}/{n}")
+        assert r.status_code == 404 and r.json()["error"].startswith("game: expected"), (n, r.text)
     # a bad file: the error names the game (its line); a record whose move is illegal fails when it is opened
     bad = client.post("/api/records", content=(text + "{oops\n").encode())
     assert bad.status_code == 400 and bad.json()["error"].startswith("game 4 (line 4): not valid JSON")

@@ -658,7 +658,10 @@ def create_app(server: Server | None = None) -> Any:
         return JSONResponse({"id": rid, "games": listed}, status_code=201)
 
     async def replayed(request: Request) -> Response:
-        n = request.path_params["n"]
+        text = request.path_params["n"]
+        if not (text.isascii() and text.isdigit() and len(text) <= 9):  # 5000 digits were a 500 (int() refused)
+            raise RequestError(f"game: expected a game number from 1, got {excerpt(text)}", 404)
+        n = int(text)
         return JSONResponse(await run_in_threadpool(state.replayed, request.path_params["rid"], n))
 
     async def request_error(request: Request, exc: Exception) -> Response:
@@ -682,7 +685,7 @@ def create_app(server: Server | None = None) -> Any:
         Route("/api/games/{gid}/probabilities", probabilities),
         Route("/api/games/{gid}/record", record),
         Route("/api/records", open_records, methods=["POST"]),
-        Route("/api/records/{rid}/{n:int}", replayed),
+        Route("/api/records/{rid}/{n}", replayed),
         Mount("/static", StaticFiles(directory=WEB_DIR), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={RequestError: request_error, HTTPException: http_error})
