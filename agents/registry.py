@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agents.base import Agent
+from cassino_env.errors import excerpt
 from cassino_env.rules import RuleSet
 
 #: The bot ladder, weakest first: the scripted bots of :mod:`agents.bots`, the one list ``ladder`` stands for in
@@ -74,9 +75,12 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
     """The agent named by ``spec`` (see the module table) for ``rules``; its ``name`` is the spec.
 
     Raises:
-        AgentSpecError: an unknown name or a bad argument.
+        AgentSpecError: an unknown name or a bad argument, or a spec that is not a string.
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be loaded for ``rules`` (names file and problem).
     """
+    if not isinstance(spec, str):
+        raise AgentSpecError(f"an agent spec is a string such as 'greedy' or 'pimc:64', got {type(spec).__name__} "
+                             f"{excerpt(spec)}")
     name, sep, arg = spec.strip().partition(":")
     if sep and name not in BUILTIN_PREFIXES:
         return load_agent(spec.strip(), rules)
@@ -109,7 +113,7 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
         except ValueError:
             sims = 0
         if sims < 1:
-            raise AgentSpecError(f"{name}:N needs a positive number of simulations, got {arg!r}")
+            raise AgentSpecError(f"{name}:N needs a positive number of simulations, got {excerpt(arg)}")
         return PIMCAgent(rules, simulations=sims, name=spec.strip())
     if sep:
         raise AgentSpecError(f"agent {name!r} takes no argument (got {spec!r})")

@@ -302,6 +302,12 @@ def test_registry_specs() -> None:
     for bad in ("nobody", "ismcts:x", "ismcts:0", "pimc:x", "pimc:0", "greedy:3", "checkpoint:", "ladder"):
         with pytest.raises(AgentSpecError):
             make_agent(bad, rules)
+    for bad in (5, None, b"greedy"):  # were AttributeError / TypeError from str methods
+        with pytest.raises(AgentSpecError, match=r"^an agent spec is a string such as 'greedy'"):
+            make_agent(bad, rules)  # type: ignore[arg-type]
+    with pytest.raises(AgentSpecError) as info:  # the message quotes a short excerpt, not 5000 digits
+        make_agent("pimc:-" + "9" * 5000, rules)
+    assert len(str(info.value)) < 300
 
 
 @pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
