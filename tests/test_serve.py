@@ -140,6 +140,7 @@ def test_network_probabilities(client: TestClient) -> None:
     ({"opponent": "pimc:x"}, "opponent: pimc:N needs a positive number"), ({"opponent": "pimc:0"}, "opponent: "),
     ({"opponent": ""}, "opponent: '' is not offered"),  # was taken silently as the default
     ({"opponent": "pretrained:../matsuda"}, "opponent: unknown pretrained agent"),
+    ({"preset": ""}, "preset: unknown preset ''"), ({"play": ""}, "play: expected one of"),  # were the defaults
     ({"seat": 2}, "seat: expected a seat 0..1"), ({"seat": True}, "seat: expected an integer"),
     ({"seed": -1}, "seed: expected an integer 0 <= seed < 2\\*\\*63"), ({"seed": 2**63}, "seed: "),
     ({"seed": "7"}, "seed: expected an integer"), ({"play": "forever"}, "play: expected one of deal, match"),

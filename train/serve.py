@@ -427,7 +427,7 @@ def game_options(body: Mapping[str, Any], allowed: tuple[str, ...] = ()) -> tupl
             raise RequestError(f"{k}: expected {'an integer' if want is int else 'a string'}, got "
                                f"{json.dumps(v)[:40]}")
     try:
-        rules = make_rules(body.get("preset") or "classic", body.get("num_players"))
+        rules = make_rules("classic" if body.get("preset") is None else body["preset"], body.get("num_players"))
     except CassinoError as exc:
         raise RequestError(f"preset: {exc}") from None
     spec = check_opponent("advanced" if body.get("opponent") is None else body["opponent"], allowed)
@@ -439,7 +439,7 @@ def game_options(body: Mapping[str, Any], allowed: tuple[str, ...] = ()) -> tupl
         seed = secrets.randbelow(2**32) if seed is None else check_seed(seed)  # a random one short to retype
     except CassinoError as exc:
         raise RequestError(str(exc)) from None
-    play = body.get("play") or "match"
+    play = "match" if body.get("play") is None else body["play"]
     if play not in PLAYS:
         raise RequestError(f"play: expected one of {', '.join(PLAYS)}, got {json.dumps(play)[:40]}")
     return rules, spec, seat, seed, play
