@@ -198,6 +198,8 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
             version, preset, player count or rule switch).
     """
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"{path}: a folder, not a checkpoint file (a run folder keeps them in checkpoints/)")
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:  # torch.save writes a zip archive; anything else, or a member whose CRC fails, is corrupt or truncated

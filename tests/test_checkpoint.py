@@ -120,7 +120,7 @@ class NotData:
     """An object: weights_only loading must refuse to unpickle it."""
 
 
-@pytest.mark.parametrize("kind", ["missing", "garbage", "truncated", "pickled_object", "not_a_checkpoint",
+@pytest.mark.parametrize("kind", ["missing", "folder", "garbage", "truncated", "pickled_object", "not_a_checkpoint",
                                   "env_version", "format_version", "preset", "players", "rule_switch", "shape"])
 def test_bad_checkpoints_give_clear_errors(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"{kind}.pt"
@@ -129,6 +129,9 @@ def test_bad_checkpoints_give_clear_errors(tmp_path: Path, kind: str) -> None:
     rules, expect = RULES, None
     if kind == "missing":
         expect = "no such checkpoint"
+    elif kind == "folder":  # was "no such checkpoint file", for a folder that is there
+        path.mkdir()
+        expect = "a folder, not a checkpoint file"
     elif kind == "garbage":
         path.write_bytes(b"\x00not a checkpoint at all" * 10)
         expect = "not a readable checkpoint"
