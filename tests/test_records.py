@@ -293,6 +293,27 @@ def test_writer_leaves_no_tmp_when_the_rename_fails(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.jsonl"] and path.is_dir()
 
 
+def test_a_full_disk_is_a_record_error_and_leaves_no_tmp(tmp_path: Path) -> None:
+    """An OSError from write (ENOSPC) escaped as a traceback."""
+    import errno
+
+    class FullDisk(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    path = tmp_path / "g.jsonl"
+
+    def played_onto_a_full_disk() -> None:
+        with RecordWriter(path) as w:
+            w._file.close()
+            w._file = FullDisk()
+            w.write(random_record(make_rules("classic"), seed=1))
+
+    with pytest.raises(RecordError, match=r"^save_games: cannot write .*g\.jsonl: No space left on device$"):
+        played_onto_a_full_disk()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_writer_is_atomic(tmp_path: Path) -> None:
     path = tmp_path / "g.jsonl"
 

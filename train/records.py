@@ -191,20 +191,28 @@ class RecordWriter:
         return self
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Append one record as one line."""
+        """Append one record as one line.
+
+        Raises:
+            RecordError: the file cannot be written (a full disk); the ``with`` block then removes ``PATH.tmp``.
+        """
         assert self._file is not None, "use RecordWriter in a with block"
-        self._file.write(json_module.dumps(record, separators=(",", ":")) + "\n")
+        try:
+            self._file.write(json_module.dumps(record, separators=(",", ":")) + "\n")
+        except OSError as exc:
+            raise RecordError(f"save_games: cannot write {self.path}: {exc.strerror or exc}") from None
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._file is not None
-        self._file.close()
-        if exc is None:
-            try:
+        try:
+            self._file.close()  # the last flush: a full disk may say so only now
+            if exc is None:
                 os.replace(self.tmp, self.path)
-            except OSError as err:  # PATH became a folder, or cannot be replaced: no PATH.tmp left behind
-                self.tmp.unlink(missing_ok=True)
+        except OSError as err:  # a full disk, or PATH became a folder: no PATH.tmp left behind
+            self.tmp.unlink(missing_ok=True)
+            if exc is None:
                 raise RecordError(f"save_games: cannot write {self.path}: {err.strerror or err}") from None
-        else:
+        if exc is not None:
             self.tmp.unlink(missing_ok=True)
 
 
