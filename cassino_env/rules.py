@@ -91,6 +91,8 @@ class RuleSet:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
                 raise RulesError(f"{name} must be an integer >= {low}, got {v!r} (docs/rules.md 3)")
+            if v > 2**31 - 1:  # the batched core keeps points in machine integers: 10**30 overflowed there
+                raise RulesError(f"{name} must be at most 2147483647, got {v!r} (docs/rules.md 3)")
         if self.partnerships and self.num_players not in (4, 6):
             raise RulesError(f"partnerships need 4 or 6 players, not num_players={self.num_players} (docs/rules.md 3)")
         per_round = self.hand_size * self.num_players

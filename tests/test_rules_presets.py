@@ -164,3 +164,11 @@ def test_a_player_count_that_is_not_an_integer_is_refused(count) -> None:
 def test_a_numpy_player_count_is_a_count() -> None:
     assert make_rules("classic", np.int64(3)).num_players == 3
     assert type(make_rules("classic", np.int64(3)).num_players) is int
+
+
+@pytest.mark.parametrize("switch", ["target", "sweep_points"])
+def test_a_number_switch_fits_the_core(switch: str) -> None:
+    """target=10**30 was accepted and the batched core failed with an OverflowError on reset."""
+    assert getattr(make_rules("classic", **{switch: 2**31 - 1}), switch) == 2**31 - 1
+    with pytest.raises(RulesError, match=rf"^{switch} must be at most 2147483647, got 10000"):
+        make_rules("classic", **{switch: 10**30})
