@@ -245,6 +245,18 @@ def test_record_viewer(client: TestClient) -> None:
     assert r.status_code == 400 and r.json()["error"].startswith("game 2, deal 1, move 3 ")
 
 
+def test_a_game_too_long_for_the_viewer_is_refused_when_opened(client: TestClient) -> None:
+    """A 64 MiB file can hold one game of some 10,000 deals (a huge target): replaying it with every position made
+    one answer of hundreds of megabytes."""
+    from train.serve import MAX_VIEWER_DEALS
+
+    rec = random_record(make_rules("classic"), seed=1, play="match")
+    rec["deals"] = rec["deals"] * (MAX_VIEWER_DEALS // len(rec["deals"]) + 1)
+    r = client.post("/api/records", content=(json.dumps(random_record(make_rules("classic"), seed=2)) + "\n" +
+                                             json.dumps(rec) + "\n").encode())
+    assert r.status_code == 413 and r.json()["error"].startswith(f"game 2: {len(rec['deals'])} deals; the viewer")
+
+
 def test_an_opened_record_file_is_kept_as_text_not_parsed() -> None:
     """The viewer kept every game of every open file parsed: about 8 times the file's size, so 8 files of the
     64 MiB limit held some 4 GB. It keeps the file's text (and parses one game when it is asked for)."""

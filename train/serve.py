@@ -37,7 +37,8 @@ request                                     answer
 
 A malformed request (not JSON, an unknown or mistyped field, a move that is not listed, a step when it is your turn, an
 unknown agent spec or preset, an agent the server does not offer) is answered with status 400 and ``{"error": message}``
-naming the field; an unknown game with 404, a body over the size limit with 413, and a request that another site's page
+naming the field; an unknown game with 404, a body over the size limit (or a record of more than
+:data:`MAX_VIEWER_DEALS` deals) with 413, and a request that another site's page
 sends (its ``Origin`` is not this server) with 403.
 """
 
@@ -69,6 +70,9 @@ MAX_RECORD_FILES = 8
 #: Largest request body accepted: a JSON request, and a game-record file for the viewer (bytes).
 MAX_JSON_BYTES = 64 * 1024
 MAX_RECORDS_BYTES = 64 * 1024 * 1024
+#: The most deals of one game the viewer replays (every position of every deal goes into one answer); a match to
+#: 21 plays a few deals, a session of three matches a few dozen. ``cassino replay FILE`` checks any game.
+MAX_VIEWER_DEALS = 1000
 #: What a game plays: one deal, or a match to the rules' target.
 PLAYS = ("deal", "match")
 #: The most simulations a ``pimc:N`` opponent may take per decision here (a larger one would hold the server for
@@ -485,6 +489,9 @@ class Server:
             with self.open_lock:
                 for n, rec in parse_lines(text):  # one game parsed at a time; the file is kept as text
                     rules = check_record(rec, n)
+                    if len(rec["deals"]) > MAX_VIEWER_DEALS:
+                        raise RequestError(f"game {n}: {len(rec['deals'])} deals; the viewer replays games of at "
+                                           f"most {MAX_VIEWER_DEALS} (cassino replay FILE checks any)", 413)
                     listed.append({"game": n, "preset": rules.preset, "num_players": rules.num_players,
                                    "seats": rec["seats"], "play": rec["play"], "deals": len(rec["deals"]),
                                    "seed": rec["seed"]})
