@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gymnasium
 
+from .errors import RulesError
 from .rules import PRESETS
 from .version import ENV_NAME
 
@@ -32,14 +33,21 @@ ENTRY_POINT = "agents.gym_env:CassinoGymEnv"
 VERSION = int(ENV_NAME.rpartition("_v")[2])
 
 
+class UnknownPresetError(RulesError, KeyError):
+    """A name that is not a preset of docs/rules.md 6: a ``RulesError`` (a ``ValueError``, as the project's errors
+    are) and a ``KeyError`` (a failed lookup), its message unquoted."""
+
+    __str__ = Exception.__str__
+
+
 def gym_id(preset: str) -> str:
     """The Gymnasium id of a preset's single-agent environment, e.g. ``cassino/Classic-v1``.
 
     Raises:
-        KeyError: for a name that is not a preset of docs/rules.md 6.
+        UnknownPresetError: (a ValueError and a KeyError) for a name that is not a preset of docs/rules.md 6.
     """
-    if preset not in PRESETS:
-        raise KeyError(f"unknown preset {preset!r}; presets are {', '.join(PRESETS)}")
+    if not isinstance(preset, str) or preset not in PRESETS:
+        raise UnknownPresetError(f"unknown preset {preset!r}; presets are {', '.join(PRESETS)}")
     return f"{NAMESPACE}/{preset.capitalize()}-v{VERSION}"
 
 
@@ -57,4 +65,4 @@ def register_ids() -> list[str]:
 #: Every registered id, one per preset.
 IDS = tuple(register_ids())
 
-__all__ = ["ENTRY_POINT", "IDS", "NAMESPACE", "VERSION", "gym_id", "register_ids"]
+__all__ = ["ENTRY_POINT", "IDS", "NAMESPACE", "VERSION", "UnknownPresetError", "gym_id", "register_ids"]

@@ -48,6 +48,9 @@ def test_every_preset_has_an_id_that_gymnasium_makes():
     assert gymnasium.make("cassino_env.gym:cassino/Royal-v1", opponent="random").unwrapped.rules.preset == "royal"
     with pytest.raises(KeyError, match="unknown preset"):
         gym_id("poker")
+    for bad in ("poker", ["classic"]):  # was a bare KeyError (not a ValueError); a list was a TypeError
+        with pytest.raises(ValueError, match=r"^unknown preset .*; presets are classic, "):
+            gym_id(bad)  # type: ignore[arg-type]
 
 
 def test_the_default_passes_gymnasium_and_sb3_check_env():
