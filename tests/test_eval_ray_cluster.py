@@ -37,3 +37,16 @@ def test_eval_on_a_two_node_cluster_equals_the_local_run():
         cluster.shutdown()
     assert without_timings(remote) == without_timings(local)
     assert len(local["pairs"]) == 6
+
+
+@pytest.mark.slow  # imports Ray and looks for a running instance
+def test_no_cluster_at_the_address_is_a_clear_error(capsys):
+    from train.cli import main as cli_main
+
+    assert not ray.is_initialized()
+    with pytest.raises(ValueError, match="ray_address: cannot start or reach a Ray cluster at 'auto'"):
+        evaluate(["random", "greedy"], deals=4, seed=0, ray_address="auto")
+    assert not ray.is_initialized()
+    assert cli_main(["eval", "--agents", "random,greedy", "--deals", "4", "--ray", "auto", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ray_address") == 1 and "Traceback" not in err

@@ -261,7 +261,14 @@ def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[in
         raise ValueError("ray_address: Ray is not installed (pip install -e \".[ray]\")") from None
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:  # no cluster there, a bad address
+            if ray.is_initialized():
+                ray.shutdown()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ValueError(f"ray_address: cannot start or reach a Ray cluster at {address!r}: "
+                             f"{first[:200]}") from None
     try:
         task = ray.remote(_pair_task)
         return ray.get([task.remote(players[i], players[j], rules, deals, seed, k, batch_games, session_wins)
