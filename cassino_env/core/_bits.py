@@ -90,6 +90,27 @@ def highbit(typingctx, x):
     return types.int64(x), codegen
 
 
+@intrinsic
+def borrow(typingctx, ary):
+    """The same array without its owner (a null meminfo): a view numba does no reference counting on.
+
+    Passing borrowed arrays down the call tree spares the atomic increments and decrements numba's reference counting
+    does at every call with array arguments (numba's own ``prange`` bodies get their arrays this way). Only for
+    arrays that outlive every use of the view, e.g. a kernel's own arguments, which its caller holds.
+    """
+    if not isinstance(ary, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        from numba.core import cgutils
+
+        view = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        return view._getvalue()
+
+    return ary(ary), codegen
+
+
 @njit(cache=True)
 def mix64(z):
     """The splitmix64 output function: a bijective 64-bit mixer (z: uint64 -> uint64)."""
