@@ -11,8 +11,16 @@ the Python call overhead an RL loop pays (a few microseconds per call, large at 
 uses the ``parallel=True`` kernels over ``threads`` numba threads (``numba.set_num_threads``). JIT compilation is
 excluded: every configuration is warmed up before it is timed.
 
+With one thread (``threads=1``, kernel mode) both batch drivers are timed, the serial one and the ``parallel=True``
+one on one numba thread, in alternating blocks; the row gives the better of the two (``path``) and both figures
+(``serial_steps_per_second``, ``parallel1_steps_per_second``).
+
 ``engine="reference"`` plays the same random games with the one-game reference engine
 (:mod:`cassino_env.reference`) through :func:`_bench_reference`.
+
+Every table starts with the machine it ran on (:func:`machine`: CPU model, cores; in JSON every row carries it), and
+with ``peers=True`` OpenSpiel's ``hearts`` (when ``open_spiel`` is installed) is timed in the same process after the
+rows, and each row's ratio to it is printed (:func:`_bench_hearts`).
 
 The command line is ``cassino bench`` (``cassino bench --help``), which calls :func:`run`.
 """
@@ -20,6 +28,8 @@ The command line is ``cassino bench`` (``cassino bench --help``), which calls :f
 from __future__ import annotations
 
 import json as _json
+import os
+import platform
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -29,13 +39,85 @@ import numpy as np
 from .rules import make_rules
 
 
+def machine() -> dict[str, Any]:
+    """The machine a figure comes from: ``{"cpu": model name, "cores": logical CPUs, "cores_usable": CPUs this
+    process may run on, "python", "numba"}`` (the CPU model from ``/proc/cpuinfo`` on Linux, else
+    :func:`platform.processor`)."""
+    import numba
+
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cores = os.cpu_count() or 0
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = cores
+    return {"cpu": cpu or platform.processor() or platform.machine(), "cores": cores, "cores_usable": usable,
+            "python": platform.python_version(), "numba": numba.__version__}
+
+
+def _machine_line(info: dict[str, Any]) -> str:
+    return (f"# machine: {info['cpu']}, {info['cores']} logical cores ({info['cores_usable']} usable), "
+            f"Python {info['python']}, numba {info['numba']}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+
+
 def _emit(row: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(_json.dumps(row), flush=True)
     else:
+        path = f" [{row['path']} driver]" if "path" in row else ""
         print(f"{row['engine']:>9} {row['preset']} P={row['num_players']} threads={row['threads']} "
               f"B={row['batch']:>5}: {row['steps_per_second']:>13,.0f} steps/s ({row['steps']} steps in "
-              f"{row['seconds']:.2f} s)", flush=True)
+              f"{row['seconds']:.2f} s){path}", flush=True)
+
+
+def _block(core, st, rng, parallel: bool) -> int:
+    """Moves per game per timed call: grown until one call takes >= 50 ms (so per-call and thread wake-up costs are
+    negligible), after a warm-up call that also compiles."""
+    block = 4
+    core.rollout(st, block, rng, parallel=parallel)
+    while block < 10_000_000:
+        t0 = time.perf_counter()
+        core.rollout(st, block, rng, parallel=parallel)
+        if time.perf_counter() - t0 >= 0.05:
+            break
+        block *= 4
+    return block
+
+
+def _bench_core_one_thread(rules, batch: int, seconds: float, seed: int) -> dict[str, Any]:
+    """Both batch drivers on one thread (serial, and ``parallel=True`` with one numba thread), timed in alternating
+    blocks for ``seconds`` together; returns the better one's ``steps``, ``seconds``, ``path`` and both rates."""
+    import numba
+
+    from . import core
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        st = core.init(rules, np.arange(batch, dtype=np.int64) + seed)
+        rng = (np.arange(batch, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(seed)
+        blocks = {False: _block(core, st, rng, False), True: _block(core, st, rng, True)}
+        steps = {False: 0, True: 0}
+        spent = {False: 0.0, True: 0.0}
+        while spent[False] + spent[True] < seconds or min(steps.values()) == 0:
+            for parallel in (False, True):
+                t0 = time.perf_counter()
+                steps[parallel] += core.rollout(st, blocks[parallel], rng, parallel=parallel)
+                spent[parallel] += time.perf_counter() - t0
+    finally:
+        numba.set_num_threads(before)
+    rate = {k: steps[k] / spent[k] for k in steps}
+    best = rate[True] > rate[False]
+    return {"steps": steps[best], "seconds": spent[best], "path": "parallel" if best else "serial",
+            "serial_steps_per_second": rate[False], "parallel1_steps_per_second": rate[True]}
 
 
 def _bench_core(rules, batch: int, seconds: float, threads: int, mode: str, seed: int) -> tuple[int, float]:
@@ -49,16 +131,7 @@ def _bench_core(rules, batch: int, seconds: float, threads: int, mode: str, seed
     st = core.init(rules, np.arange(batch, dtype=np.int64) + seed)
     rng = (np.arange(batch, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(seed)
     if mode == "kernel":
-        # Blocks of moves per game grown until one call takes >= 50 ms (so per-call and thread wake-up costs are
-        # negligible), after a warm-up call that also compiles.
-        block = 4
-        core.rollout(st, block, rng, parallel=parallel)
-        while block < 10_000_000:
-            t0 = time.perf_counter()
-            core.rollout(st, block, rng, parallel=parallel)
-            if time.perf_counter() - t0 >= 0.05:
-                break
-            block *= 4
+        block = _block(core, st, rng, parallel)
         steps = 0
         t0 = time.perf_counter()
         while True:
@@ -116,9 +189,74 @@ def _bench_reference(rules, batch: int, seconds: float, seed: int = 0) -> tuple[
             return steps, elapsed
 
 
+def _bench_hearts(seconds: float, seed: int = 0) -> dict[str, Any] | None:
+    """OpenSpiel's ``hearts`` (4 players, default options) under uniformly random legal play for ``seconds``, in this
+    process: the usual ``pyspiel`` loop (``legal_actions``, ``apply_action``; chance nodes sampled from
+    ``chance_outcomes``, not counted). A step is one player's action (passes included). None when ``open_spiel``
+    is not installed. Returns ``{"engine": "openspiel", "game": "hearts", "steps_per_second", "seconds",
+    "steps"}``."""
+    try:
+        import pyspiel
+    except ImportError:
+        return None
+    import random
+
+    game = pyspiel.load_game("hearts")
+    rnd = random.Random(seed)
+
+    def play(limit_s: float) -> tuple[int, float]:
+        state = game.new_initial_state()
+        steps = 0
+        t0 = time.perf_counter()
+        while True:
+            for _ in range(1000):
+                if state.is_terminal():
+                    state = game.new_initial_state()
+                elif state.is_chance_node():
+                    outcomes = state.chance_outcomes()
+                    state.apply_action(outcomes[rnd.randrange(len(outcomes))][0])
+                else:
+                    legal = state.legal_actions()
+                    state.apply_action(legal[rnd.randrange(len(legal))])
+                    steps += 1
+            elapsed = time.perf_counter() - t0
+            if elapsed >= limit_s:
+                return steps, elapsed
+
+    play(0.0)
+    steps, elapsed = play(seconds)
+    return {"engine": "openspiel", "game": "hearts", "steps_per_second": steps / elapsed, "seconds": elapsed,
+            "steps": steps}
+
+
+def _emit_peers(rows: list[dict[str, Any]], seconds: float, seed: int, as_json: bool) -> dict[str, Any] | None:
+    """Time :func:`_bench_hearts` and print it with each row's ratio to it (or say that OpenSpiel is missing)."""
+    peer = _bench_hearts(seconds, seed)
+    if peer is None:
+        msg = "peers: OpenSpiel is not installed (pip install open_spiel), so no peer was timed"
+        if as_json:
+            print(_json.dumps({"engine": "openspiel", "game": "hearts", "available": False, "message": msg}),
+                  flush=True)
+        else:
+            print(msg, flush=True)
+        return None
+    for row in rows:
+        row["ratio_to_openspiel_hearts"] = row["steps_per_second"] / peer["steps_per_second"]
+    if as_json:
+        print(_json.dumps({**peer, "available": True, "ratios": [r["ratio_to_openspiel_hearts"] for r in rows]}),
+              flush=True)
+    else:
+        print(f"     peer openspiel hearts P=4 (pyspiel loop, same process): {peer['steps_per_second']:>13,.0f} "
+              f"steps/s ({peer['steps']} steps in {peer['seconds']:.2f} s)", flush=True)
+        for row in rows:
+            print(f"     ratio {row['engine']} {row['preset']} threads={row['threads']} B={row['batch']:>5}: "
+                  f"{row['ratio_to_openspiel_hearts']:.1f}x openspiel hearts", flush=True)
+    return peer
+
+
 def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int] = (1, 64, 1024, 4096),
         seconds: float = 2.0, threads: int = 1, num_players: int | None = None, json: bool = False, *,
-        mode: str = "kernel", seed: int = 0) -> list[dict[str, Any]]:
+        mode: str = "kernel", seed: int = 0, peers: bool = False) -> list[dict[str, Any]]:
     """Time random play for each batch size and print one line (or one JSON object) per batch size.
 
     Args:
@@ -133,16 +271,26 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
             threads, seconds, steps`` (and ``mode``) instead of text.
         mode: ``"kernel"`` (moves played inside numba) or ``"api"`` (``core.step`` per batch step), core only.
         seed: seeds the games and the random choices.
+        peers: after the rows, time OpenSpiel's hearts in this process and print each row's ratio to it
+            (``ratio_to_openspiel_hearts`` in the rows); says so when ``open_spiel`` is not installed.
 
     Returns:
-        The rows printed, as dicts.
+        The rows printed, as dicts, each with the :func:`machine` keys (``cpu``, ``cores``, ``cores_usable``,
+        ``python``, ``numba``); with one thread in kernel mode also ``path`` and both drivers' rates.
     """
     rules = make_rules(preset, num_players=num_players)
     num_players = rules.num_players
     sizes = [batch] if isinstance(batch, int) else list(batch)
     rows = []
+    info = machine()
+    if not json:
+        print(_machine_line(info), flush=True)
     for B in sizes:
-        if engine == "core":
+        extra: dict[str, Any] = {}
+        if engine == "core" and mode == "kernel" and int(threads) == 1:
+            extra = _bench_core_one_thread(rules, int(B), seconds, seed)
+            steps, elapsed = extra.pop("steps"), extra.pop("seconds")
+        elif engine == "core":
             steps, elapsed = _bench_core(rules, int(B), seconds, int(threads), mode, seed)
         elif engine == "reference":
             steps, elapsed = _bench_reference(rules, int(B), seconds, seed)
@@ -160,8 +308,10 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
             raise ValueError(f"engine must be 'core', 'reference', 'aec' or 'vector', got {engine!r}")
         row = {"engine": engine, "preset": preset, "batch": int(B), "num_players": num_players,
                "steps_per_second": steps / elapsed, "threads": int(threads), "seconds": elapsed, "steps": int(steps),
-               "mode": mode if engine == "core" else "python" if engine == "reference" else "env"}
+               "mode": mode if engine == "core" else "python" if engine == "reference" else "env", **extra, **info}
         _emit(row, json)
         rows.append(row)
+    if peers:
+        _emit_peers(rows, seconds, seed, json)
     return rows
 

@@ -182,8 +182,12 @@ def bench(
     threads: int = 1,
     num_players: int | None = None,
     json: bool = False,
+    peers: bool = False,
 ) -> int:
     """Measure an engine's speed: random legal games played for a fixed time at each batch size.
+
+    The table starts with the machine (CPU model, cores). With one thread the core's serial and parallel drivers
+    are both timed and the better is reported.
 
     Args:
         engine: core is the batched numba engine; reference is the slow, one-game-at-a-time engine; aec is the
@@ -194,13 +198,15 @@ def bench(
         threads: numba threads the core may use.
         num_players: seats at each table (default: the preset's first allowed count, 4 for cicera).
         json: print one JSON object of results instead of a table.
+        peers: also time OpenSpiel's hearts in this process (when open_spiel is installed) and print each row's
+            ratio to it.
     """
     from cassino_env import bench as bench_module  # lazily: imports and compiles the batched core
     from cassino_env.errors import CassinoError
 
     with bad_input(CassinoError) as failed:  # unknown preset, a player count the preset does not allow, ...
         bench_module.run(engine=engine, preset=preset, batch=tuple(batch), seconds=seconds, threads=threads,
-                         num_players=num_players, json=json)
+                         num_players=num_players, json=json, peers=peers)
     return failed.code
 
 

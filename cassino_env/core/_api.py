@@ -215,11 +215,12 @@ def _run(state: State, mode: int, *, actions: np.ndarray | None = None, nsteps: 
         res = np.empty((B, res_layout(state.num_players, state.num_sides)[4]), dtype=np.int16)
     args = (mode, actions, nsteps, rng, state._u64, state._i8, state._i16, state._i64, state._m8, state._mvc, res,
             state._cfg, state._rl)
+    general = bool(state._cfg[K.CFG_GENERAL])  # one driver per generator: only the one used compiles
     if not parallel:
-        return int(K.run_serial(*args))
+        return int((K.run_serial_general if general else K.run_serial_classic)(*args))
     threads = numba.get_num_threads()
     chunk = max(1, min(K.CHUNK, -(-B // (4 * threads))))  # about four chunks per thread
-    return int(K.run_parallel(*args, chunk))
+    return int((K.run_parallel_general if general else K.run_parallel_classic)(*args, chunk))
 
 
 #: The move-generation switches of the specialised classic generator (:mod:`._classic_gen`); a rule set with any other

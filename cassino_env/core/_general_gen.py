@@ -34,7 +34,7 @@ not trail (``no_trail``, and ``resolve_next_turn`` too); with ``resolve_next_tur
 player's builds whole — by capture, or by building where ``raise_own_build`` holds; afterwards every build the
 player still owns (or has just made) must have a card of its value left in hand. When these block every move (an
 ace that alone covers its owner's builds of 1 and of 14 under ``ace_high``), every trail is legal: decided here,
-and applied to both generators by the batch driver (``_kernels._list``).
+and applied to both generators by the batch drivers (``_kernels._no_move_trails``).
 
 Algorithm (per game, per step): the loose valued cards are searched once for every subset whose sum is at most the
 largest value the hand can capture (the groups, bucketed by sum); ``P(v)``, every union of disjoint groups of sum

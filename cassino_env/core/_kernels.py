@@ -1,7 +1,7 @@
 """numba kernels of the batched core: dealing, applying a move, scoring, auto-reset, and the batch loops.
 
-Every batch loop exists twice: a serial one (``range``) and a ``parallel=True`` one that splits the batch into
-chunks over ``prange``; both call the same per-game functions. The per-game functions take the packed arrays of
+Every batch loop exists per move generator (classic, general) and twice more: a serial one (``range``) and a
+``parallel=True`` one that splits the batch into chunks over ``prange``; all call the same per-game functions. The per-game functions take the packed arrays of
 :mod:`._layout` (few array arguments keep numba's reference counting cheap).
 """
 
@@ -381,33 +381,44 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
 
 
 @njit(cache=True)
-def _list(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-    """Recompute game b's move table with the generator its rules need; return the scratch buffer to keep."""
-    if cfg[CFG_GENERAL] == 0:
-        sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
-    else:
-        while True:
-            r = gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
-            if r == 0:
-                break
-            if r == 2:
-                general_slow(b, u64, i8, i16, m8, mvc, cfg, si)  # a crowded table: output-sensitive listing
-                break
-            sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
-    P = cfg[CFG_P]
-    nmcol = P + cfg[CFG_S]
+def _no_move_trails(b, u64, i8, i16, m8, mvc, cfg):
+    """docs/rules.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
+    written by hand with an owner lacking a capturing card): every trail is legal (decided here, README)."""
+    nmcol = cfg[CFG_P] + cfg[CFG_S]
     p = i8[b, CUR]
     if p >= 0 and i16[b, nmcol] == 0:
-        # docs/rules.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
-        # written by hand with an owner lacking a capturing card): every trail is legal (decided here, README)
         n = write_trails(b, m8, mvc, cfg[CFG_M], 0, u64[b, p])
         i16[b, nmcol] = min(n, cfg[CFG_M])
+
+
+@njit(cache=True)
+def _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+    """Recompute game b's move table with the classic generator; return the scratch buffer to keep."""
+    sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+    _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
+    return sc
+
+
+@njit(cache=True)
+def _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
+    """Recompute game b's move table with the general generator; return the scratch buffer to keep."""
+    while True:
+        r = gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+        if r == 0:
+            break
+        if r == 2:
+            general_slow(b, u64, i8, i16, m8, mvc, cfg, si)  # a crowded table: output-sensitive listing
+            break
+        sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
+    _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
     return sc
 
 
 # --- batch loops ------------------------------------------------------------------------------------------------------
-# One driver per threading mode, switching on ``mode``: every entry point compiles the whole move generator, so
-# few entry points keep numba's cold compile short.
+# One driver per generator and threading mode, switching on ``mode``: the Python side (``_api._run``) picks the
+# generator the rules need, so a process compiles only the generator it uses (the classic one alone is about half
+# of the cold compile); the parallel drivers compile on first use. ``step_kernel`` (called from other kernels)
+# switches on the rules itself and so compiles both.
 
 MODE_INIT = 0  # start a new match in every game (seed and match counter already set)
 MODE_REGEN = 1  # recompute the move tables (after a position was written)
@@ -417,12 +428,43 @@ MODE_ROLLOUT = 4  # play nsteps uniformly random listed moves in every game, cou
 
 
 @njit(cache=True)
-def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """Run ``mode`` on games [lo, hi); return the number of moves played (step and rollout)."""
+def _prepare(mode, b, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Modes other than rollout for game b, before its move table is listed again: return 0 to skip the listing,
+    1 to list, 2 to list and count one move played."""
     P = cfg[CFG_P]
-    nmcol = P + cfg[CFG_S]
-    sc = np.empty(SC_INIT, dtype=np.uint64)
-    si = np.empty(SI_ALLOC, dtype=np.int64)
+    if mode == MODE_INIT:
+        _new_match(b, u64, i8, i16, i64, cfg)
+    elif mode == MODE_ADVANCE:
+        if i8[b, CUR] >= 0:
+            return 0
+        if i8[b, MATCH_OVER] != 0:
+            i64[b, MATCH_INDEX] += 1
+            _new_match(b, u64, i8, i16, i64, cfg)
+        else:
+            i64[b, DEAL_INDEX] += 1
+            i8[b, DEALER] = (i8[b, DEALER] + 1) % P
+            _start_deal(b, u64, i8, i16, i64, cfg)
+    elif mode == MODE_STEP:
+        if i8[b, CUR] < 0:  # deal over, auto-reset off: nothing to play
+            for k in range(res.shape[1]):
+                res[b, k] = 0
+            res[b, R_ACTOR] = -1
+            res[b, R_WINNER] = -1
+            return 0
+        apply_move(b, actions[b], u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+        return 2
+    return 1
+
+
+@njit(cache=True)
+def _range_classic(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Run ``mode`` on games [lo, hi) with the classic generator; return the number of moves played (step and
+    rollout). The scratch buffers go down borrowed (:func:`._bits.borrow`); their owners live to the end."""
+    nmcol = cfg[CFG_P] + cfg[CFG_S]
+    sc_own = np.empty(SC_INIT, dtype=np.uint64)
+    si_own = np.empty(SI_ALLOC, dtype=np.int64)
+    sc = borrow(sc_own)
+    si = borrow(si_own)
     played = 0
     for b in range(lo, hi):
         if mode == MODE_ROLLOUT:
@@ -433,45 +475,65 @@ def _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
                     break
                 x += GOLDEN
                 apply_move(b, below(mix64(x), n), u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-                sc = _list(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+                sc = _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si)
                 played += 1
             rng[b] = x
             continue
-        if mode == MODE_INIT:
-            _new_match(b, u64, i8, i16, i64, cfg)
-        elif mode == MODE_ADVANCE:
-            if i8[b, CUR] >= 0:
-                continue
-            if i8[b, MATCH_OVER] != 0:
-                i64[b, MATCH_INDEX] += 1
-                _new_match(b, u64, i8, i16, i64, cfg)
-            else:
-                i64[b, DEAL_INDEX] += 1
-                i8[b, DEALER] = (i8[b, DEALER] + 1) % P
-                _start_deal(b, u64, i8, i16, i64, cfg)
-        elif mode == MODE_STEP:
-            if i8[b, CUR] < 0:  # deal over, auto-reset off: nothing to play
-                for k in range(res.shape[1]):
-                    res[b, k] = 0
-                res[b, R_ACTOR] = -1
-                res[b, R_WINNER] = -1
-                continue
-            apply_move(b, actions[b], u64, i8, i16, i64, m8, mvc, res, cfg, rl)
-            played += 1
-        sc = _list(b, u64, i8, i16, m8, mvc, cfg, sc, si)
-    return played
+        r = _prepare(mode, b, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+        if r != 0:
+            sc = _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+            if r == 2:
+                played += 1
+    return played + 0 * (sc_own.shape[0] + si_own.shape[0])  # the owners are used (alive) up to here
 
 
 @njit(cache=True)
-def run_serial(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """Run ``mode`` (``MODE_*``) on every game, one thread; return the moves played.
+def _range_general(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """As :func:`_range_classic`, with the general generator."""
+    nmcol = cfg[CFG_P] + cfg[CFG_S]
+    sc_own = np.empty(SC_INIT, dtype=np.uint64)
+    si_own = np.empty(SI_ALLOC, dtype=np.int64)
+    sc = borrow(sc_own)
+    si = borrow(si_own)
+    played = 0
+    for b in range(lo, hi):
+        if mode == MODE_ROLLOUT:
+            x = rng[b]
+            for _ in range(nsteps):
+                n = i16[b, nmcol]
+                if n <= 0:
+                    break
+                x += GOLDEN
+                apply_move(b, below(mix64(x), n), u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+                sc = _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+                played += 1
+            rng[b] = x
+            continue
+        r = _prepare(mode, b, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+        if r != 0:
+            sc = _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+            if r == 2:
+                played += 1
+    return played + 0 * (sc_own.shape[0] + si_own.shape[0])  # the owners are used (alive) up to here
+
+
+@njit(cache=True)
+def run_serial_classic(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """Run ``mode`` (``MODE_*``) on every game with the classic generator, one thread; return the moves played.
 
     The arrays go down borrowed (:func:`._bits.borrow`), as numba's ``prange`` bodies get theirs: without it every
     call below pays atomic reference counting on each array argument, which made this driver about a third slower
-    than :func:`run_parallel` on one thread.
+    than the parallel one on one thread.
     """
-    return _run_range(mode, 0, u64.shape[0], borrow(actions), nsteps, borrow(rng), borrow(u64), borrow(i8),
-                      borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
+    return _range_classic(mode, 0, u64.shape[0], borrow(actions), nsteps, borrow(rng), borrow(u64), borrow(i8),
+                          borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
+
+
+@njit(cache=True)
+def run_serial_general(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
+    """As :func:`run_serial_classic`, with the general generator."""
+    return _range_general(mode, 0, u64.shape[0], borrow(actions), nsteps, borrow(rng), borrow(u64), borrow(i8),
+                          borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
 
 
 @njit(cache=True)
@@ -483,22 +545,40 @@ def step_kernel(actions, res, u64, i8, i16, i64, m8, mvc, cfg, rl):
     played.
     """
     no_rng = np.zeros(u64.shape[0], dtype=np.uint64)  # MODE_STEP draws no random numbers
-    played = _run_range(MODE_STEP, 0, u64.shape[0], borrow(actions), 0, borrow(no_rng), borrow(u64), borrow(i8),
-                        borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
-    no_rng[0:0] = 0  # keeps no_rng alive until here (its borrowed view went down)
-    return played
+    if cfg[CFG_GENERAL] == 0:
+        played = _range_classic(MODE_STEP, 0, u64.shape[0], borrow(actions), 0, borrow(no_rng), borrow(u64),
+                                borrow(i8), borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res),
+                                borrow(cfg), borrow(rl))
+    else:
+        played = _range_general(MODE_STEP, 0, u64.shape[0], borrow(actions), 0, borrow(no_rng), borrow(u64),
+                                borrow(i8), borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res),
+                                borrow(cfg), borrow(rl))
+    return played + 0 * no_rng.shape[0]  # no_rng is used (alive) up to here: its borrowed view went down
 
 
 @njit(cache=True, parallel=True)
-def run_parallel(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl, chunk):
-    """As :func:`run_serial`, chunks of ``chunk`` games spread over numba's threads (``prange``)."""
+def run_parallel_classic(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl, chunk):
+    """As :func:`run_serial_classic`, chunks of ``chunk`` games spread over numba's threads (``prange``)."""
     B = u64.shape[0]
     nch = (B + chunk - 1) // chunk
     counts = np.zeros(nch, dtype=np.int64)
     for ch in prange(nch):
         lo = ch * chunk
         hi = min(B, lo + chunk)
-        counts[ch] = _run_range(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+        counts[ch] = _range_classic(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+    return counts.sum()
+
+
+@njit(cache=True, parallel=True)
+def run_parallel_general(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl, chunk):
+    """As :func:`run_serial_general`, chunks of ``chunk`` games spread over numba's threads (``prange``)."""
+    B = u64.shape[0]
+    nch = (B + chunk - 1) // chunk
+    counts = np.zeros(nch, dtype=np.int64)
+    for ch in prange(nch):
+        lo = ch * chunk
+        hi = min(B, lo + chunk)
+        counts[ch] = _range_general(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
     return counts.sum()
 
 
