@@ -1,8 +1,9 @@
 """numba kernels of the batched core: dealing, applying a move, scoring, auto-reset, and the batch loops.
 
 Every batch loop exists per move generator (classic, general) and twice more: a serial one (``range``) and a
-``parallel=True`` one that splits the batch into chunks over ``prange``; all call the same per-game functions. The per-game functions take the packed arrays of
-:mod:`._layout` (few array arguments keep numba's reference counting cheap).
+``parallel=True`` one that splits the batch into chunks over ``prange``; all call the same per-game functions.
+The per-game functions take the packed arrays of :mod:`._layout` (few array arguments keep numba's reference
+counting cheap; the drivers pass them down borrowed, without any).
 """
 
 from __future__ import annotations
