@@ -62,10 +62,10 @@ from numba import njit
 
 from ._bits import BIT, NUMERALS, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit, popcount
 from ._crowded_gen import NIB_ONE as NIB_ONE_MV
-from ._crowded_gen import component, loose_vector, maximal_vectors, new_memo_arrays
+from ._crowded_gen import component, loose_vector, maximal_vectors
+from ._groups import CROWDED_FLAG, write_trails
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
-from ._groups import write_trails
 from ._layout import CFG_M, CFG_P, CFG_PRUNE, CFG_S, CFG_SLOW, CUR, OVERFLOW
 
 # --- scratch layout ------------------------------------------------------------------------------------------------
@@ -90,6 +90,7 @@ SI_SSTK = 272
 SI_TOT = 336
 SI_OWN = 337
 SI_SIZE = 352
+SI_CROWDED = CROWDED_FLAG  # 1: list_moves handed a crowded table over to finish_slow (beyond SI_SIZE: si is larger)
 
 UNION_CAP = 256  # more unions of groups for one value than this: take the output-sensitive path (_crowded_gen)
 PRODUCT_CAP = 4096  # more (group, union) pairs for one no-raise build value than this: the same
@@ -97,7 +98,7 @@ PRODUCT_CAP = 4096  # more (group, union) pairs for one no-raise build value tha
 
 def new_scratch():
     """Fresh scratch buffers ``(sc, si)`` for :func:`gen_moves`."""
-    return np.empty(SC_INIT, dtype=np.uint64), np.empty(SI_SIZE, dtype=np.int64)
+    return np.empty(SC_INIT, dtype=np.uint64), np.empty(max(SI_SIZE, SI_CROWDED + 1), dtype=np.int64)
 
 
 @njit(cache=True)
@@ -399,26 +400,28 @@ def _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol):
 
 
 @njit(cache=True)
-def finish_slow(b, u64, i8, i16, m8, mvc, cfg, si):
-    """Complete a table that :func:`gen_moves` handed over (return value 2) with the output-sensitive generator."""
+def finish_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
+    """Complete a table that :func:`gen_moves` handed over (return value 2) with the output-sensitive generator
+    (``mk, mv``: the memo table of :func:`._crowded_gen.box`, :func:`._crowded_gen.new_memo_arrays`)."""
     P = cfg[CFG_P]
     M = cfg[CFG_M]
     nmcol = P + cfg[CFG_S]
     prev = i16[b, nmcol]
-    tot = _slow_emit(b, u64, i8, m8, mvc, P, M, cfg[CFG_PRUNE] != 0, si[SI_TOT], i8[b, CUR], si[SI_OWN], si)
+    tot = _slow_emit(b, u64, i8, m8, mvc, P, M, cfg[CFG_PRUNE] != 0, si[SI_TOT], i8[b, CUR], si[SI_OWN], si, mk, mv)
     _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol)
 
 
 @njit(cache=True)
 def list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-    """Recompute game b's move table (:func:`gen_moves`, growing ``sc`` or finishing by :func:`finish_slow` as it
-    asks); return the scratch buffer to use from now on."""
+    """Recompute game b's move table (:func:`gen_moves`, growing ``sc`` as it asks); return the scratch buffer to use
+    from now on. A crowded table is handed over: ``si[SI_CROWDED] = 1``, and the caller completes it with
+    :func:`finish_slow` (and its memo table, made once per batch call)."""
     while True:
         r = gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
         if r == 0:
             return sc
         if r == 2:
-            finish_slow(b, u64, i8, i16, m8, mvc, cfg, si)
+            si[SI_CROWDED] = 1
             return sc
         sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
 
@@ -471,16 +474,17 @@ def _fast_emit(b, m8, mvc, M, tot, hm, lm, miss_court, sc, si):
 
 
 @njit(cache=True)
-def _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si):
+def _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si, mk, mv):
     """Write the captures then the builds of every hand card, first M - tot only, by :mod:`._crowded_gen`.
 
     Same moves and order as the fast path; each list is produced in canonical order and cut after the budget (plus
-    one, to know whether the table overflows). Returns the running count, more than M on overflow.
+    one, to know whether the table overflows). Returns the running count, more than M on overflow. ``mk, mv``: the
+    memo table of :func:`._crowded_gen.box`, kept by the caller across crowded tables (``box`` is a pure function
+    of its key).
     """
     hm = u64[b, p]
     lm = u64[b, P]
     bcol = P + 1
-    mk, mv = new_memo_arrays()
     mvs = np.empty(256, dtype=np.uint64)
     buf = np.empty(2 * 22 * (M + 1) + 16, dtype=np.uint64)
     le = np.zeros(11, dtype=np.uint64)  # le[v]: loose numerals of value <= v

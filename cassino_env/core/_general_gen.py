@@ -52,7 +52,7 @@ from numba import njit
 
 from ._bits import BIT, RANK, RANK_MASK, U0, U1, lexrank, lowbit
 from ._crowded_gen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays
-from ._groups import bucket_groups, loose_groups, unions, write_trails
+from ._groups import CROWDED_FLAG, bucket_groups, loose_groups, unions, write_trails
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
 from ._layout import (
@@ -98,6 +98,7 @@ GI_SLOT = 352  # non-empty build slots (up to 26)
 GI_TOT = 380  # trails written before a hand-over to the crowded-table path
 GI_CC = 384  # capture list of the cards of rank r: sc[si[GI_CC + r] : si[GI_CC + 14 + r]] (-1: not listed yet)
 GI_BC = 416  # the same for build lists (cards of one rank have the same moves, docs/rules.md 1 value)
+GI_CROWDED = CROWDED_FLAG  # 1: gen_general handed the table over, general_slow must list the rest
 GI_SIZE = 448
 
 VISIT_CAP = 16384  # more loose subsets searched than this: the table is crowded, list by general_slow
@@ -116,7 +117,7 @@ def _switches(cfg):
             cfg[CFG_RESOLVE] != 0, cfg[CFG_MAXV])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _val(c, numeric):
     """Value of card c (docs/rules.md 1): its rank, or 0 for a court without value."""
     r = np.int64(RANK[c])
@@ -125,7 +126,7 @@ def _val(c, numeric):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _caps(c, w, numeric, acehigh):
     """1 when card c captures value w (an ace also 14 under ace_high), else 0."""
     v = _val(c, numeric)
@@ -136,7 +137,7 @@ def _caps(c, w, numeric, acehigh):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _legal(kind, c, v, used, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
     """docs/rules.md 4.4 for a capture (kind 1) or build (kind 2) of card c, value v, table cards ``used``."""
     nown = si[GI_NOWN]
@@ -248,7 +249,7 @@ def _cover(sc, sp, si, nmand, v):
     return sp, _dedupe(sc, sp, sp + n)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _rank_sum(cards):
     """Sum of the ranks of a card set (a build's cards; an ace counts 1)."""
     s = 0
@@ -259,7 +260,7 @@ def _rank_sum(cards):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _put(out, w, key, m):
     """Append the pair (key, m) at out[w]; return the new end, or -1 when ``out`` is full (or w is already -1)."""
     if w < 0 or w + 2 > out.shape[0]:
@@ -287,7 +288,7 @@ def _court_captures(out, w, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, ac
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _builds_of_value(b, u64, i8, si, bcol, nslot, a):
     """The union of the cards of every build of value ``a``; their slots go to ``si[GI_MV:]``. Returns (cards, n)."""
     bm_all = U0
@@ -355,7 +356,7 @@ def _push_unions(sc, sp, cs, ce, fixed, v, si, key_v, b, u64, i8, c, p, bcol, nu
     return sp
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _seed(sc, sp, si, r):
     """Write the loose sets that may join the played card's group: the empty set when ``r = 0``, else every group of
     sum r. Returns the new end, or -1 when ``sc`` is full."""
@@ -835,13 +836,15 @@ def _one_group_lex(loose, a, numeric, tag, limit, buf, w, lim):
 
 
 @njit(cache=True)
-def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
+def general_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     """List the captures and builds of a crowded table (after the trails), first ``M`` in canonical order, exactly.
 
     Same moves and order as :func:`gen_general`, produced per played card by the output-sensitive searches of
     :mod:`._crowded_gen` (unions of groups, with fixed builds and a mandatory count vector for the played card or the
     cards of a reservation being regrouped) and :func:`_one_group_lex`; each card's list is cut after the budget plus
-    one, so the work grows with ``M``, not with the table.
+    one, so the work grows with ``M``, not with the table. ``mk, mv``: the memo table of :func:`._crowded_gen.box`
+    (:func:`._crowded_gen.new_memo_arrays`); ``box`` is a pure function of its key, so the caller keeps one table
+    for all the crowded tables of a batch call instead of clearing 4 MB for each.
     """
     P = cfg[CFG_P]
     M = cfg[CFG_M]
@@ -853,7 +856,6 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si):
     bcol = P + 1
     nslot = si[GI_NSLOT]
     tot = si[GI_TOT]
-    mk, mv = new_memo_arrays()
     mvs = np.empty(256, dtype=np.uint64)
     lim0 = M + 1
     buf = np.empty(4 * lim0 + 256, dtype=np.uint64)  # room for a compacted list plus one component or batch

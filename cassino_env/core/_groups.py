@@ -15,6 +15,11 @@ from numba import njit
 
 from ._bits import U0, U1, lowbit
 
+#: Index in the drivers' ``si`` buffer (of either generator, beyond both generators' regions) of the flag a move
+#: generator sets when it hands a crowded table over to its output-sensitive path, which the driver then runs with
+#: the memo table it keeps for the whole batch call.
+CROWDED_FLAG = 446
+
 _SMALL = 48  # below this many entries de-duplication and sorting are quadratic; above, heap sort in place
 
 

@@ -28,9 +28,10 @@ from ._bits import (
     popcount,
     shuffle_into,
 )
-from ._classic_gen import SC_INIT, SI_SIZE, list_moves
+from ._classic_gen import SC_INIT, SI_SIZE, finish_slow, list_moves
+from ._crowded_gen import new_memo_arrays
 from ._general_gen import GI_SIZE, gen_general, general_slow
-from ._groups import write_trails
+from ._groups import CROWDED_FLAG, write_trails
 from ._layout import (
     BVAL,
     CFG_BUILDS,
@@ -394,25 +395,47 @@ def _no_move_trails(b, u64, i8, i16, m8, mvc, cfg):
 
 @njit(cache=True)
 def _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-    """Recompute game b's move table with the classic generator; return the scratch buffer to keep."""
+    """Recompute game b's move table with the classic generator; return the scratch buffer to keep. A crowded table
+    is left to the caller (``si[CROWDED_FLAG]`` set, then :func:`_crowded_classic`)."""
     sc = list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si)
-    _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
+    if si[CROWDED_FLAG] == 0:
+        _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
     return sc
 
 
 @njit(cache=True)
+def _crowded_classic(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
+    """Finish the listing of a crowded table by :func:`._classic_gen.finish_slow` with the memo table ``mk, mv``."""
+    si[CROWDED_FLAG] = 0
+    finish_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv)
+    _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
+
+
+@njit(cache=True)
 def _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
-    """Recompute game b's move table with the general generator; return the scratch buffer to keep."""
+    """Recompute game b's move table with the general generator; return the scratch buffer to keep.
+
+    A crowded table is left to the caller, which gets ``si[CROWDED_FLAG] = 1`` and calls :func:`_crowded_general` (so
+    that the memo table of the output-sensitive path is made once per batch call, and only when needed).
+    """
     while True:
         r = gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
         if r == 0:
             break
         if r == 2:
-            general_slow(b, u64, i8, i16, m8, mvc, cfg, si)  # a crowded table: output-sensitive listing
-            break
+            si[CROWDED_FLAG] = 1
+            return sc
         sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
     _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
     return sc
+
+
+@njit(cache=True)
+def _crowded_general(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
+    """Finish the listing of a crowded table by :func:`._general_gen.general_slow` with the memo table ``mk, mv``."""
+    si[CROWDED_FLAG] = 0
+    general_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv)  # a crowded table: output-sensitive listing
+    _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
 
 
 # --- batch loops ------------------------------------------------------------------------------------------------------
@@ -460,12 +483,16 @@ def _prepare(mode, b, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
 @njit(cache=True)
 def _range_classic(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     """Run ``mode`` on games [lo, hi) with the classic generator; return the number of moves played (step and
-    rollout). The scratch buffers go down borrowed (:func:`._bits.borrow`); their owners live to the end."""
+    rollout). The scratch buffers go down borrowed (:func:`._bits.borrow`); their owners live to the end. The memo
+    table of crowded tables (4 MB) is made at the first one and kept for the rest of the call."""
     nmcol = cfg[CFG_P] + cfg[CFG_S]
     sc_own = np.empty(SC_INIT, dtype=np.uint64)
     si_own = np.empty(SI_ALLOC, dtype=np.int64)
     sc = borrow(sc_own)
     si = borrow(si_own)
+    si[CROWDED_FLAG] = 0
+    mk = np.empty(0, dtype=np.uint64)  # the memo table of crowded tables (4 MB): made at the first one
+    mv = np.empty(0, dtype=np.int8)
     played = 0
     for b in range(lo, hi):
         if mode == MODE_ROLLOUT:
@@ -477,12 +504,20 @@ def _range_classic(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mv
                 x += GOLDEN
                 apply_move(b, below(mix64(x), n), u64, i8, i16, i64, m8, mvc, res, cfg, rl)
                 sc = _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+                if si[CROWDED_FLAG] != 0:
+                    if mv.shape[0] == 0:
+                        mk, mv = new_memo_arrays()
+                    _crowded_classic(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv)
                 played += 1
             rng[b] = x
             continue
         r = _prepare(mode, b, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
         if r != 0:
             sc = _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+            if si[CROWDED_FLAG] != 0:
+                if mv.shape[0] == 0:
+                    mk, mv = new_memo_arrays()
+                _crowded_classic(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv)
             if r == 2:
                 played += 1
     return played + 0 * (sc_own.shape[0] + si_own.shape[0])  # the owners are used (alive) up to here
@@ -496,6 +531,9 @@ def _range_general(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mv
     si_own = np.empty(SI_ALLOC, dtype=np.int64)
     sc = borrow(sc_own)
     si = borrow(si_own)
+    si[CROWDED_FLAG] = 0
+    mk = np.empty(0, dtype=np.uint64)  # no memo table yet
+    mv = np.empty(0, dtype=np.int8)
     played = 0
     for b in range(lo, hi):
         if mode == MODE_ROLLOUT:
@@ -507,12 +545,20 @@ def _range_general(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mv
                 x += GOLDEN
                 apply_move(b, below(mix64(x), n), u64, i8, i16, i64, m8, mvc, res, cfg, rl)
                 sc = _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+                if si[CROWDED_FLAG] != 0:
+                    if mv.shape[0] == 0:
+                        mk, mv = new_memo_arrays()
+                    _crowded_general(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv)
                 played += 1
             rng[b] = x
             continue
         r = _prepare(mode, b, actions, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
         if r != 0:
             sc = _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si)
+            if si[CROWDED_FLAG] != 0:
+                if mv.shape[0] == 0:
+                    mk, mv = new_memo_arrays()
+                _crowded_general(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv)
             if r == 2:
                 played += 1
     return played + 0 * (sc_own.shape[0] + si_own.shape[0])  # the owners are used (alive) up to here
