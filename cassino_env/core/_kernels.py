@@ -301,7 +301,7 @@ def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
 
 @njit(cache=True)
 def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
-    """Play move ``a`` of game ``b``'s move table for its player to move, then advance (movespec "Applying").
+    """Play move ``a`` of game ``b``'s move table for its player to move, then advance (docs/rules.md 2).
 
     Clears ``res[b]`` and fills it: the actor, and for a deal that ends, its tally (see :func:`_end_deal`).
     """
