@@ -312,8 +312,15 @@ class raw_env(AECEnv, EzPickle):
             raise EnvConfigError(f"illegal_action={illegal_action!r} is not one of {list(ILLEGAL_ACTIONS)}")
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise EnvConfigError(f"render_mode={render_mode!r} is not None or one of {list(RENDER_MODES)}")
-        if not isinstance(max_moves, (int, np.integer)) or not 1 <= int(max_moves) <= 32767:
-            raise EnvConfigError(f"max_moves must be an integer 1..32767, got {max_moves!r}")
+        if (isinstance(max_moves, bool) or not isinstance(max_moves, (int, np.integer))
+                or not 1 <= int(max_moves) <= 32767):
+            raise EnvConfigError(f"max_moves must be an integer 1..32767, got {max_moves!r:.40}")
+        for name, flag in (("prune", prune), ("mask_in_info", mask_in_info), ("with_moves", with_moves)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise EnvConfigError(f"{name} must be True or False, got {type(flag).__name__} {flag!r:.40}")
+        if (isinstance(illegal_reward, bool) or not isinstance(illegal_reward, (int, float, np.integer, np.floating))
+                or not np.isfinite(illegal_reward)):
+            raise EnvConfigError(f"illegal_reward must be a finite number, got {illegal_reward!r:.40}")
         self.rules = resolve_rules(rules, num_players)
         self.action_encoding, self.reward, self.episode = action_encoding, reward, episode
         self.illegal_action, self.illegal_reward = illegal_action, float(illegal_reward)

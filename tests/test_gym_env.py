@@ -288,3 +288,16 @@ def test_aec_adapter_options_mask_in_info_and_with_moves():
         plain.step(a)
     for kw in ({"mask_in_info": False}, {"with_moves": False}):
         api_test(cassino_env.env(**kw), num_cycles=200)
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [({"prune": "no"}, "prune"), ({"mask_in_info": 0}, "mask_in_info"),
+                                               ({"with_moves": None}, "with_moves"), ({"max_moves": True}, "max_moves"),
+                                               ({"illegal_reward": float("nan")}, "illegal_reward"),
+                                               ({"illegal_reward": "x"}, "illegal_reward")])
+def test_aec_env_arguments_of_the_wrong_type_name_the_field(kwargs, field):
+    """The PettingZoo env refuses what its own flags would misread ("no" was taken as prune=True)."""
+    from cassino_env import env as make_env
+    from cassino_env.vector import EnvConfigError
+
+    with pytest.raises(EnvConfigError, match=field):
+        make_env(**kwargs)
