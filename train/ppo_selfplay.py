@@ -159,6 +159,15 @@ class Args:
     """stop training after this many wall-clock seconds of the run, resumed parts included (0: no limit), then save
     and evaluate as usual; a guard that keeps the default run within 20 minutes on a slow or busy machine"""
 
+    # --- rollout workers on Ray (train/rollout.py) -------------------------------------------------------------------
+    ray_address: str | None = None
+    """play the rollouts on Ray actors of the Ray cluster at this address (--ray; ray.init's: local starts one on
+    this machine, auto joins the running one, also found through RAY_ADDRESS, ray://HOST:10001 a remote one), the
+    PPO update staying here; null: play them in this process. Needs the ray extra"""
+    num_workers: int = 1
+    """with ray_address: the rollout workers (Ray actors, one CPU each), each playing num_envs / num_workers of the
+    games; must divide num_envs. Without ray_address it must be 1"""
+
     # --- environment ------------------------------------------------------------------------------------------------
     preset: str = "classic"
     """rule preset (docs/rules.md 6)"""
@@ -292,6 +301,8 @@ ARG_RULES: dict[str, config.FieldRule] = {
     "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1, want="an integer 0 <= seed < 2**63"),
     "threads": integer(1, 1024), "run_dir": optional(text()), "runs_root": text(), "resume": optional(text()),
     "reuse_run_dir": boolean(), "progress_every_s": number(0.0), "max_train_seconds": number(0.0),
+    # rollout workers on Ray
+    "ray_address": optional(text()), "num_workers": integer(1, 4096),
     # environment
     "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
     "reward_scale": number(0.0, lo_open=True), "objective": text(("points", "match")),
@@ -365,6 +376,12 @@ def _check_combination(args: Args) -> None:
     if args.objective == "match" and args.shaping:
         raise ConfigError("shaping pays banked deal points, which objective=match does not count: use one of them",
                           field="shaping")
+    if args.num_workers > 1 and args.ray_address is None:
+        raise ConfigError(f"num_workers={args.num_workers}: rollout workers are Ray actors; give ray_address (--ray "
+                          "ADDRESS) too, or num_workers=1 to play the rollouts here", field="num_workers")
+    if args.num_envs % args.num_workers:
+        raise ConfigError(f"num_workers={args.num_workers} must divide num_envs={args.num_envs} (every worker plays "
+                          "as many games)", field="num_workers")
     if args.pool_rate + sum(args.bot_rates.values()) > 1 + 1e-9:
         raise ConfigError(f"pool_rate and bot_rates add up to {args.pool_rate + sum(args.bot_rates.values()):g}: "
                           "the shares of the games must add up to at most 1", field="bot_rates")
@@ -658,11 +675,17 @@ def _same_folder(a: Path, b: Path) -> bool:
 
 
 def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Module, env: Any,
-                      optimizer_state: Any) -> None:
+                      optimizer_state: Any, num_workers: int = 1) -> None:
     """Check every field of a checkpoint's ``train`` entry and its ``optimizer`` (``optimizer_state``) before any is
     used to resume (nothing is changed): the counters, the RNG states, the opponent pool (each snapshot must have the
-    network's tensors, finite), the environment state (the env's fields, shapes and dtypes) and the optimiser's state
-    (:func:`_check_optimizer_state`). The ``config`` entry is checked by :func:`train.config.resume_args`.
+    network's tensors, finite), the environment state (the env's fields, shapes and dtypes), the other Ray workers'
+    states and the optimiser's state (:func:`_check_optimizer_state`). The ``config`` entry is checked by
+    :func:`train.config.resume_args`.
+
+    ``env`` has the games of one collector (``num_envs / num_workers``); ``train.env_state`` holds worker 0's (all
+    the games of a local run), ``train.workers`` (absent: none) one ``{env_state, numpy_rng}`` per further Ray
+    worker (train/rollout.py), so a run resumes with its own number of workers; a local run and a Ray run of one
+    worker have the same state and resume either way.
 
     Raises:
         agents.ppo_agent.CheckpointError: naming the file and the field (``train.<field>``).
@@ -681,13 +704,29 @@ def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Mod
     v = tr.get("elapsed_s")
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise bad("elapsed_s", f"must be a finite number of seconds >= 0, got {v!r}")
-    state = tr.get("numpy_rng")
-    try:
-        if not isinstance(state, str):
-            raise TypeError(f"a JSON string, got {type(state).__name__}")
-        _set_rng_state(np.random.default_rng(0), state)  # a scratch generator: the run's is set only once all pass
-    except (TypeError, ValueError, KeyError, OverflowError) as exc:
-        raise bad("numpy_rng", f"not a numpy generator state: {exc}") from None
+    def check_rng(name: str, state: Any) -> None:
+        try:
+            if not isinstance(state, str):
+                raise TypeError(f"a JSON string, got {type(state).__name__}")
+            _set_rng_state(np.random.default_rng(0), state)  # a scratch generator: the run's is set only once all pass
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            raise bad(name, f"not a numpy generator state: {exc}") from None
+
+    def check_env(name: str, saved: Any) -> None:
+        fields = _env_state(env)
+        if not isinstance(saved, dict) or set(saved) != set(fields):
+            missing = sorted(set(fields) - set(saved)) if isinstance(saved, dict) else []
+            raise bad(name, "must hold the vector env's state fields" + (f" (no {missing[0]!r})" if missing else ""))
+        for k, ref in fields.items():
+            t = saved[k]
+            if not isinstance(t, torch.Tensor) or t.dtype != ref.dtype or t.shape != ref.shape:
+                got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+                games = (f"num_envs={env.num_envs}" if num_workers == 1 else
+                         f"{env.num_envs} games (num_envs / num_workers={num_workers})")
+                raise bad(f"{name}.{k}", f"must be a {ref.dtype} tensor of shape {tuple(ref.shape)} for {games}, "
+                                         f"got {got}")
+
+    check_rng("numpy_rng", tr.get("numpy_rng"))
     want = torch.get_rng_state()
     t = tr.get("torch_rng")
     if not isinstance(t, torch.Tensor) or t.dtype != want.dtype or t.shape != want.shape:
@@ -716,17 +755,20 @@ def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Mod
     if (not isinstance(rates_, list) or len(rates_) != n
             or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in rates_)):
         raise bad("pool.winrate", f"must be a list of {n} numbers from 0 to 1 (one per snapshot)")
-    saved = tr.get("env_state")
-    fields = _env_state(env)
-    if not isinstance(saved, dict) or set(saved) != set(fields):
-        missing = sorted(set(fields) - set(saved)) if isinstance(saved, dict) else []
-        raise bad("env_state", "must hold the vector env's state fields" + (f" (no {missing[0]!r})" if missing else ""))
-    for k, ref in fields.items():
-        t = saved[k]
-        if not isinstance(t, torch.Tensor) or t.dtype != ref.dtype or t.shape != ref.shape:
-            got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise bad(f"env_state.{k}", f"must be a {ref.dtype} tensor of shape {tuple(ref.shape)} for "
-                                        f"num_envs={env.num_envs}, got {got}")
+    workers = tr.get("workers", [])
+    if not isinstance(workers, list):
+        raise bad("workers", f"must be a list (one entry per Ray worker after the first), got {type(workers).__name__}")
+    if len(workers) + 1 != num_workers:
+        made = "a local run or one Ray worker" if not workers else f"{len(workers) + 1} Ray workers"
+        raise bad("workers", f"the run was made with {made} (num_workers={len(workers) + 1}); resume it with "
+                             f"num_workers={len(workers) + 1}" + (" and ray_address" if workers else "")
+                  + f", not num_workers={num_workers}")
+    check_env("env_state", tr.get("env_state"))
+    for i, w in enumerate(workers):
+        if not isinstance(w, dict) or set(w) != {"env_state", "numpy_rng"}:
+            raise bad(f"workers[{i}]", "must hold env_state and numpy_rng")
+        check_env(f"workers[{i}].env_state", w["env_state"])
+        check_rng(f"workers[{i}].numpy_rng", w["numpy_rng"])
     _check_optimizer_state(optimizer_state, path, policy)
 
 
@@ -840,17 +882,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
     import torch
     from torch.utils.tensorboard import SummaryWriter
 
-    from agents.base import slice_obs
-    from agents.bots import RuleTables
-    from agents.features import (
-        MOVE_FEATURES,
-        NUM_MOVE_FEATURES,
-        MoveFeaturizer,
-        banked_points,
-        critic_state,
-        critic_state_size,
-        seat_margins,
-    )
+    from agents.features import MOVE_FEATURES, NUM_MOVE_FEATURES, critic_state_size
     from agents.features import SCALE as FEATURE_SCALE
     from agents.policy import (
         CRITICS,
@@ -859,7 +891,6 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         NetworkShape,
         masked_entropy,
         masked_log_softmax,
-        sample_actions,
     )
     from agents.ppo_agent import (
         CheckpointError,
@@ -872,6 +903,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         save_checkpoint,
     )
     from cassino_env.vector import CassinoVectorEnv
+    from train.rollout import LocalRollouts, RayRollouts, RolloutCollector, worker_seeds
 
     # --- resume: the checkpoint's config, overridden by what was given explicitly ------------------------------------
     ckpt = None
@@ -890,8 +922,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
     if ckpt is not None and (ckpt["preset"] != rules.preset or ckpt["num_players"] != rules.num_players):
         raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
                               f"not {rules.preset!r} with {rules.num_players}")
-    B, T, P, S = args.num_envs, args.num_steps, rules.num_players, rules.num_sides
-    side_of_seat = np.arange(P) % S  # docs/rules.md 1: partners sit opposite, seats p and p + S
+    B, T = args.num_envs, args.num_steps
     batch_steps = B * T
     num_iterations = max(args.total_timesteps // batch_steps, 1)
     if num_iterations * batch_steps != args.total_timesteps:
@@ -920,31 +951,28 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         make_bots([s for s in expand_specs(args.final_eval_opponents) if s not in bots], rules)
     except AgentSpecError as exc:
         raise ConfigError(f"bot_rates / eval_opponents / final_eval_opponents: {exc}") from None
-    env = CassinoVectorEnv(B, rules, seed=args.seed * 1_000_003 % 2**62, max_moves=args.max_moves, reward=args.reward,
-                           episode="deal", with_view=bool(bot_names) or args.move_features)
-    obs, _ = env.reset()
+    worker_envs = B // args.num_workers  # the games of one collector (train/rollout.py)
+    if args.ray_address is None:  # one collector here, over every game, drawing from `rng`
+        collector = RolloutCollector(args, rules, B, worker_seeds(args.seed, 0)[0], bots)
+        env = collector.env
+    else:  # the games live on the Ray workers: an env of one worker's size gives the shapes to check a checkpoint by
+        env = CassinoVectorEnv(worker_envs, rules, seed=0, max_moves=args.max_moves, reward=args.reward, episode="deal",
+                               with_view=bool(bot_names) or args.move_features)
     D, M = env.obs_size, args.max_moves
     F = NUM_MOVE_FEATURES if args.move_features else 0
-    C = critic_state_size(P) if args.critic_full_state and args.critic == "separate" else 0
+    C = critic_state_size(rules.num_players) if args.critic_full_state and args.critic == "separate" else 0
     net_shape = NetworkShape(obs_dim=D, hidden=args.hidden, embed=args.embed, move_features=F, critic=args.critic,
                              critic_dim=C)
-    featurizer = MoveFeaturizer(rules) if F else None
-    shaping_tables = RuleTables.of(rules) if args.shaping else None
-    match_value = None
-    if args.objective == "match":
-        from train.match_value import MatchValue
-
-        match_value = MatchValue.of(rules, seed=args.seed % 2**31)
     if ckpt is not None:  # the file's network against the run's, before any network is allocated
         check_network(ckpt, args.resume, net_shape)
     policy = CassinoPolicy.from_shape(net_shape)
     if F and args.feature_prior:
         policy.set_feature_prior(MOVE_FEATURES.index("advanced_score"), args.feature_prior / FEATURE_SCALE)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5)
-    opponent_net = CassinoPolicy.from_shape(net_shape).eval()
+    rollouts: LocalRollouts | RayRollouts | None = None
+    if args.ray_address is None:
+        rollouts = LocalRollouts(collector, net_shape)  # its pool network drawn from torch's generator here
     pool = SnapshotPool(args.pool_size, args.pool_sampling)
-    ctrl = split_games(B, args.pool_rate, args.bot_rates)
-    is_self = ctrl == SELF
     opp_names = ["self", "pool", *bot_names]
     iteration, global_step, elapsed_before = 0, 0, 0.0
 
@@ -952,7 +980,8 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         expected = net_shape
         policy.load_state_dict(policy_from_checkpoint(ckpt, args.resume, expected).state_dict())
         tr = ckpt["train"]
-        check_train_state(tr, args.resume, policy, env, ckpt["optimizer"])  # every field, before any is applied
+        check_train_state(tr, args.resume, policy, env, ckpt["optimizer"],  # every field, before any is applied
+                          num_workers=args.num_workers)
         try:
             optimizer.load_state_dict(ckpt["optimizer"])
         except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -961,11 +990,18 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         pool.load(tr["pool"])
         _set_rng_state(rng, tr["numpy_rng"])
         torch.set_rng_state(tr["torch_rng"])
-        _restore_env_state(env, tr["env_state"])
-        obs = env.observe()
-        print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
     else:
         pool.add(policy, 0)
+
+    # --- the Ray workers (--ray), once everything is checked; then the games of the checkpoint, here or there -------
+    if rollouts is None:
+        rollouts = RayRollouts(args, net_shape)  # ConfigError (ray_address, num_workers) before anything is written
+        held.append(rollouts)  # released (actors ended, Ray shut down if started here) when the run ends
+        print(f"{args.num_workers} rollout worker{'s' if args.num_workers > 1 else ''} on the Ray cluster at "
+              f"{args.ray_address!r}, {worker_envs:,} games each", flush=True)
+    if ckpt is not None:
+        rollouts.load(ckpt["train"])
+        print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
 
     # --- the run folder: locked and written only now, once every option and the checkpoint have been checked -------
     held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
@@ -981,7 +1017,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         train_state = {
             "config": args_to_dict(args), "run_dir": str(run_dir), "iteration": iteration, "global_step": global_step,
             "elapsed_s": elapsed_before + (time.time() - start_time), "numpy_rng": _rng_state(rng),
-            "torch_rng": torch.get_rng_state(), "pool": pool.state(), "env_state": _env_state(env),
+            "torch_rng": torch.get_rng_state(), "pool": pool.state(), **rollouts.state(),  # env_state (workers)
         }
         path = save_checkpoint(ckpt_dir / name, policy, rules, optimizer=optimizer, train=train_state)
         atomic_copy(path, ckpt_dir / "latest.pt")  # never half-written: a temporary file renamed into place
@@ -1004,22 +1040,6 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         policy.train()
         return out
 
-    # --- rollout storage: one row per (step, game); every move is stored, `learn` marks the trained ones ------------
-    obs_buf = np.zeros((T, B, D), dtype=np.float32)
-    kind_buf = np.zeros((T, B, M), dtype=np.int8)
-    card_buf = np.zeros((T, B, M), dtype=np.int8)
-    value_buf = np.zeros((T, B, M), dtype=np.int8)
-    cards_buf = np.zeros((T, B, M), dtype=np.int64)
-    mask_buf = np.zeros((T, B, M), dtype=bool)
-    feat_buf = np.zeros((T, B, M, F), dtype=np.float32) if F else None
-    crit_buf = np.zeros((T, B, C), dtype=np.float32) if C else None
-    actions = np.zeros((T, B), dtype=np.int64)
-    logprobs = np.zeros((T, B), dtype=np.float32)
-    values = np.zeros((T, B), dtype=np.float32)
-    learn = np.zeros((T, B), dtype=bool)           # the current policy acted: the transition is trained on
-    credit = SeatCredit(T, B, P)                   # per-seat rewards, trajectory ends and links (for GAE)
-    games = np.arange(B)
-
     start_time = time.time()
     last_progress = 0.0
     last_eval: dict[str, float] = {}
@@ -1036,101 +1056,21 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / num_iterations)
         snap = pool.sample(rng)
-        opponent_net.load_state_dict(pool.snapshots[snap])
-        opponent = PPOAgent(opponent_net, deterministic=False, rules=rules)
         deals_done = global_step // (B * deal_len)
-        t_env = t_inf = 0.0
-        credit.reset()
-        deal_return = np.zeros((B, P), dtype=np.float64)
-        ep_returns: list[np.ndarray] = []
-        ep_ctrl: list[np.ndarray] = []
 
-        # --- rollout -------------------------------------------------------------------------------------------------
-        potential = np.zeros((B, P))  # shaping potential (seat margins of banked points): 0, every deal is fresh
-        match_before = env.state.match_scores.astype(np.int64)  # rollouts start at deal starts
-        for t in range(T):
-            t0 = time.time()
-            if t % deal_len == 0:
-                learner_side = rotate_learner_side(games, deals_done + t // deal_len, S)
-            cp = obs["current_player"].astype(np.int64)
-            mine = is_self | (side_of_seat[cp] == learner_side)
-            obs_buf[t] = obs["observation"]
-            kind_buf[t], card_buf[t], value_buf[t] = obs["move_kind"], obs["move_card"], obs["move_value"]
-            cards_buf[t] = obs["move_cards"].view(np.int64)
-            mask_buf[t] = obs["action_mask"]
-            learn[t] = mine
-            rows = np.flatnonzero(mine)
-            if F:
-                feat_buf[t] = featurizer(obs)
-            if C:
-                crit_buf[t] = critic_state(env.state)
-            with torch.no_grad():
-                mb = MoveBatch.from_arrays(obs_buf[t, rows], kind_buf[t, rows], card_buf[t, rows], value_buf[t, rows],
-                                           cards_buf[t, rows], mask_buf[t, rows],
-                                           feat_buf[t, rows] if F else None, crit_buf[t, rows] if C else None)
-                logits, value = policy(mb)
-                a = sample_actions(logits, rng)
-                logp = masked_log_softmax(logits, mb.mask)[torch.arange(len(rows)), torch.from_numpy(a)]
-            actions[t, rows] = a
-            logprobs[t, rows] = logp.numpy()
-            values[t, rows] = value.numpy()
-            for c in np.unique(ctrl[~mine]):
-                rows_c = np.flatnonzero(~mine & (ctrl == c))
-                if c == POOL:  # the pool snapshot reads the move features already computed for every game
-                    actions[t, rows_c] = opponent.act(slice_obs(obs, rows_c), rng,
-                                                      feats=feat_buf[t, rows_c] if F else None)
-                else:
-                    actions[t, rows_c] = bots[bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
-            credit.act(t, cp)  # the transition belongs to the seat that acted
-            t1 = time.time()
-            obs, reward, terminated, _, step_info = env.step(actions[t])
-            t2 = time.time()
-            paid = reward
-            if shaping_tables is not None:  # a finished deal's next state is a fresh deal: potential 0
-                after = seat_margins(banked_points(env.state, shaping_tables), P)
-                after[terminated] = 0.0
-                paid = reward + (after - potential)
-                potential = after
-            if match_value is None:
-                credit.step(args.reward_scale * paid, terminated)  # every seat's reward, to its open transition
-            else:  # objective=match: the change of each side's match-win chance, at the end of a deal
-                paid = np.zeros((B, P))
-                ended = np.flatnonzero(terminated)
-                if len(ended):
-                    res = step_info["result"]
-                    side_r = match_value.rewards(match_before[ended], res.match_totals[ended],
-                                                 res.match_done[ended], res.match_winner[ended])
-                    paid[ended] = side_r[:, side_of_seat]
-                    match_before[ended] = env.state.match_scores[ended]
-                credit.step(paid, terminated)
-            deal_return += reward
-            if terminated.any():
-                ended = np.flatnonzero(terminated)
-                ep_returns.append(deal_return[ended, learner_side[ended]])  # seat s is on side s
-                ep_ctrl.append(ctrl[ended])
-                vs_pool = ended[ctrl[ended] == POOL]
-                if len(vs_pool):
-                    margin = deal_return[vs_pool, learner_side[vs_pool]]
-                    pool.record(snap, np.where(margin > 0, 1.0, np.where(margin == 0, 0.5, 0.0)))
-                deal_return[ended] = 0.0
-            t_inf += t1 - t0
-            t_env += t2 - t1
+        # --- rollout, and GAE along each (game, seat) trajectory (train/rollout.py) ---------------------------------
+        ro = rollouts.collect(policy, pool.snapshots[snap], rng, deals_done)
+        pool.record(snap, ro.pool_results)
+        t_env, t_inf = ro.env_s, ro.inference_s
         global_step += batch_steps
-        assert not credit.open, "rollouts hold whole deals"
-
-        # --- GAE along each (game, seat) trajectory ------------------------------------------------------------------
-        advantages = compute_gae(credit.rewards, values, credit.dones, credit.next_t, args.gamma, args.gae_lambda)
-        returns = advantages + values
 
         # --- PPO update over the learner transitions -----------------------------------------------------------------
         t_upd = time.time()
-        flat = np.flatnonzero(learn.reshape(-1))
-        b_obs, b_kind, b_card = obs_buf.reshape(T * B, D), kind_buf.reshape(T * B, M), card_buf.reshape(T * B, M)
-        b_value, b_cards, b_mask = value_buf.reshape(T * B, M), cards_buf.reshape(T * B, M), mask_buf.reshape(T * B, M)
-        b_feat = feat_buf.reshape(T * B, M, F) if F else None
-        b_crit = crit_buf.reshape(T * B, C) if C else None
-        b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
-        b_adv, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
+        flat = ro.flat
+        b_obs, b_kind, b_card, b_value, b_cards, b_mask = ro.obs, ro.kind, ro.card, ro.value, ro.cards, ro.mask
+        b_feat, b_crit = ro.feat, ro.crit
+        b_actions, b_logprobs = ro.actions, ro.logprobs
+        b_adv, b_returns, b_values = ro.advantages, ro.returns, ro.values
         minibatch_size = max(len(flat) // args.num_minibatches, 1)
         clipfracs = []
         policy.train()
@@ -1194,8 +1134,10 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
         writer.add_scalar("time/update_s", t_done - t_upd, global_step)
         writer.add_scalar("time/env_fraction", t_env / iter_s, global_step)
         writer.add_scalar("time/update_fraction", (t_done - t_upd) / iter_s, global_step)
-        if ep_returns:
-            rets, who = np.concatenate(ep_returns), np.concatenate(ep_ctrl)
+        if rollouts.overhead_s is not None:
+            writer.add_scalar("time/ray_overhead_s", rollouts.overhead_s, global_step)
+        if len(ro.ep_returns):
+            rets, who = ro.ep_returns, ro.ep_ctrl
             writer.add_scalar("charts/episodic_return", float(rets[who != SELF].mean()) if (who != SELF).any()
                               else 0.0, global_step)
             for c in np.unique(who[who != SELF]):
