@@ -358,10 +358,10 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def options_type(cls: type, name: str = "TrainOptions") -> type:
+def options_type(cls: type, name: str = "TrainOptions", aliases: dict[str, tuple[str, ...]] | None = None) -> type:
     """The command-line options of ``cls``: every field made optional, default None (= not given), plus
     ``--config``, so that a flag given on the command line always overrides the config file, even at its default
-    value."""
+    value. ``aliases``: more flags for a field (``{"ray_address": ("--ray",)}``)."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     defaults = args_to_dict(cls())
@@ -379,7 +379,7 @@ def options_type(cls: type, name: str = "TrainOptions") -> type:
             metavar, flag_type = "NAME RATE [NAME RATE ...]", tuple[str, ...]
         elif typing.get_origin(t) is tuple:
             metavar, flag_type = "NAME [NAME ...]", tuple[str, ...]
-        arg = tyro.conf.arg(help=docs.get(f.name), metavar=metavar,
+        arg = tyro.conf.arg(help=docs.get(f.name), metavar=metavar, aliases=(aliases or {}).get(f.name),
                             help_behavior_hint=f"(built-in default: {defaults[f.name]!r})")
         fields.append((f.name, Annotated[flag_type | None, arg], None))
     return dataclasses.make_dataclass(name, [(n, t, dataclasses.field(default=d)) for n, t, d in fields])

@@ -399,7 +399,7 @@ def _check_combination(args: Args) -> None:
 # Options: a YAML config holds the fields that differ from Args' defaults; the command line overrides it
 # (train/config.py)
 # ----------------------------------------------------------------------------------------------------------------------
-TrainOptions = config.options_type(Args)
+TrainOptions = config.options_type(Args, aliases={"ray_address": ("--ray",)})  # --ray ADDRESS, as cassino eval's
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -958,6 +958,7 @@ def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) ->
     else:  # the games live on the Ray workers: an env of one worker's size gives the shapes to check a checkpoint by
         env = CassinoVectorEnv(worker_envs, rules, seed=0, max_moves=args.max_moves, reward=args.reward, episode="deal",
                                with_view=bool(bot_names) or args.move_features)
+        env.reset()
     D, M = env.obs_size, args.max_moves
     F = NUM_MOVE_FEATURES if args.move_features else 0
     C = critic_state_size(rules.num_players) if args.critic_full_state and args.critic == "separate" else 0

@@ -1,0 +1,188 @@
+"""cassino train --ray ADDRESS --num-workers N: rollouts on Ray actors, the PPO update on the driver
+(train/rollout.py, train/ppo_selfplay.py): one worker is the local run bit for bit, two workers on a two-node cluster
+train, log, checkpoint and resume."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")  # the ray extra; CI installs it (the dev extra)
+
+import torch  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+
+from agents.ppo_agent import CheckpointError  # noqa: E402
+from train.cli import main as cli_main  # noqa: E402
+from train.config import CONFIGS_DIR, ConfigError  # noqa: E402
+from train.ppo_selfplay import Args, train  # noqa: E402
+from train.rollout import worker_seeds  # noqa: E402
+
+
+def tiny_args(run_dir: Path, **overrides: Any) -> Args:
+    """Four iterations of 16 games x 48 moves (pool, bot and self-play games), a checkpoint after the second."""
+    values = dict(exp_name="ray", seed=4, threads=1, run_dir=str(run_dir), progress_every_s=1e9, max_train_seconds=0.0,
+                  total_timesteps=4 * 768, num_envs=16, hidden=16, embed=8, num_minibatches=2, update_epochs=1,
+                  pool_rate=0.25, snapshot_every=768, bot_rates={"greedy": 0.25}, eval_every=0, eval_deals=2,
+                  eval_opponents=("random",), checkpoint_every=1536, final_eval_deals=0)
+    values.update(overrides)
+    return Args(**values)
+
+
+def load(path: Path) -> dict[str, Any]:
+    return torch.load(path, weights_only=False)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, tensors element for element (bit for bit: floats compared exactly)."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and set(a) == set(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    ea = EventAccumulator(str(run_dir))
+    ea.Reload()
+    return {t: [(e.step, e.value) for e in ea.Scalars(t)] for t in ea.Tags()["scalars"]}
+
+
+# --- options --------------------------------------------------------------------------------------------------------
+
+
+def test_worker_options_are_checked_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="num_workers=2: rollout workers are Ray actors; give ray_address") as e:
+        tiny_args(tmp_path, num_workers=2)
+    assert e.value.field == "num_workers"
+    with pytest.raises(ConfigError, match=r"num_workers=3 must divide num_envs=16") as e:
+        tiny_args(tmp_path, num_workers=3, ray_address="local")
+    assert e.value.field == "num_workers"
+    with pytest.raises(ConfigError, match="num_workers") as e:
+        tiny_args(tmp_path, num_workers=0, ray_address="local")
+    assert e.value.field == "num_workers"
+    tiny_args(tmp_path, num_workers=4, ray_address="auto")  # 4 workers of 4 games
+
+
+def test_the_command_line_takes_ray_and_num_workers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "--ray STR" in out and "--num-workers INT" in out
+    assert cli_main(["train", "--config", str(CONFIGS_DIR / "ppo_tiny.yaml"), "--num-workers", "2",
+                     "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 1 and "num_workers=2" in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_workers_are_seeded_apart_and_worker_0_as_the_local_trainer() -> None:
+    assert worker_seeds(7, 0) == (7 * 1_000_003 % 2**62, None)
+    seeds = [worker_seeds(7, i)[0] for i in range(1, 4)]
+    assert len(set(seeds + [worker_seeds(7, 0)[0]])) == 4 and seeds == [worker_seeds(7, i)[0] for i in range(1, 4)]
+    draws = [worker_seeds(7, i)[1].integers(2**62, size=4).tolist() for i in (1, 2, 1)]
+    assert draws[0] == draws[2] != draws[1]
+    assert worker_seeds(8, 1)[0] != worker_seeds(7, 1)[0]
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny run, trained here (no Ray); its run folder."""
+    run_dir = tmp_path_factory.mktemp("local") / "run"
+    train(tiny_args(run_dir))
+    return run_dir
+
+
+def test_a_local_checkpoint_claiming_more_workers_is_refused(local_run: Path, tmp_path: Path) -> None:
+    ckpt = load(local_run / "checkpoints" / "step_00000001536.pt")
+    ckpt["train"]["workers"] = [{"env_state": ckpt["train"]["env_state"], "numpy_rng": ckpt["train"]["numpy_rng"]}]
+    bad = tmp_path / "bad.pt"
+    torch.save(ckpt, bad)
+    with pytest.raises(CheckpointError, match=r"train\.workers: the run was made with 2 Ray workers \(num_workers=2\)"):
+        train(dataclasses.replace(tiny_args(tmp_path / "out"), resume=str(bad)), explicit={"resume"})
+    assert not (tmp_path / "out").exists()
+
+
+# --- on Ray ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # starts Ray (one CPU) and a worker
+def test_one_ray_worker_trains_exactly_the_local_run(local_run: Path, tmp_path: Path) -> None:
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        with pytest.raises(ConfigError, match=r"num_workers=2: the Ray cluster at 'auto' has 1 CPUs") as e:
+            train(tiny_args(tmp_path / "two", ray_address="auto", num_workers=2))
+        assert e.value.field == "num_workers" and not (tmp_path / "two").exists()
+        final = train(tiny_args(tmp_path / "ray", ray_address="auto", num_workers=1))
+    finally:
+        ray.shutdown()
+    here, there = load(local_run / "checkpoints" / "final.pt"), load(final)
+    assert same(there["model"], here["model"]) and same(there["optimizer"], here["optimizer"])
+    # the games, the generator, the pool: all the same; only torch's generator (it initialises the networks, one
+    # fewer on the driver of a Ray run) differs
+    for key in ("iteration", "global_step", "numpy_rng", "pool", "env_state"):
+        assert same(there["train"][key], here["train"][key]), key
+    assert "workers" not in there["train"]
+    a, b = scalars(local_run), scalars(tmp_path / "ray")
+    assert set(b) == set(a) | {"time/ray_overhead_s"}
+    for tag in a:
+        if not tag.startswith("time/") and tag != "charts/SPS":
+            assert b[tag] == a[tag], tag
+
+
+@pytest.mark.slow  # starts two Ray nodes and two workers, twice
+def test_two_workers_on_a_two_node_cluster_train_checkpoint_and_resume(tmp_path: Path) -> None:
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+        assert sum(1 for n in ray.nodes() if n["Alive"]) == 2  # one CPU a node: a worker on each
+        final = train(tiny_args(tmp_path / "run", ray_address=cluster.address, num_workers=2))
+        mid = tmp_path / "run" / "checkpoints" / "step_00000001536.pt"
+        resumed = tmp_path / "resumed"
+        with pytest.raises(CheckpointError, match=r"train\.workers: .*2 Ray workers.*not num_workers=1"):
+            train(dataclasses.replace(tiny_args(resumed), resume=str(mid), num_workers=1),
+                  explicit={"resume", "num_workers"})
+        assert not resumed.exists()
+        again = train(dataclasses.replace(tiny_args(resumed), resume=str(mid)), explicit={"resume"})
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    ckpt = load(final)
+    tr = ckpt["train"]
+    assert tr["config"]["num_workers"] == 2 and tr["global_step"] == 4 * 768
+    assert len(tr["workers"]) == 1 and set(tr["workers"][0]) == {"env_state", "numpy_rng"}
+    assert tr["env_state"]["match_scores"].shape[0] == 8 and tr["workers"][0]["env_state"]["match_scores"].shape[0] == 8
+    assert not same(tr["workers"][0]["env_state"], tr["env_state"])  # the workers play different games
+    logged = scalars(tmp_path / "run")
+    for tag in ("charts/SPS", "charts/episodic_return", "charts/points_vs_pool", "charts/points_vs_greedy",
+                "losses/policy_loss", "losses/value_loss", "time/update_s", "time/ray_overhead_s"):
+        assert [s for s, _ in logged[tag]] == [768, 1536, 2304, 3072], tag
+    assert all(np.isfinite(v) and v >= 0 for _, v in logged["time/ray_overhead_s"])
+    # resumed from the middle, the run ends where the uninterrupted one did: the same weights, games and generators
+    out = load(again)
+    assert same(out["model"], ckpt["model"]) and same(out["optimizer"], ckpt["optimizer"])
+    for key in ("numpy_rng", "pool", "env_state", "workers"):
+        assert same(out["train"][key], tr[key]), key
+
+
+@pytest.mark.slow  # imports Ray and looks for a running instance
+def test_no_cluster_at_the_address_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert not ray.is_initialized()
+    assert cli_main(["train", "--config", str(CONFIGS_DIR / "ppo_tiny.yaml"), "--ray", "auto", "--num-workers", "2",
+                     "--run-dir", str(tmp_path / "r"), "--final-eval-deals", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 1 and "Traceback" not in err
+    assert "error: ray_address: cannot start or reach a Ray cluster at 'auto'" in err
+    assert not ray.is_initialized() and not (tmp_path / "r").exists()
