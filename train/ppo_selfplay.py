@@ -8,6 +8,7 @@ Usage::
     cassino train --config configs/ppo_cicera.yaml  # another preset: configs/ppo_<preset>.yaml, one per preset
     cassino train --total-timesteps 200000 --seed 3 --run-dir runs/try
     cassino train --resume runs/RUN/checkpoints/latest.pt   # continue a run where it stopped
+    cassino train --ray auto --num-workers 4        # rollouts on 4 Ray actors of the running Ray cluster
     tensorboard --logdir runs                       # curves; `cassino plot RUN_DIR` draws them to a PNG
 
 Options come from :class:`Args` (one documented field each), whose defaults are the only built-in values;
@@ -23,6 +24,20 @@ every field of the checkpoint, before anything is written. A run locks its folde
 :class:`train.config.RunLock`) and refuses a folder that is not empty unless it resumes that folder's run or
 ``--reuse-run-dir True`` is given; a resumed run writes into its checkpoint's run folder (from the file's path) or
 into ``--run-dir``.
+
+Rollouts on Ray
+---------------
+``--ray ADDRESS --num-workers N`` (``ray_address``, ``num_workers``; the ``ray`` extra) plays the rollouts on N Ray
+actors, each a :class:`train.rollout.RolloutCollector` over ``num_envs / N`` games with its own copy of the policy,
+the pool network and the bots; the driver keeps the learner (the PPO update, the pool, evaluations, logs and
+checkpoints). Every iteration it puts the policy's and the pool snapshot's weights in Ray's object store once, the
+workers collect in parallel and send back their learner transitions (GAE done), which are joined in worker order
+for the same update. Worker 0 plays the games the local trainer would (same seed) and draws from the driver's
+generator, so one worker trains exactly the local run; the others are seeded from ``seed`` and their index
+(:mod:`train.rollout`). A checkpoint holds every worker's games and generator, and a run resumes with its own
+``num_workers`` (a local run and a one-worker Ray run resume either way). ``time/ray_overhead_s`` is the seconds of
+an iteration's collection beyond the slowest worker's own (the weights out, the rollouts back, joining them); with
+Ray, ``time/env_s`` and ``time/inference_s`` are the slowest worker's.
 
 How the game is turned into PPO data
 ------------------------------------
@@ -61,16 +76,17 @@ TensorBoard scalars
 ``charts/SPS`` (env steps per second; an env step is one move in one game), ``charts/learning_rate``,
 ``charts/episodic_return`` (learner deal margin, points), ``charts/points_vs_<opponent>``, ``losses/policy_loss``,
 ``losses/value_loss``, ``losses/entropy``, ``losses/approx_kl``, ``losses/old_approx_kl``, ``losses/clipfrac``,
-``losses/explained_variance``; the time split ``time/env_s`` (stepping the games), ``time/inference_s`` (choosing
-moves: the network and the bots), ``time/update_s`` (the PPO update), seconds per iteration, and
-``time/env_fraction``, ``time/update_fraction``; at the start, every ``eval_every`` env steps (:func:`eval_interval`)
-and at the end, ``eval/winrate_vs_<bot>`` with its Wilson 95% interval ``eval/winrate_ci_low_vs_<bot>`` and
-``eval/winrate_ci_high_vs_<bot>``, and ``eval/points_vs_<bot>`` and ``time/eval_s``; the hyperparameters as a text
-table. These evaluations are **deal** win rates with **argmax** play: ``eval_deals`` duplicate deals, each the first
-deal of a fresh match, played once from every side, the policy playing its most probable move; a game is won when
-the agent's side scores the most deal points, a tie counts half (:func:`train.arena.evaluate_deals`). The progress
-line prints the latest of them with the step it was made at. The table after training is another measure: **match**
-win rates (whole matches to the target, the final checkpoint playing argmax too, :mod:`train.evaluate`).
+``losses/explained_variance``; the time split ``time/env_s`` (stepping the games), ``time/inference_s`` (choosing moves:
+the network and the bots), ``time/update_s`` (the PPO update), seconds per iteration, and ``time/env_fraction``,
+``time/update_fraction`` (and with ``--ray`` ``time/ray_overhead_s``); at the start, every ``eval_every`` env steps
+(:func:`eval_interval`) and at the end, ``eval/winrate_vs_<bot>`` with its Wilson 95% interval
+``eval/winrate_ci_low_vs_<bot>`` and ``eval/winrate_ci_high_vs_<bot>``, and ``eval/points_vs_<bot>`` and
+``time/eval_s``; the hyperparameters as a text table. These evaluations are **deal** win rates with **argmax** play:
+``eval_deals`` duplicate deals, each the first deal of a fresh match, played once from every side, the policy playing
+its most probable move; a game is won when the agent's side scores the most deal points, a tie counts half
+(:func:`train.arena.evaluate_deals`). The progress line prints the latest of them with the step it was made at. The
+table after training is another measure: **match** win rates (whole matches to the target, the final checkpoint playing
+argmax too, :mod:`train.evaluate`).
 """
 
 from __future__ import annotations
@@ -865,20 +881,25 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:
         explicit: with ``args.resume``, the fields given on the command line (they override the checkpoint's config;
             all other fields come from the checkpoint). None: every field of ``args`` is taken as given.
 
+    With ``args.ray_address`` the rollouts are played by ``args.num_workers`` Ray actors (module docstring, "Rollouts
+    on Ray"), started once everything is checked and ended when this returns or raises (Ray too, when it was started
+    here).
+
     Raises:
-        ConfigError: a bad option, or a run folder that may not be written to (naming ``run_dir``).
+        ConfigError: a bad option, a run folder that may not be written to (naming ``run_dir``), no Ray cluster at
+            ``ray_address`` or one with fewer CPUs than ``num_workers``.
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be resumed (naming the file and the field).
     """
-    held: list[config.RunLock] = []
+    held: list[Any] = []  # what to release, in order: the Ray workers (with --ray), the run folder's lock
     try:
         return _train(args, explicit, held)
     finally:
-        for lock in held:
-            lock.release()
+        for thing in held:
+            thing.release()
 
 
-def _train(args: Args, explicit: set[str] | None, held: list[config.RunLock]) -> Path:  # noqa: C901 - one readable loop, as CleanRL
-    """:func:`train`'s body; the run folder's lock goes into ``held`` for :func:`train` to release."""
+def _train(args: Args, explicit: set[str] | None, held: list[Any]) -> Path:  # noqa: C901 - one readable loop, as CleanRL
+    """:func:`train`'s body; the Ray workers and the run folder's lock go into ``held`` for :func:`train` to release."""
     import torch
     from torch.utils.tensorboard import SummaryWriter
 
