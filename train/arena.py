@@ -5,7 +5,9 @@ built on it, for both :mod:`train.evaluate` (``cassino eval``) and the evaluatio
   until its session (or only its first deal) is over and logs each finished deal and match.
 * **Duplicate boards** (:func:`play_boards`, :func:`play_pair`): a board is one seed played as one session of
   matches in every *seat arrangement* of a pair (:func:`arrangements`), so both agents see the same cards from
-  every seat; :mod:`train.evaluate` summarises the :class:`PairRecord`.
+  every seat; :mod:`train.evaluate` summarises the :class:`PairRecord`. :func:`play_chunk` and
+  :func:`play_pair_in_chunks` play them in fixed chunks of boards with a generator per chunk, the unit of a Ray task
+  (``cassino eval --boards-per-task``).
 * **Duplicate deals** (:func:`evaluate_deals`): the quick check the trainer logs as ``eval/winrate_vs_<bot>``, each
   seeded deal played once from every side.
 """
@@ -315,6 +317,106 @@ def play_pair(agent_a: Agent, agent_b: Agent, rules: RuleSet, deals: int, seed: 
         played += play_boards(agent_a, agent_b, rules, seed, boards, nb, rng, record, progress=progress,
                               session_wins=session_wins, recorder=recorder)
         boards += nb
+    record.seconds = time.perf_counter() - t0
+    return record
+
+
+# --- duplicate boards in fixed chunks: the unit of a Ray task (cassino eval --boards-per-task) -----------------------
+
+
+def check_boards_per_task(boards_per_task: int | None) -> int | None:
+    """``boards_per_task`` as an int (or None, no chunks) if it is an integer ``1 .. MAX_BOARDS``.
+
+    >>> check_boards_per_task(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: boards_per_task must be an integer of at least 1 (boards in one chunk of a pair), got 0
+
+    Raises:
+        ValueError: naming ``boards_per_task``, for a bool, a non-integer, or a value outside ``1 .. 2**32``.
+    """
+    if boards_per_task is None:
+        return None
+    if isinstance(boards_per_task, bool) or not isinstance(boards_per_task, (int, np.integer)):
+        raise ValueError(f"boards_per_task must be an integer, got {boards_per_task!r}")
+    if int(boards_per_task) < 1:
+        raise ValueError("boards_per_task must be an integer of at least 1 (boards in one chunk of a pair), "
+                         f"got {boards_per_task}")
+    if int(boards_per_task) > MAX_BOARDS:
+        raise ValueError(f"boards_per_task {boards_per_task} is more than the {MAX_BOARDS} boards of a seed")
+    return int(boards_per_task)
+
+
+def chunk_rng(seed: int, pair: int, chunk: int) -> np.random.Generator:
+    """The generator of chunk ``chunk`` of pair ``pair`` (numpy's ``default_rng([seed, pair, chunk])``)."""
+    return np.random.default_rng([seed, pair, chunk])
+
+
+def play_chunk(agent_a: Agent, agent_b: Agent, rules: RuleSet, seed: int, pair: int, chunk: int,
+               boards_per_task: int, batch_games: int = 1024, progress: Any = None, session_wins: int = 1,
+               recorder: Any = None) -> PairRecord:
+    """Chunk ``chunk`` of pair ``pair``: boards ``chunk * N .. chunk * N + N - 1`` (N = ``boards_per_task``) in
+    every arrangement, drawing only from :func:`chunk_rng` ``(seed, pair, chunk)``, in batches of at most
+    ``batch_games // arrangements`` boards (at least one), one after the other.
+
+    A chunk's record is a pure function of its arguments (timings aside), wherever it is played, and its
+    ``results`` carry the global board numbers. ``seconds`` is the time it took.
+
+    Raises:
+        ValueError: a board of the chunk beyond the seed's :data:`MAX_BOARDS` boards.
+    """
+    A = len(arrangements(rules))
+    first, last = chunk * boards_per_task, (chunk + 1) * boards_per_task - 1
+    board_seed(seed, last)  # every board of the chunk is in range (a clear error, before any play)
+    rng = chunk_rng(seed, pair, chunk)
+    record = PairRecord()
+    t0 = time.perf_counter()
+    step = max(1, batch_games // A)
+    for start in range(first, last + 1, step):
+        play_boards(agent_a, agent_b, rules, seed, start, min(step, last + 1 - start), rng, record,
+                    progress=progress, session_wins=session_wins, recorder=recorder)
+    record.seconds = time.perf_counter() - t0
+    return record
+
+
+def chunks_kept(chunk_deals: Sequence[int], deals: int) -> int | None:
+    """How many chunks a pair keeps: the fewest first chunks whose deals add up to at least ``deals``, given the
+    deal counts of its first chunks in order; None when these do not reach ``deals`` yet (play more).
+
+    >>> chunks_kept([40, 38, 41], 70), chunks_kept([40], 70)
+    (2, None)
+    """
+    total = 0
+    for c, n in enumerate(chunk_deals):
+        total += n
+        if total >= deals:
+            return c + 1
+    return None
+
+
+def merge_records(chunks: Sequence[PairRecord]) -> PairRecord:
+    """One pair's record from its chunks' records, in chunk order (``seconds`` added up)."""
+    out = PairRecord()
+    for rec in chunks:
+        for name in ("match_wins_a", "matches", "deals", "deal_wins_a", "margin_a", "results", "sessions",
+                     "session_wins_a"):
+            getattr(out, name).extend(getattr(rec, name))
+        out.seconds += rec.seconds
+    return out
+
+
+def play_pair_in_chunks(agent_a: Agent, agent_b: Agent, rules: RuleSet, deals: int, seed: int, pair: int,
+                        boards_per_task: int, batch_games: int = 1024, progress: Any = None, session_wins: int = 1,
+                        recorder: Any = None) -> PairRecord:
+    """Play chunks 0, 1, 2, … of pair ``pair`` (:func:`play_chunk`) one after the other, and stop after the first
+    at which the pair's deals reach ``deals`` (:func:`chunks_kept`); the merged record (:func:`merge_records`)."""
+    t0 = time.perf_counter()
+    played: list[PairRecord] = []
+    while chunks_kept([sum(r.deals) for r in played], deals) is None:
+        played.append(play_chunk(agent_a, agent_b, rules, seed, pair, len(played), boards_per_task,
+                                 batch_games=batch_games, progress=progress, session_wins=session_wins,
+                                 recorder=recorder))
+    record = merge_records(played)
     record.seconds = time.perf_counter() - t0
     return record
 

@@ -10,7 +10,14 @@ always deals the same deck sequence, so a board's matches see the same cards in 
 ``deals`` is a budget: boards 0, 1, 2, … (board ``i`` of seed ``s`` is core seed ``s * 2**32 + i``, the same for
 every pair) are played in waves through :class:`cassino_env.vector.CassinoVectorEnv` until the pair has played at
 least that many deals, counting all arrangements. Results are a pure function of the agents, the rules, ``deals``,
-``seed`` and ``batch_games``.
+``seed``, ``batch_games`` and ``boards_per_task``.
+
+**Chunks** (``boards_per_task = N``, ``--boards-per-task N``): instead of waves drawing from one generator per pair,
+a pair plays its boards in fixed chunks of N (chunk c: boards ``c * N`` .. ``c * N + N - 1``, its own generator
+``default_rng([seed, pair, c])``) and keeps chunks 0, 1, … up to the first at which its deals reach the budget.
+What a chunk plays depends on nothing else, so with ``ray_address`` each chunk is a Ray task and the report is the
+local chunked run's: one pair of slow search agents spreads over the whole cluster. Chunked records keep global
+board numbers, so the OpenSkill order below is the same too.
 
 Per pair (A, B):
 
@@ -47,12 +54,13 @@ statistics (:mod:`train.stats`) and the reports (:mod:`train.report`); this modu
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json as json_module
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +78,14 @@ from train.arena import (
     PairRecord,
     arrangements,
     board_seed,
+    check_boards_per_task,
     check_seed,
+    chunks_kept,
+    merge_records,
     play_boards,
+    play_chunk,
     play_pair,
+    play_pair_in_chunks,
     seat_agents,
 )
 from train.report import CSV_FIELDS, format_markdown, format_table, save_heatmap, to_csv
@@ -80,8 +93,9 @@ from train.stats import ELO_SCALE, Z95, bradley_terry_elo, openskill_ratings, ra
 
 __all__ = [
     "CSV_FIELDS", "ELO_SCALE", "FIRST_GUESS_DEALS_PER_MATCH", "LADDER", "MAX_BOARDS", "SEED_MAX", "SEED_MIN", "Z95",
-    "PairRecord", "arrangements", "board_seed", "bradley_terry_elo", "check_seed", "evaluate", "expand_specs",
-    "format_markdown", "format_table", "main", "openskill_ratings", "play_boards", "play_pair", "ratio_interval",
+    "PairRecord", "arrangements", "board_seed", "bradley_terry_elo", "check_boards_per_task", "check_seed",
+    "chunks_kept", "evaluate", "expand_specs", "format_markdown", "format_table", "main", "merge_records",
+    "openskill_ratings", "play_boards", "play_chunk", "play_pair", "play_pair_in_chunks", "ratio_interval",
     "save_heatmap", "seat_agents", "summarize_pair", "to_csv", "wilson_interval",
 ]
 
@@ -128,7 +142,7 @@ def _unique_names(names: Sequence[str]) -> list[str]:
 def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic", deals: int = 1000,
              seed: int = 0, *, num_players: int | None = None, batch_games: int = 1024, versus_first: bool = False,
              progress: bool = False, session_wins: int = 1, recorder: Any = None,
-             ray_address: str | None = None) -> dict[str, Any]:
+             ray_address: str | None = None, boards_per_task: int | None = None) -> dict[str, Any]:
     """Play every pair of agents in duplicate format and summarise (see the module docstring).
 
     Args:
@@ -147,11 +161,23 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
             (:mod:`cassino_env.session`); 1 is one match.
         recorder: a :class:`train.records.GameRecorder` that gets a record of every game played (seats named by
             their agent specs), or None.
-        ray_address: play the pairs as Ray tasks, one task per pair (all its boards), on the Ray cluster at this
-            address (``ray.init``'s: ``"local"`` starts one on this machine, ``"auto"`` joins the running one,
-            ``"ray://HOST:10001"`` a remote one); None plays them here, one after the other. Each pair draws from
-            its own generator, seeded by the seed and the pair's index, so the report is the local run's, timings
-            (``seconds``, ``deals_per_minute``) aside. Needs the ``ray`` extra; not with ``recorder``.
+        ray_address: play the pairs as Ray tasks, one task per pair (all its boards), or with ``boards_per_task``
+            one task per chunk, on the Ray cluster at this address (``ray.init``'s: ``"local"`` starts one on this
+            machine, ``"auto"`` joins the running one, ``"ray://HOST:10001"`` a remote one); None plays them here,
+            one after the other. Each pair (each chunk) draws from its own generator, seeded by the seed and the
+            pair's index (and the chunk's), so the report is the local run's, timings (``seconds``,
+            ``deals_per_minute``) aside. Needs the ``ray`` extra; not with ``recorder``.
+        boards_per_task: None (the default) plays each pair's boards in adaptive waves from one generator per pair
+            (:func:`train.arena.play_pair`). An integer N >= 1 plays them in fixed **chunks** of N boards instead:
+            chunk c is boards ``c * N .. c * N + N - 1``, drawing from its own generator
+            ``default_rng([seed, pair, c])`` (:func:`train.arena.play_chunk`), and the pair keeps chunks 0, 1, …
+            up to the first at which its deals reach ``deals`` (:func:`train.arena.chunks_kept`: a pure function
+            of the chunks' deal counts, never of timing). Here the chunks are played one after the other; with
+            ``ray_address`` every chunk of every pair is a Ray task (extra chunks launched ahead are discarded),
+            so one pair of search agents uses the whole cluster, and the report is this local chunked run's. A
+            chunk is played whole: a pair plays at least N boards. Chunked and unchunked runs of one seed play
+            the same boards but draw differently, so stochastic agents' results differ between them. Game
+            records (``recorder``) are written by the local chunked run too.
 
     Returns:
         ``{"rules", "num_players", "seed", "deals", "session_wins", "agents", "pairs": [...], "ratings": {name: Elo},
@@ -163,8 +189,9 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         are fitted to the match results.
 
     Raises:
-        ValueError: fewer than two agents, a deal budget below 1, a seed out of range, or ``ray_address`` without
-            Ray installed or with a ``recorder``.
+        ValueError: fewer than two agents, a deal budget below 1, a seed out of range, ``boards_per_task`` not
+            an integer 1 .. 2**32, or ``ray_address`` without Ray installed, with no cluster there or with a
+            ``recorder``.
         agents.registry.AgentSpecError: an unknown agent spec.
         cassino_env.errors.CassinoError: an unknown preset, a player count it does not allow, a bad session length.
     """
@@ -179,6 +206,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         raise ValueError("evaluation needs at least two agents")
     if deals < 1:
         raise ValueError(f"deals must be at least 1, got {deals}")
+    boards_per_task = check_boards_per_task(boards_per_task)
     agents = [make_agent(s, rules) if isinstance(s, str) else s for s in agent_specs]
     names = _unique_names([s.strip() if isinstance(s, str) and not s.startswith("checkpoint:") else a.name
                            for s, a in zip(agent_specs, agents, strict=True)])
@@ -197,21 +225,30 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     on_ray = None
     if ray_address is not None:
         players = [s if isinstance(s, str) else a for s, a in zip(agent_specs, agents, strict=True)]
-        on_ray = _pairs_on_ray(ray_address, players, pairs, rules, deals, seed, batch_games, session_wins)
+        if boards_per_task is None:
+            on_ray = _pairs_on_ray(ray_address, players, pairs, rules, deals, seed, batch_games, session_wins)
+        else:
+            on_ray = _chunks_on_ray(ray_address, players, pairs, rules, deals, seed, boards_per_task, batch_games,
+                                    session_wins, progress=bar)
     for k, (i, j) in enumerate(pairs):
         if bar is not None:
             bar.set_postfix_str(f"{names[i]} vs {names[j]}")
         if on_ray is not None:
             rec = on_ray[k]
-            if bar is not None:
+            if bar is not None and boards_per_task is None:  # the chunks' deals were counted as they came in
                 bar.update(sum(rec.deals))
         else:
             rng = np.random.default_rng([seed, k])
             if recorder is not None:
                 recorder.agent_names = [s.strip() if isinstance(s, str) else agents[x].name
                                         for x, s in ((i, agent_specs[i]), (j, agent_specs[j]))]
-            rec = play_pair(agents[i], agents[j], rules, deals, seed, rng, batch_games=batch_games, progress=bar,
-                            session_wins=session_wins, recorder=recorder)
+            if boards_per_task is None:
+                rec = play_pair(agents[i], agents[j], rules, deals, seed, rng, batch_games=batch_games, progress=bar,
+                                session_wins=session_wins, recorder=recorder)
+            else:
+                rec = play_pair_in_chunks(agents[i], agents[j], rules, deals, seed, k, boards_per_task,
+                                          batch_games=batch_games, progress=bar, session_wins=session_wins,
+                                          recorder=recorder)
         records.append(rec)
         entry = summarize_pair(names[i], names[j], rec)
         entries.append(entry)
@@ -251,10 +288,14 @@ def _pair_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, dea
                      session_wins=session_wins)
 
 
-def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[int, int]], rules: RuleSet, deals: int,
-                  seed: int, batch_games: int, session_wins: int) -> list[PairRecord]:
-    """Every pair's record, one Ray task per pair, in the order of ``pairs`` (Ray is started here and shut down
-    again unless the caller has started it)."""
+@contextlib.contextmanager
+def _ray_connected(address: str) -> Iterator[Any]:
+    """The ``ray`` module, connected to the cluster at ``address`` for the ``with`` block (Ray is started here and
+    shut down again unless the caller has started it).
+
+    Raises:
+        ValueError: naming ``ray_address``, when Ray is not installed or there is no cluster at ``address``.
+    """
     try:
         import ray
     except ImportError:
@@ -270,12 +311,96 @@ def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[in
             raise ValueError(f"ray_address: cannot start or reach a Ray cluster at {address!r}: "
                              f"{first[:200]}") from None
     try:
-        task = ray.remote(_pair_task)
-        return ray.get([task.remote(players[i], players[j], rules, deals, seed, k, batch_games, session_wins)
-                        for k, (i, j) in enumerate(pairs)])
+        yield ray
     finally:
         if started:
             ray.shutdown()
+
+
+def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[int, int]], rules: RuleSet, deals: int,
+                  seed: int, batch_games: int, session_wins: int) -> list[PairRecord]:
+    """Every pair's record, one Ray task per pair, in the order of ``pairs``."""
+    with _ray_connected(address) as ray:
+        task = ray.remote(_pair_task)
+        return ray.get([task.remote(players[i], players[j], rules, deals, seed, k, batch_games, session_wins)
+                        for k, (i, j) in enumerate(pairs)])
+
+
+def _chunk_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, seed: int, k: int, chunk: int,
+                boards_per_task: int, batch_games: int, session_wins: int) -> PairRecord:
+    """Chunk ``chunk`` of pair ``k`` of :func:`evaluate`, as its local loop plays it (:func:`train.arena.play_chunk`;
+    specs are made into agents where it runs)."""
+    from agents.registry import make_agent
+
+    a, b = (make_agent(p, rules) if isinstance(p, str) else p for p in (player_a, player_b))
+    return play_chunk(a, b, rules, seed, k, chunk, boards_per_task, batch_games=batch_games,
+                      session_wins=session_wins)
+
+
+def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[int, int]], rules: RuleSet,
+                   deals: int, seed: int, boards_per_task: int, batch_games: int, session_wins: int,
+                   progress: Any = None) -> list[PairRecord]:
+    """Every pair's record, one Ray task per chunk (:func:`_chunk_task`), in the order of ``pairs``: what
+    :func:`train.arena.play_pair_in_chunks` returns for each pair, timings aside (a pair's ``seconds`` add up its
+    kept chunks' times).
+
+    Scheduling (it decides only how much is computed, never what is kept): at most as many tasks are in flight as
+    the cluster has CPUs; a free slot goes to the first pair, in pair order, whose finished and running chunks are
+    estimated to fall short of ``deals`` (running ones counted at the pair's mean deals per finished chunk, or at
+    :data:`train.arena.FIRST_GUESS_DEALS_PER_MATCH` before any); once a pair's first chunks in order reach
+    ``deals`` (:func:`train.arena.chunks_kept`), its later chunks are cancelled or discarded.
+    """
+    A = len(arrangements(rules))
+    guess = boards_per_task * A * FIRST_GUESS_DEALS_PER_MATCH * (1.5 * session_wins - 0.5)  # deals of one chunk
+    with _ray_connected(address) as ray:
+        task = ray.remote(_chunk_task)
+        shipped = [p if isinstance(p, str) else ray.put(p) for p in players]  # an Agent object travels once
+        capacity = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        finished: list[dict[int, PairRecord]] = [{} for _ in pairs]  # per pair: chunk -> its record
+        kept: list[int | None] = [None] * len(pairs)  # per pair: the chunks it keeps, once known
+        counted = [0] * len(pairs)  # per pair: the first chunks whose deals the progress bar has been told
+        launched = [0] * len(pairs)  # per pair: chunks 0 .. launched - 1 submitted
+        flying: dict[Any, tuple[int, int]] = {}  # ObjectRef -> (pair, chunk)
+
+        def wants_more(k: int) -> bool:
+            if kept[k] is not None:
+                return False
+            got = [sum(r.deals) for r in finished[k].values()]
+            per_chunk = sum(got) / len(got) if got else guess
+            return sum(got) + (launched[k] - len(got)) * per_chunk < deals
+
+        while any(n is None for n in kept):
+            while len(flying) < capacity:
+                k = next((k for k in range(len(pairs)) if wants_more(k)), None)
+                if k is None:
+                    break
+                i, j = pairs[k]
+                ref = task.remote(shipped[i], shipped[j], rules, seed, k, launched[k], boards_per_task, batch_games,
+                                  session_wins)
+                flying[ref] = (k, launched[k])
+                launched[k] += 1
+            if not flying:  # cannot happen: a pair short of its deals with nothing running always wants more
+                raise RuntimeError("evaluation on Ray: no chunk in flight for an unfinished pair")
+            ready, _ = ray.wait(list(flying), num_returns=1)
+            for ref in ready:
+                k, c = flying.pop(ref)
+                rec = ray.get(ref)
+                if kept[k] is not None:
+                    continue
+                finished[k][c] = rec
+                prefix = 0
+                while prefix in finished[k]:
+                    prefix += 1
+                kept[k] = chunks_kept([sum(finished[k][x].deals) for x in range(prefix)], deals)
+                if progress is not None:
+                    upto = prefix if kept[k] is None else kept[k]
+                    progress.update(sum(sum(finished[k][x].deals) for x in range(counted[k], upto)))
+                    counted[k] = upto
+                if kept[k] is not None:
+                    for extra in [r for r, (kk, _) in flying.items() if kk == k]:
+                        ray.cancel(extra)
+                        del flying[extra]
+        return [merge_records([finished[k][c] for c in range(n)]) for k, n in enumerate(kept)]
 
 
 # --- command line -----------------------------------------------------------------------------------------------------
@@ -284,7 +409,7 @@ def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[in
 def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: int | None = None, seed: int = 0,
          session_wins: int = 1, target: int | None = None, out_dir: Path | None = None, batch_games: int = 1024,
          versus_first: bool = False, json: bool = False, no_progress: bool = False,
-         save_games: Path | None = None, ray: str | None = None) -> int:
+         save_games: Path | None = None, ray: str | None = None, boards_per_task: int | None = None) -> int:
     """Play every pair of agents in duplicate format; print a table; write JSON, CSV and a heatmap PNG.
 
     Each pair plays the same seeded deals with seats swapped (every side arrangement), whole matches to the
@@ -315,9 +440,11 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         ray: play each pair of agents as a Ray task on the Ray cluster at this address: local (start one on this
             machine), auto (the running one) or ray://HOST:PORT; the results are those of the run without it (pip
             install -e ".[ray]"; not with save_games).
+        boards_per_task: play each pair's boards in fixed chunks of this many boards, each chunk with its own
+            generator, until the pair has DEALS deals; with ray every chunk is a Ray task, so even one pair of
+            search agents (pimc) uses the whole cluster, and the results are those of the same command without
+            ray. Results differ from a run without boards_per_task for agents that draw random numbers.
     """
-    import contextlib
-
     from cassino_env.rules import make_rules
     from train.cli import bad_input, error
     from train.records import GameRecorder, RecordWriter
@@ -334,7 +461,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             recorder = None if writer is None else GameRecorder(writer.write)
             report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
                               progress=not no_progress and not json, session_wins=session_wins, recorder=recorder,
-                              ray_address=ray)
+                              ray_address=ray, boards_per_task=boards_per_task)
     if failed.code:
         return failed.code
     if out_dir is None:
