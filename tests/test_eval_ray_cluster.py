@@ -1,4 +1,5 @@
-"""cassino eval --ray on a local two-node Ray cluster (ray.cluster_utils.Cluster): the local run's report."""
+"""cassino eval --ray on a local two-node Ray cluster (ray.cluster_utils.Cluster): the local run's report, with
+pairs as tasks and with chunks of boards as tasks (--boards-per-task)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ def test_eval_on_a_two_node_cluster_equals_the_local_run():
     rules = make_rules("classic")
     specs = ["random", "greedy", "beginner", "advanced"]
     local = evaluate(specs, rules, deals=24, seed=3)
+    # chunks of boards (--boards-per-task): one task per chunk, spread over both nodes; pimc and random draw from
+    # their chunk's generator
+    chunked_specs = ["pimc:4", "random", "advanced"]
+    chunked = evaluate(chunked_specs, rules, deals=12, seed=3, boards_per_task=1)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         cluster.add_node(num_cpus=1)
@@ -32,11 +37,15 @@ def test_eval_on_a_two_node_cluster_equals_the_local_run():
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
         assert sum(1 for n in ray.nodes() if n["Alive"]) == 2
         remote = evaluate(specs, rules, deals=24, seed=3, ray_address=cluster.address)
+        chunked_remote = evaluate(chunked_specs, rules, deals=12, seed=3, boards_per_task=1,
+                                  ray_address=cluster.address)
     finally:
         ray.shutdown()
         cluster.shutdown()
     assert without_timings(remote) == without_timings(local)
     assert len(local["pairs"]) == 6
+    assert without_timings(chunked_remote) == without_timings(chunked)
+    assert len(chunked["pairs"]) == 3 and all(p["boards"] >= 2 for p in chunked["pairs"])
 
 
 @pytest.mark.slow  # imports Ray and looks for a running instance
