@@ -412,10 +412,12 @@ def play_pair_in_chunks(agent_a: Agent, agent_b: Agent, rules: RuleSet, deals: i
     at which the pair's deals reach ``deals`` (:func:`chunks_kept`); the merged record (:func:`merge_records`)."""
     t0 = time.perf_counter()
     played: list[PairRecord] = []
-    while chunks_kept([sum(r.deals) for r in played], deals) is None:
+    total = 0
+    while total < deals:  # chunks_kept's rule, counted as the chunks come
         played.append(play_chunk(agent_a, agent_b, rules, seed, pair, len(played), boards_per_task,
                                  batch_games=batch_games, progress=progress, session_wins=session_wins,
                                  recorder=recorder))
+        total += sum(played[-1].deals)
     record = merge_records(played)
     record.seconds = time.perf_counter() - t0
     return record

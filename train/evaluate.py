@@ -356,18 +356,21 @@ def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[i
         task = ray.remote(_chunk_task)
         shipped = [p if isinstance(p, str) else ray.put(p) for p in players]  # an Agent object travels once
         capacity = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        n = len(pairs)
         finished: list[dict[int, PairRecord]] = [{} for _ in pairs]  # per pair: chunk -> its record
-        kept: list[int | None] = [None] * len(pairs)  # per pair: the chunks it keeps, once known
-        counted = [0] * len(pairs)  # per pair: the first chunks whose deals the progress bar has been told
-        launched = [0] * len(pairs)  # per pair: chunks 0 .. launched - 1 submitted
+        got = [0] * n  # per pair: deals of its finished chunks
+        kept: list[int | None] = [None] * n  # per pair: the chunks it keeps, once known
+        prefix = [0] * n  # per pair: chunks 0 .. prefix - 1 are finished
+        prefix_deals = [0] * n  # and their deals
+        launched = [0] * n  # per pair: chunks 0 .. launched - 1 submitted
         flying: dict[Any, tuple[int, int]] = {}  # ObjectRef -> (pair, chunk)
 
         def wants_more(k: int) -> bool:
             if kept[k] is not None:
                 return False
-            got = [sum(r.deals) for r in finished[k].values()]
-            per_chunk = sum(got) / len(got) if got else guess
-            return sum(got) + (launched[k] - len(got)) * per_chunk < deals
+            done = len(finished[k])
+            per_chunk = got[k] / done if done else guess
+            return got[k] + (launched[k] - done) * per_chunk < deals
 
         while any(n is None for n in kept):
             while len(flying) < capacity:
@@ -388,19 +391,21 @@ def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[i
                 if kept[k] is not None:
                     continue
                 finished[k][c] = rec
-                prefix = 0
-                while prefix in finished[k]:
-                    prefix += 1
-                kept[k] = chunks_kept([sum(finished[k][x].deals) for x in range(prefix)], deals)
-                if progress is not None:
-                    upto = prefix if kept[k] is None else kept[k]
-                    progress.update(sum(sum(finished[k][x].deals) for x in range(counted[k], upto)))
-                    counted[k] = upto
+                got[k] += sum(rec.deals)
+                new_deals = 0
+                while kept[k] is None and prefix[k] in finished[k]:  # chunks_kept's rule, counted in order
+                    new_deals += sum(finished[k][prefix[k]].deals)
+                    prefix[k] += 1
+                    if prefix_deals[k] + new_deals >= deals:
+                        kept[k] = prefix[k]
+                prefix_deals[k] += new_deals
+                if progress is not None and new_deals:
+                    progress.update(new_deals)
                 if kept[k] is not None:
                     for extra in [r for r, (kk, _) in flying.items() if kk == k]:
                         ray.cancel(extra)
                         del flying[extra]
-        return [merge_records([finished[k][c] for c in range(n)]) for k, n in enumerate(kept)]
+        return [merge_records([finished[k][c] for c in range(kept[k])]) for k in range(n)]
 
 
 # --- command line -----------------------------------------------------------------------------------------------------
