@@ -106,6 +106,7 @@ GROUP_CAP = 4096  # more loose groups than this: the table is crowded, list by g
 UNION_CAP = 256  # more unions of groups for one value than this: the same
 COVER_ITEMS = 6  # a reservation regrouped with more cards than this (played card included): count-vector search
 PRODUCT_CAP = 4096  # more (group, union) pairs for one build than this: the same
+REGROUP_MEMO = 256  # memo slots of the count-vector search of a large reservation (zeroed per use: kept small)
 
 
 @njit(cache=True)
@@ -328,7 +329,7 @@ def _attach_builds(out, w, c, a, v, lm, nslot, p, b, u64, i8, si, bcol, numeric,
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _push_unions(sc, sp, cs, ce, fixed, v, si, key_v, b, u64, i8, c, p, bcol, numeric, acehigh, resolve, raiseown):
     """Append (key, C | R | fixed) for every C in sc[cs:ce] and R in P(v) disjoint from C, legal builds only.
 
@@ -374,7 +375,7 @@ def _seed(sc, sp, si, r):
     return sp + gk
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _finish_builds(sc, cs, ce, fixed, v, si, b, u64, i8, c, p, bcol, numeric, acehigh, resolve, raiseown):
     """Turn the sets C of sc[cs:ce] into build moves C | R | fixed (R in P(v), disjoint from C) written from cs on.
 
@@ -391,7 +392,7 @@ def _finish_builds(sc, cs, ce, fixed, v, si, b, u64, i8, c, p, bcol, numeric, ac
     return cs + nres
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _write(b, m8, mvc, M, tot, kind, c, sc, start, end):
     """Write the sorted (key, mask) pairs of sc[start:end] as moves of ``kind`` with card c; return the count."""
     for i in range(start, end, 2):
@@ -730,7 +731,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                     for q in range(1, v + 1):
                                         if q <= 13 and (numeric or q <= 10):
                                             lev |= lm & RANK_MASK[q]
-                                    mk, mv = new_memo_arrays(4096)
+                                    mk, mv = new_memo_arrays(REGROUP_MEMO)
                                     sp = component(lev, fixed, mand, v, 0, M + 1, v, sc[:1], 0, mk, mv, sc, sp)
                                     continue
                                 cs1, ce1 = _cover(sc, sp, si, nm_, v)

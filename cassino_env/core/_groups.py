@@ -23,7 +23,7 @@ CROWDED_FLAG = 446
 _SMALL = 48  # below this many entries de-duplication and sorting are quadratic; above, heap sort in place
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def loose_groups(sc, si, n, lb, lval, jstk, sstk, mstk, maxs, needg, sp, visit_cap):
     """Record every subset of the n loose cards (bits ``sc[lb:]``, values ``si[lval:]``, sorted by value) whose sum
     s <= maxs has bit s set in ``needg``, as (mask, s) pairs from ``sc[sp]``; -2 after ``visit_cap`` subsets."""
@@ -62,7 +62,7 @@ def loose_groups(sc, si, n, lb, lval, jstk, sstk, mstk, maxs, needg, sp, visit_c
             cm = sc[mstk + d]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def bucket_groups(sc, si, flat, sp, gst, gcn, nsums):
     """Counting-sort the (mask, sum) pairs of sc[flat:sp] by sum: group s is ``sc[si[gst+s] : + si[gcn+s]]``."""
     ng = (sp - flat) // 2
@@ -84,7 +84,7 @@ def bucket_groups(sc, si, flat, sp, gst, gcn, nsums):
     return sp + ng
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def unions(sc, si, gs, k, sp, union_cap, jstk, mstk):
     """Every union of pairwise disjoint groups among the k groups at ``sc[gs:]``, the empty set first, from
     ``sc[sp]``, de-duplicated (one set may split in several ways); -2 past ``union_cap`` unions."""
