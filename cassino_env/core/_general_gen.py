@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from ._bits import BIT, RANK, RANK_MASK, U0, U1, lexrank, lowbit
-from ._crowded_gen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays
+from ._crowded_gen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays, weight
 from ._groups import CROWDED_FLAG, bucket_groups, loose_groups, unions, write_trails
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
@@ -248,6 +248,27 @@ def _cover(sc, sp, si, nmand, v):
     for q in range(n):
         sc[sp + q] = sc[res_pos + q]
     return sp, _dedupe(sc, sp, sp + n)
+
+
+@njit(cache=True, forceinline=True)
+def _completable(si, n, v, t, kmax):
+    """False when no loose cards can complete items of total value t into k groups of v, ceil(t/v) <= k <= kmax:
+    no subset of the n sorted loose values ``si[GI_LVAL:]`` (those up to v) sums to k * v - t. A necessary condition
+    of a reservation's regrouping (docs/rules.md 4.2), checked before its search; sums of 64 or more count as
+    possible."""
+    reach = U1  # bit s: some loose cards of value <= v sum to s (exact below 64: sums only grow)
+    for j in range(n):
+        w = si[GI_LVAL + j]
+        if w > v:
+            break
+        reach |= reach << np.uint64(w)
+    k = (t + v - 1) // v
+    while k <= kmax:
+        s = k * v - t
+        if s >= 64 or (reach >> np.uint64(s)) & U1:
+            return True
+        k += 1
+    return False
 
 
 @njit(cache=True, forceinline=True)
@@ -607,7 +628,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                 sc[sp + 1] = m
                                 sp += 2
             end = _sort_pairs(sc, start, sp)
-            if prune and end - start > 2:
+            if prune and end - start > 2 and acehigh and rk == 1:
                 # drop captures strictly inside another capture by the same card (an ace's two values compare)
                 w = start
                 for i in range(start, end, 2):
@@ -642,7 +663,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                     tot = _write(b, m8, mvc, M, tot, 2, c, sc, si[GI_BC + rk], si[GI_BC + 14 + rk])
                     continue
                 start = sp
-                for v in range(a, maxv + 1):
+                yv = (hv >> a) << a  # rule 3: held values are at most maxv
+                while yv:
+                    v = np.int64(lowbit(np.uint64(yv)))
+                    yv &= yv - 1
                     if si[GI_CAPC + v] - _caps(c, v, numeric, acehigh) <= 0:
                         continue  # rule 2: a card that captures v stays in hand
                     if bmode == 3:
@@ -678,11 +702,11 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                             if i8[b, OWNER + k] == p and not raiseown:
                                 continue
                             bv = np.int64(i8[b, BVAL + k])
-                            if _rank_sum(bb) != bv:
-                                continue  # a multiple build never changes value (rule 4)
                             r = v - bv - a
                             if r < 0 or (r > 0 and not raisetable):
                                 continue
+                            if _rank_sum(bb) != bv:
+                                continue  # a multiple build never changes value (rule 4)
                             ce1 = _seed(sc, sp, si, r)
                             if ce1 < 0:
                                 return 1
@@ -718,6 +742,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                             else:
                                 mand, nm_ = _regroup_items(si, fixed, a, v)
                                 if nm_ < 0:
+                                    continue
+                                # every group of the covering search holds an item; the count-vector search's
+                                # groups may also be loose cards alone (any number of groups)
+                                if not _completable(si, n, v, weight(mand), nm_ if nm_ <= COVER_ITEMS else 64):
                                     continue
                                 if nm_ > COVER_ITEMS:
                                     # a large reservation: the covering search would be exponential in its cards;
