@@ -104,7 +104,8 @@ GI_SIZE = 448
 VISIT_CAP = 16384  # more loose subsets searched than this: the table is crowded, list by general_slow
 GROUP_CAP = 4096  # more loose groups than this: the table is crowded, list by general_slow
 UNION_CAP = 256  # more unions of groups for one value than this: the same
-COVER_ITEMS = 6  # a reservation regrouped with more cards than this (played card included): count-vector search
+COVER_ITEMS = 8  # a reservation regrouped with more cards than this (played card included): count-vector search
+COVER_CAP = 8192  # more partial covers searched than this for one regrouping: the table is crowded, list by general_slow
 PRODUCT_CAP = 4096  # more (group, union) pairs for one build than this: the same
 REGROUP_MEMO = 256  # memo slots of the count-vector search of a large reservation (zeroed per use: kept small)
 
@@ -192,10 +193,12 @@ def _cover(sc, sp, si, nmand, v):
     The mandatory item values are ``si[GI_MV:GI_MV + nmand]``; each group holds at least one mandatory item, plus
     loose cards from one group of the groups lists (``GI_GST``/``GI_GCN``). A work stack of (items left, loose
     cards used) grows up from ``sp``; the sets found grow down from the end of ``sc`` and are then moved to ``sp``
-    and de-duplicated. Returns ``(sp, end)`` of the list, or ``(-1, -1)`` when ``sc`` is too small.
+    and de-duplicated. Returns ``(sp, end)`` of the list, ``(-1, -1)`` when ``sc`` is too small, ``(-2, -2)`` past
+    ``COVER_CAP`` partial covers (a crowded table).
     """
     cap = sc.shape[0]
     st = sp
+    pushed = 0
     if st + 2 > cap:
         return -1, -1
     sc[st] = np.uint64((1 << nmand) - 1)
@@ -225,6 +228,9 @@ def _cover(sc, sp, si, nmand, v):
             if t <= v:
                 r = v - t
                 nrem = rest & ~J
+                pushed += 1 if r == 0 else si[GI_GCN + r]
+                if pushed > COVER_CAP:
+                    return -2, -2
                 if r == 0:
                     if top + 2 > res_pos:
                         return -1, -1
@@ -764,7 +770,9 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
                                     continue
                                 cs1, ce1 = _cover(sc, sp, si, nm_, v)
                                 if cs1 < 0:
-                                    return 1
+                                    if cs1 == -2:
+                                        si[GI_TOT] = ntrails
+                                    return 1 if cs1 == -1 else 2
                                 sp = ce1
                             sp = _finish_builds(sc, cs1, ce1, fixed, v, si, b, u64, i8, c, p, bcol, numeric,
                                                 acehigh, resolve, raiseown)
