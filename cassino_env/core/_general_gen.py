@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._bits import BIT, RANK, RANK_MASK, U0, U1, lexrank, lowbit
+from ._bits import BIT, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit
 from ._crowded_gen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays, weight
 from ._groups import CROWDED_FLAG, bucket_groups, loose_groups, unions, write_trails
 from ._groups import dedupe as _dedupe
@@ -105,7 +105,7 @@ VISIT_CAP = 16384  # more loose subsets searched than this: the table is crowded
 GROUP_CAP = 4096  # more loose groups than this: the table is crowded, list by general_slow
 UNION_CAP = 256  # more unions of groups for one value than this: the same
 COVER_ITEMS = 8  # a reservation regrouped with more cards than this (played card included): count-vector search
-COVER_CAP = 8192  # more partial covers searched than this for one regrouping: the table is crowded, list by general_slow
+COVER_CAP = 8192  # more partial covers than this in one regrouping: the table is crowded, list by general_slow
 PRODUCT_CAP = 4096  # more (group, union) pairs for one build than this: the same
 REGROUP_MEMO = 256  # memo slots of the count-vector search of a large reservation (zeroed per use: kept small)
 
@@ -491,10 +491,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         if cfg[CFG_SLOW] != 0:  # test hook: every table goes down the crowded-table path
             si[GI_TOT] = tot
             return 2
-        maxs = 0
-        for w in range(15):
-            if (hv >> w) & 1:
-                maxs = w
+        maxs = np.int64(highbit(np.uint64(hv))) if hv else 0  # the largest value held
         # --- groups: loose valued subsets with sum <= maxs, bucketed by sum ---
         # sums needed: the values held (captures, P(v)) and their differences (c's group in a build); every sum
         # below maxs where a raise may take loose cards in or a reservation on the table regroups
@@ -510,12 +507,14 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
             needg &= ~1
         sp = G_BASE
         n = 0
-        for v in range(1, maxs + 1):
-            if v > 13:
-                break
+        # the loose valued cards of value <= maxs by value: only the ranks present on the table are visited
+        vtop = min(maxs, 13 if numeric else 10)
+        ranks = (lm | (lm >> np.uint64(13)) | (lm >> np.uint64(26)) | (lm >> np.uint64(39))) \
+            & ((U1 << np.uint64(vtop)) - U1)  # bit r - 1: a loose card of rank r
+        while ranks:
+            v = np.int64(lowbit(ranks)) + 1
+            ranks &= ranks - U1
             xx = lm & RANK_MASK[v]
-            if not numeric and v > 10:
-                xx = U0
             while xx:
                 c = lowbit(xx)
                 xx &= xx - U1
@@ -537,8 +536,10 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         needp = (not onegroup) or bmode == 1 or bmode == 2
         for v in range(1, maxs + 1):
             si[GI_PCN + v] = 0
-            if not needp or not (hv >> v) & 1:
-                continue
+        yp = (hv & ~1) if needp else 0
+        while yp:
+            v = np.int64(lowbit(np.uint64(yp)))
+            yp &= yp - 1
             start = sp
             sp = unions(sc, si, si[GI_GST + v], si[GI_GCN + v], sp, UNION_CAP, GI_JSTK, G_MSTK)
             if sp < 0:
