@@ -3,7 +3,8 @@ and trail writing both generators share.
 
 A *group* is a set of loose valued cards with a given sum (docs/rules.md 1); a capture or a build of value v takes a
 union of pairwise disjoint groups of sum v. The classic generator (:mod:`._classic_gen`) writes its own copies of the
-two searches inline, which keeps its hot path about 12% faster. Both generators keep their data in one growable
+two searches inline, which keeps its hot path about 12% faster; the general generator gets them inlined by numba
+(``forceinline``), for the same reason. Both generators keep their data in one growable
 ``uint64`` scratch buffer ``sc`` and one ``int64`` buffer ``si``; the callers pass the offsets of the regions they
 use. Every function returns a new write position, or -1 when ``sc`` is full (the caller retries with a larger
 buffer) and -2 when a cap is exceeded (the caller hands the table to its output-sensitive path). """
