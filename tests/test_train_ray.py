@@ -82,6 +82,23 @@ def test_the_command_line_takes_ray_and_num_workers(tmp_path: Path, capsys: pyte
     assert not (tmp_path / "r").exists()
 
 
+def test_the_workers_together_play_the_runs_mix_of_opponents(tmp_path: Path) -> None:
+    # 16 games, a quarter against the pool and a quarter against greedy: 4 pool games and 4 greedy games in all,
+    # however many workers share them (a split of each worker's own 2 games would round both shares to 0)
+    from agents.policy import NetworkShape
+    from train.config import args_to_dict
+    from train.ppo_selfplay import POOL, SELF, split_games
+    from train.rollout import RolloutWorker
+
+    args = tiny_args(tmp_path, ray_address="local", num_workers=8)
+    shape = NetworkShape(obs_dim=1, hidden=4, embed=4).to_dict()  # the games only: no network is run here
+    ctrl = np.concatenate([RolloutWorker(args_to_dict(args), i, 8, shape).collector.ctrl for i in range(8)])
+    assert len(ctrl) == 16
+    assert np.bincount(ctrl, minlength=3).tolist() == np.bincount(split_games(16, 0.25, {"greedy": 0.25}),
+                                                                  minlength=3).tolist() == [8, 4, 4]
+    assert {SELF, POOL} <= set(ctrl.tolist())
+
+
 def test_workers_are_seeded_apart_and_worker_0_as_the_local_trainer() -> None:
     assert worker_seeds(7, 0) == (7 * 1_000_003 % 2**62, None)
     seeds = [worker_seeds(7, i)[0] for i in range(1, 4)]
@@ -186,3 +203,31 @@ def test_no_cluster_at_the_address_is_one_error_line(tmp_path: Path, capsys: pyt
     assert err.count("error: ") == 1 and "Traceback" not in err
     assert "error: ray_address: cannot start or reach a Ray cluster at 'auto'" in err
     assert not ray.is_initialized() and not (tmp_path / "r").exists()
+
+
+def test_an_address_where_no_cluster_answers_is_one_error_line_at_once(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # ray.init retries an address with no GCS behind it for many minutes (20 tries of about 40 s each), printing
+    # warnings: a head node that is down, or a typo in its address, must be an error line at once instead
+    import socket
+    import time
+
+    from train.rollout import connect_ray
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match=rf"ray_address: no Ray cluster answers at '127\.0\.0\.1:{port}'") as e:
+        connect_ray(f"127.0.0.1:{port}")
+    assert e.value.field == "ray_address" and not ray.is_initialized()
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")  # auto reads it
+    with pytest.raises(ConfigError, match=rf"no Ray cluster answers at '127\.0\.0\.1:{port}' \(RAY_ADDRESS\)"):
+        connect_ray("auto")
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert cli_main(["train", "--config", str(CONFIGS_DIR / "ppo_tiny.yaml"), "--ray", f"localhost:{port}",
+                     "--run-dir", str(tmp_path / "r"), "--final-eval-deals", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 1 and "Traceback" not in err and f"'localhost:{port}'" in err
+    assert time.monotonic() - t0 < 60 and not ray.is_initialized() and not (tmp_path / "r").exists()

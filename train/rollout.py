@@ -1,7 +1,8 @@
 """Rollout collection for :mod:`train.ppo_selfplay`: games, opponents and per-seat credit, apart from the update.
 
-A :class:`RolloutCollector` owns a vector env of its own games, the split of those games between self-play, the pool
-snapshot and the bots (:func:`train.ppo_selfplay.split_games`, applied to its own games), the rollout buffers and its
+A :class:`RolloutCollector` owns a vector env of its own games, which of those games are self-play, against the pool
+snapshot or against a bot (:func:`train.ppo_selfplay.split_games`: the local trainer's split of its games, or a Ray
+worker's share of the run's split of all of them, game ``g`` on worker ``g % N``), the rollout buffers and its
 :class:`train.ppo_selfplay.SeatCredit`. :meth:`RolloutCollector.collect` plays one rollout of ``num_steps`` moves in
 every game with the networks and the generator it is given, runs GAE along each (game, seat) trajectory and returns a
 :class:`Rollout`: the learner's transitions and the iteration's statistics. The local trainer has one collector over
@@ -144,9 +145,14 @@ class RolloutCollector:
         num_envs: games of this collector (B).
         env_seed: the seed of its games (``CassinoVectorEnv``).
         bots: the bot agents by spec; those of ``args.bot_rates`` play its bot games.
+        ctrl: int64[num_envs], the controller of each of its games (``SELF``, ``POOL`` or 2 + bot index); None: the
+            local trainer's split of ``num_envs`` games (:func:`train.ppo_selfplay.split_games`). A Ray worker gets
+            its share of the run's split of all ``args.num_envs`` games (:class:`RolloutWorker`), so the workers
+            together play the run's mix of opponents.
     """
 
-    def __init__(self, args: Args, rules: RuleSet, num_envs: int, env_seed: int, bots: dict[str, Any]) -> None:
+    def __init__(self, args: Args, rules: RuleSet, num_envs: int, env_seed: int, bots: dict[str, Any],
+                 ctrl: np.ndarray | None = None) -> None:
         from agents.bots import RuleTables
         from agents.features import NUM_MOVE_FEATURES, MoveFeaturizer, critic_state_size
         from cassino_env.vector import CassinoVectorEnv
@@ -172,7 +178,9 @@ class RolloutCollector:
             from train.match_value import MatchValue
 
             self.match_value = MatchValue.of(rules, seed=args.seed % 2**31)
-        self.ctrl = split_games(B, args.pool_rate, args.bot_rates)
+        self.ctrl = split_games(B, args.pool_rate, args.bot_rates) if ctrl is None else np.asarray(ctrl, np.int64)
+        if self.ctrl.shape != (B,):
+            raise ValueError(f"ctrl: one controller per game, {B}, got shape {self.ctrl.shape}")
         self.is_self = self.ctrl == SELF
         # rollout storage: one row per (step, game); every move is stored, `learn` marks the trained ones
         self.obs_buf = np.zeros((T, B, D), dtype=np.float32)
@@ -379,8 +387,12 @@ class RolloutWorker:
         args = make_args(config)
         rules = make_rules(args.preset, args.num_players)
         env_seed, self.rng = worker_seeds(args.seed, index)
+        # the run's split of all its games, dealt out in turn (game g to worker g % num_workers): the workers together
+        # play the run's exact mix, each about the same share of every opponent (a split of a worker's own few games
+        # would round small shares away)
+        ctrl = split_games(args.num_envs, args.pool_rate, args.bot_rates)[index::num_workers]
         self.collector = RolloutCollector(args, rules, args.num_envs // num_workers, env_seed,
-                                          make_bots(args.bot_rates, rules))
+                                          make_bots(args.bot_rates, rules), ctrl=ctrl)
         self.policy = CassinoPolicy.from_shape(network)
         self.opponent_net = CassinoPolicy.from_shape(network).eval()
         self.lent_rng = np.random.default_rng(0)  # worker 0 draws from the driver's generator, set at each call
@@ -420,12 +432,44 @@ class RolloutWorker:
             _set_rng_state(self.rng, rng_state)
 
 
+#: Seconds :func:`_check_reachable` waits for a cluster's head to accept a connection.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``HOST:PORT`` address (given, or ``auto``'s ``RAY_ADDRESS``) where nothing accepts a TCP connection:
+    ``ray.init`` would retry it for many minutes (20 tries of about 40 s), printing warnings. ``local``, ``auto``
+    without ``RAY_ADDRESS`` and ``ray://`` (Ray Client gives up by itself after 30 s) are left to ``ray.init``, and so
+    is an address that is not ``HOST:PORT`` (it refuses those at once).
+
+    Raises:
+        ConfigError: naming ``ray_address``.
+    """
+    import socket
+
+    source = ""
+    if address == "auto":
+        address, source = os.environ.get("RAY_ADDRESS", "").strip(), " (RAY_ADDRESS)"
+    host, sep, port = address.rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    if not sep or not host or not port.isdigit() or "://" in address or address in ("local", "auto"):
+        return
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except (OSError, OverflowError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+        raise ConfigError(f"ray_address: no Ray cluster answers at {address!r}{source} ({reason}); start one there "
+                          "(ray start --head) or give the head node's address", field="ray_address") from None
+
+
 def connect_ray(address: str) -> bool:
     """``ray.init(address=address)`` unless Ray is already initialised in this process; True when it was started here
     (the caller shuts it down).
 
     Raises:
-        ConfigError: naming ``ray_address``: Ray is not installed, or no cluster can be started or reached there.
+        ConfigError: naming ``ray_address``: Ray is not installed, or no cluster can be started or reached there
+            (a ``HOST:PORT`` where nothing answers within :data:`CONNECT_TIMEOUT_S` seconds, at once).
     """
     try:
         import ray
@@ -434,6 +478,7 @@ def connect_ray(address: str) -> bool:
                           field="ray_address") from None
     if ray.is_initialized():
         return False
+    _check_reachable(address)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:  # no cluster there, a bad address
