@@ -661,3 +661,16 @@ def test_fuzz_malformed_checkpoint_fields_always_give_a_checkpoint_error(run: Pa
         with pytest.raises(CheckpointError, match=re.escape(str(path))):
             train(dataclasses.replace(tiny_args(None), resume=str(path)), explicit={"resume"})
         assert _listing(folder) == before, label
+
+
+def test_the_word_none_on_the_command_line_is_a_value_not_an_absent_flag(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # tyro read "None" as None, which the options take for "not given": --seed None ran with the config's seed
+    for flag in ("--seed", "--num-envs", "--reuse-run-dir"):
+        assert cli.main(["train", "--config", str(TINY), flag, "None", "--run-dir", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("error: ") == 1 and f"{flag[2:].replace('-', '_')} must be " in err and "'None'" in err
+    assert not (tmp_path / "r").exists()
+    # for an optional field it is None, given: it overrides the config file (eval_every: 3072 in the tiny config)
+    opts = TrainOptions(config=TINY, eval_every="None")
+    assert resolve_args(opts).eval_every is None

@@ -126,6 +126,28 @@ def test_a_local_checkpoint_claiming_more_workers_is_refused(local_run: Path, tm
     assert not (tmp_path / "out").exists()
 
 
+def test_ray_none_on_the_command_line_resumes_here_not_on_the_checkpoints_cluster(
+        local_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --ray None (the help's "null") is given, and so overrides the checkpoint's ray_address; it used to be read as
+    # "not given", and the resumed run went back to the checkpoint's cluster
+    import tyro
+
+    from train.config import explicit_fields
+    from train.ppo_selfplay import TrainOptions, resolve_args
+
+    for word in ("None", "null"):
+        opts = tyro.cli(TrainOptions, args=["--ray", word], config=(tyro.conf.FlagCreatePairsOff,))
+        assert "ray_address" in explicit_fields(Args, opts) and resolve_args(opts).ray_address is None
+    ckpt = load(local_run / "checkpoints" / "step_00000001536.pt")
+    ckpt["train"]["config"].update(ray_address="local", num_workers=2)  # as a two-worker Ray run's
+    made = tmp_path / "ray.pt"
+    torch.save(ckpt, made)
+    assert cli_main(["train", "--resume", str(made), "--ray", "None", "--run-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 1 and "train.config.num_workers=2: rollout workers are Ray actors" in err
+    assert not (tmp_path / "out").exists()
+
+
 # --- on Ray ---------------------------------------------------------------------------------------------------------
 
 

@@ -361,7 +361,9 @@ def field_docs(cls: type) -> dict[str, str]:
 def options_type(cls: type, name: str = "TrainOptions", aliases: dict[str, tuple[str, ...]] | None = None) -> type:
     """The command-line options of ``cls``: every field made optional, default None (= not given), plus
     ``--config``, so that a flag given on the command line always overrides the config file, even at its default
-    value. ``aliases``: more flags for a field (``{"ray_address": ("--ray",)}``)."""
+    value. ``aliases``: more flags for a field (``{"ray_address": ("--ray",)}``). A flag's text reaches
+    :func:`parse_flag` as given: ``None`` or ``null`` sets an optional field to None (and counts as given), and is
+    refused for any other field."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     defaults = args_to_dict(cls())
@@ -379,8 +381,11 @@ def options_type(cls: type, name: str = "TrainOptions", aliases: dict[str, tuple
             metavar, flag_type = "NAME RATE [NAME RATE ...]", tuple[str, ...]
         elif typing.get_origin(t) is tuple:
             metavar, flag_type = "NAME [NAME ...]", tuple[str, ...]
+        # constructor=str: the text as given, "None" too (tyro would read it as None, the same as not given, and a
+        # resumed run would then take the checkpoint's value: --ray None must play the rollouts here)
         arg = tyro.conf.arg(help=docs.get(f.name), metavar=metavar, aliases=(aliases or {}).get(f.name),
-                            help_behavior_hint=f"(built-in default: {defaults[f.name]!r})")
+                            help_behavior_hint=f"(built-in default: {defaults[f.name]!r})",
+                            constructor=str if flag_type is str else None)
         fields.append((f.name, Annotated[flag_type | None, arg], None))
     return dataclasses.make_dataclass(name, [(n, t, dataclasses.field(default=d)) for n, t, d in fields])
 
