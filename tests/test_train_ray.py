@@ -214,6 +214,27 @@ def test_two_workers_on_a_two_node_cluster_train_checkpoint_and_resume(tmp_path:
         assert same(out["train"][key], tr[key]), key
 
 
+@pytest.mark.slow  # starts Ray (one CPU) and an actor that holds it
+def test_a_cluster_whose_cpus_other_jobs_hold_is_refused_not_waited_on_forever(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from train import rollout
+
+    monkeypatch.setattr(rollout, "FREE_CPU_WAIT_S", 1.0)  # the grace for a run that has just ended: short here
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        hog = ray.remote(num_cpus=1)(type("Hog", (), {"ping": lambda self: 1})).remote()
+        ray.get(hog.ping.remote())  # another job's actor holds the cluster's one CPU
+        with pytest.raises(ConfigError, match=r"num_workers=1: the Ray cluster at 'auto' has 0 of its 1 CPUs free"):
+            train(tiny_args(tmp_path / "run", ray_address="auto", num_workers=1))
+        assert not (tmp_path / "run").exists()
+        ray.kill(hog)  # its CPU comes back: the run goes ahead
+        final = train(tiny_args(tmp_path / "run", ray_address="auto", num_workers=1, total_timesteps=768,
+                                checkpoint_every=0))
+    finally:
+        ray.shutdown()
+    assert torch.load(final, weights_only=False)["train"]["global_step"] == 768
+
+
 @pytest.mark.slow  # imports Ray and looks for a running instance
 def test_no_cluster_at_the_address_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:

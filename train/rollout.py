@@ -434,6 +434,8 @@ class RolloutWorker:
 
 #: Seconds :func:`_check_reachable` waits for a cluster's head to accept a connection.
 CONNECT_TIMEOUT_S = 5.0
+#: Seconds :class:`RayRollouts` waits for the cluster to have a free CPU per worker before refusing the run.
+FREE_CPU_WAIT_S = 10.0
 
 
 def _check_reachable(address: str) -> None:
@@ -502,7 +504,7 @@ class RayRollouts:
 
     Raises:
         ConfigError: naming ``ray_address`` (no Ray, no cluster there) or ``num_workers`` (more workers than the
-            cluster has CPUs).
+            cluster has CPUs, or than it has free: other jobs hold them).
     """
 
     def __init__(self, args: Args, net_shape: Any) -> None:
@@ -515,6 +517,15 @@ class RayRollouts:
             if cpus < args.num_workers:
                 raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
                                   f"{cpus:g} CPUs; each worker takes one", field="num_workers")
+            # CPUs held by other jobs: the workers would wait for them without a word, for as long as those run
+            # (a few seconds' grace for the actors of a run that has just ended: Ray frees their CPUs shortly after)
+            deadline = time.monotonic() + FREE_CPU_WAIT_S
+            while (free := ray.available_resources().get("CPU", 0)) < args.num_workers and time.monotonic() < deadline:
+                time.sleep(0.25)
+            if free < args.num_workers:
+                raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
+                                  f"{free:g} of its {cpus:g} CPUs free (other jobs hold the rest) and each worker "
+                                  "takes one; wait for them to end, or give fewer workers", field="num_workers")
             actor = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(RolloutWorker)
             from train.config import args_to_dict
 
