@@ -148,6 +148,31 @@ def test_ray_none_on_the_command_line_resumes_here_not_on_the_checkpoints_cluste
     assert not (tmp_path / "out").exists()
 
 
+def test_a_failing_release_of_the_workers_still_drops_the_run_folders_lock(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # the cluster goes away in the middle of a run: the rollout fails, and so does ending the workers (Ray Client
+    # raises when its server is gone); the run's own error comes out and the folder is not left locked
+    from train import rollout
+    from train.config import RunLock
+
+    class GoneCluster:
+        overhead_s = 0.0
+
+        def __init__(self, args: Args, net_shape: Any) -> None:
+            pass
+
+        def collect(self, *args: Any) -> Any:
+            raise ConnectionError("the cluster went away")
+
+        def release(self) -> None:
+            raise ConnectionError("cannot end the workers: no cluster")
+
+    monkeypatch.setattr(rollout, "RayRollouts", GoneCluster)
+    with pytest.raises(ConnectionError, match="the cluster went away"):
+        train(tiny_args(tmp_path / "run", ray_address="local", num_workers=2))
+    RunLock(tmp_path / "run").acquire().release()  # free: another run may take the folder
+
+
 # --- on Ray ---------------------------------------------------------------------------------------------------------
 
 
@@ -224,7 +249,8 @@ def test_a_cluster_whose_cpus_other_jobs_hold_is_refused_not_waited_on_forever(t
     try:
         hog = ray.remote(num_cpus=1)(type("Hog", (), {"ping": lambda self: 1})).remote()
         ray.get(hog.ping.remote())  # another job's actor holds the cluster's one CPU
-        with pytest.raises(ConfigError, match=r"num_workers=1: the Ray cluster at 'auto' has 0 of its 1 CPUs free"):
+        with pytest.raises(ConfigError, match=r"num_workers=1: the Ray cluster at 'auto' has 1 CPUs but not 1 free "
+                                              r"within 1 s \(other jobs hold them\)"):
             train(tiny_args(tmp_path / "run", ray_address="auto", num_workers=1))
         assert not (tmp_path / "run").exists()
         ray.kill(hog)  # its CPU comes back: the run goes ahead

@@ -894,8 +894,16 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:
     try:
         return _train(args, explicit, held)
     finally:
+        # every one, even when one fails (ending the workers of a cluster that has gone away raises): the lock is
+        # always dropped, and the run's own error, if any, is the one raised (a release's comes out when none was)
+        failed: BaseException | None = None
         for thing in held:
-            thing.release()
+            try:
+                thing.release()
+            except Exception as exc:  # kept, raised once the rest are released
+                failed = failed or exc
+        if failed is not None and sys.exc_info()[1] is None:
+            raise failed
 
 
 def _train(args: Args, explicit: set[str] | None, held: list[Any]) -> Path:  # noqa: C901 - one readable loop, as CleanRL

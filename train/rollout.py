@@ -434,7 +434,7 @@ class RolloutWorker:
 
 #: Seconds :func:`_check_reachable` waits for a cluster's head to accept a connection.
 CONNECT_TIMEOUT_S = 5.0
-#: Seconds :class:`RayRollouts` waits for the cluster to have a free CPU per worker before refusing the run.
+#: Seconds :class:`RayRollouts` waits for the cluster to reserve a CPU per worker before refusing the run.
 FREE_CPU_WAIT_S = 10.0
 
 
@@ -509,29 +509,33 @@ class RayRollouts:
 
     def __init__(self, args: Args, net_shape: Any) -> None:
         import ray
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self.started = connect_ray(args.ray_address)
         self.actors: list[Any] = []
+        self.group: Any = None
         try:
             cpus = ray.cluster_resources().get("CPU", 0)
             if cpus < args.num_workers:
                 raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
                                   f"{cpus:g} CPUs; each worker takes one", field="num_workers")
-            # CPUs held by other jobs: the workers would wait for them without a word, for as long as those run
-            # (a few seconds' grace for the actors of a run that has just ended: Ray frees their CPUs shortly after)
-            deadline = time.monotonic() + FREE_CPU_WAIT_S
-            while (free := ray.available_resources().get("CPU", 0)) < args.num_workers and time.monotonic() < deadline:
-                time.sleep(0.25)
-            if free < args.num_workers:
+            # one CPU per worker reserved up front (spread over the nodes): CPUs that other jobs hold would have the
+            # workers wait for them without a word, for as long as those jobs run; a few seconds' grace covers the
+            # actors of a run that has just ended (Ray frees their CPUs shortly after)
+            self.group = placement_group([{"CPU": 1}] * args.num_workers, strategy="SPREAD")
+            if not self.group.wait(timeout_seconds=FREE_CPU_WAIT_S):
                 raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
-                                  f"{free:g} of its {cpus:g} CPUs free (other jobs hold the rest) and each worker "
-                                  "takes one; wait for them to end, or give fewer workers", field="num_workers")
-            actor = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(RolloutWorker)
+                                  f"{cpus:g} CPUs but not {args.num_workers} free within {FREE_CPU_WAIT_S:g} s (other "
+                                  "jobs hold them) and each worker takes one; wait for those to end, or give fewer "
+                                  "workers", field="num_workers")
+            actor = ray.remote(num_cpus=1)(RolloutWorker)
             from train.config import args_to_dict
 
             config = args_to_dict(args)
-            self.actors = [actor.remote(config, i, args.num_workers, net_shape.to_dict())
-                           for i in range(args.num_workers)]
+            self.actors = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+                self.group, placement_group_bundle_index=i)).remote(config, i, args.num_workers, net_shape.to_dict())
+                for i in range(args.num_workers)]
             ray.get([a.ready.remote() for a in self.actors])
         except BaseException:
             self.release()
@@ -576,6 +580,11 @@ class RayRollouts:
         for a in self.actors:
             ray.kill(a)
         self.actors = []
+        if self.group is not None:  # the reserved CPUs go back to the cluster (one this run did not start, too)
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(self.group)
+            self.group = None
         if self.started:
             ray.shutdown()
             self.started = False
