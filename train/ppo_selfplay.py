@@ -887,7 +887,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:
 
     Raises:
         ConfigError: a bad option, a run folder that may not be written to (naming ``run_dir``), no Ray cluster at
-            ``ray_address`` or one with fewer CPUs than ``num_workers``.
+            ``ray_address`` or one with fewer CPUs than ``num_workers`` (in all, or free: held by other jobs).
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be resumed (naming the file and the field).
     """
     held: list[Any] = []  # what to release, in order: the Ray workers (with --ray), the run folder's lock
