@@ -59,3 +59,25 @@ def test_no_cluster_at_the_address_is_a_clear_error(capsys):
     assert cli_main(["eval", "--agents", "random,greedy", "--deals", "4", "--ray", "auto", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("error: ray_address") == 1 and "Traceback" not in err
+
+
+def test_an_address_where_no_cluster_answers_is_one_error_line_at_once(tmp_path, capsys):
+    """A HOST:PORT where nothing listens is refused after one TCP connect (ray.init would retry it for minutes)."""
+    import socket
+    import time
+
+    from train.cli import main as cli_main
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"ray_address: no Ray cluster answers at '127\.0\.0\.1:\d+'"):
+        evaluate(["random", "greedy"], deals=4, seed=0, ray_address=address)
+    assert cli_main(["eval", "--agents", "random,greedy", "--deals", "4", "--ray", address, "--no-progress",
+                     "--out-dir", str(tmp_path / "ev")]) == 2
+    assert time.perf_counter() - t0 < 30
+    err = capsys.readouterr().err
+    assert err.count("error: ray_address: no Ray cluster answers") == 1 and "Traceback" not in err
+    assert not ray.is_initialized() and not (tmp_path / "ev").exists()

@@ -294,22 +294,14 @@ def _ray_connected(address: str) -> Iterator[Any]:
     shut down again unless the caller has started it).
 
     Raises:
-        ValueError: naming ``ray_address``, when Ray is not installed or there is no cluster at ``address``.
+        ValueError: naming ``ray_address`` (a :class:`train.config.ConfigError`), when Ray is not installed or there
+            is no cluster at ``address`` (:func:`train.rollout.connect_ray`).
     """
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("ray_address: Ray is not installed (pip install -e \".[ray]\")") from None
-    started = not ray.is_initialized()
-    if started:
-        try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:  # no cluster there, a bad address
-            if ray.is_initialized():
-                ray.shutdown()
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ValueError(f"ray_address: cannot start or reach a Ray cluster at {address!r}: "
-                             f"{first[:200]}") from None
+    from train.rollout import connect_ray  # one connection rule for eval and train (a HOST:PORT checked at once)
+
+    started = connect_ray(address)
+    import ray
+
     try:
         yield ray
     finally:
