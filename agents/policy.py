@@ -47,14 +47,10 @@ its order, so it conditions on less than the full state, never on less than the 
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP: as agents.ppo_agent says why
-
 import torch
 from torch import nn
 

@@ -57,12 +57,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-
-# As train.ppo_selfplay: torch's OpenMP threads spin while they wait by default, which on shared cores made a network
-# agent's evaluation (cassino eval, play, serve) about nine times slower; passive waiting, set before torch loads
-# its OpenMP runtime, costs nothing measurable. An OMP_WAIT_POLICY of your own wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import torch
 
 from cassino_env.obs import obs_size

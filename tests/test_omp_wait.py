@@ -49,8 +49,9 @@ def _wait_policy_at_torch_import(code: str, **env: str) -> str | None:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("code", [_EVAL_PATH, "import agents.ppo_agent", "import agents.policy"],
-                         ids=["eval-network-agent", "ppo_agent", "policy"])
+@pytest.mark.parametrize("code", [_EVAL_PATH, "import agents.ppo_agent", "import agents.policy",
+                                  "import train.ppo_selfplay; import torch", "import train.rollout; import torch"],
+                         ids=["eval-network-agent", "ppo_agent", "policy", "training", "ray-rollout-worker"])
 def test_torch_loads_with_passive_waiting(code: str) -> None:
     assert _wait_policy_at_torch_import(code) == "PASSIVE"
 

@@ -103,20 +103,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+import tyro
+import yaml
 
-# torch's OpenMP threads spin while they wait for work by default; on a machine whose cores are shared (CI, laptops,
-# other jobs) two spinning threads slowed training five-fold in our measurements, while passive waiting cost nothing
-# measurable. Set before torch loads its OpenMP runtime; an OMP_WAIT_POLICY of your own wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import tyro  # noqa: E402
-import yaml  # noqa: E402
-
-from agents.registry import BOT_NAMES, LADDER, AgentSpecError, expand_specs  # noqa: E402
-from cassino_env.rules import make_rules  # noqa: E402
-from train import config  # noqa: E402
-from train.arena import evaluate_deals  # noqa: E402
-from train.config import (  # noqa: E402,F401 (CONFIGS_DIR: re-exported)
+from agents.registry import BOT_NAMES, LADDER, AgentSpecError, expand_specs
+from cassino_env.rules import make_rules
+from train import config
+from train.arena import evaluate_deals
+from train.config import (  # noqa: F401 (CONFIGS_DIR: re-exported)
     CONFIGS_DIR,
     ConfigError,
     args_to_dict,
@@ -128,7 +122,7 @@ from train.config import (  # noqa: E402,F401 (CONFIGS_DIR: re-exported)
     rates,
     text,
 )
-from train.stats import wilson_interval  # noqa: E402
+from train.stats import wilson_interval
 
 #: How past snapshots are drawn for the pool games (:class:`SnapshotPool`).
 POOL_SAMPLING = ("uniform", "pfsp")

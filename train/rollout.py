@@ -30,11 +30,9 @@ from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as train.ppo_selfplay: before torch loads (actors too)
-
-from train import ppo_selfplay  # noqa: E402
-from train.config import ConfigError  # noqa: E402
-from train.ppo_selfplay import (  # noqa: E402
+from train import ppo_selfplay
+from train.config import ConfigError
+from train.ppo_selfplay import (
     POOL,
     SELF,
     Args,
