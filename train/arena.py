@@ -14,6 +14,7 @@ built on it, for both :mod:`train.evaluate` (``cassino eval``) and the evaluatio
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
@@ -397,9 +398,9 @@ def chunks_kept(chunk_deals: Sequence[int], deals: int) -> int | None:
 def merge_records(chunks: Sequence[PairRecord]) -> PairRecord:
     """One pair's record from its chunks' records, in chunk order (``seconds`` added up)."""
     out = PairRecord()
+    per_board = [f.name for f in dataclasses.fields(PairRecord) if f.name != "seconds"]  # the list fields
     for rec in chunks:
-        for name in ("match_wins_a", "matches", "deals", "deal_wins_a", "margin_a", "results", "sessions",
-                     "session_wins_a"):
+        for name in per_board:
             getattr(out, name).extend(getattr(rec, name))
         out.seconds += rec.seconds
     return out
