@@ -1,0 +1,260 @@
+"""Exact play of a deal's last round with two seats: the rest of the deal as a game of perfect information.
+
+With two seats, once the stock is empty (docs/rules.md 2.3: no round is left to deal) every card the seat to move has
+not seen is in the other seat's hand: the table, the builds and both captured piles are face up (docs/rules.md 2.2),
+and the seat saw its own hand. The rest of the deal is then a two-player zero-sum game of perfect information of at
+most ``2 * hand_size`` plies, and :func:`solve` finds its exact minimax value by depth-first alpha-beta search over
+the batched core's own kernels (the moves are the core's, the deal's end gives the residue and scores it as
+docs/rules.md 2.4 and 5 say), so no rule is restated here.
+
+The value of a position, for the seat to move at the root, is its deal points minus the other seat's (docs/rules.md
+5), plus ``match_bonus`` when the deal ends the match in its favour and minus ``match_bonus`` when it ends it against
+it (docs/rules.md 2.6). The default bonus (:data:`MATCH_BONUS`) exceeds any deal margin, so the search first wins (or
+saves) the match, then maximises the margin.
+
+Nothing hidden is read: the exact state is rebuilt from the seat's public view
+(:func:`cassino_env.determinize.determinize` has exactly one deal of the hidden cards to choose from).
+
+>>> import numpy as np
+>>> from cassino_env.rules import make_rules
+>>> from cassino_env.vector import CassinoVectorEnv
+>>> env = CassinoVectorEnv(4, make_rules("classic"), seed=3)
+>>> obs, _ = env.reset()
+>>> while not solvable(env.rules, obs["view"]).all():  # trail until every game reaches its last round
+...     obs, *_ = env.step(np.zeros(4, dtype=np.int64))
+>>> best, value, nodes = solve(env.rules, obs)
+>>> bool((obs["action_mask"][np.arange(4), best] == 1).all()), value.dtype.name
+(True, 'float64')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from . import core
+from .core._kernels import MODE_STEP, _range_classic, _range_general
+from .core._layout import (
+    CFG_GENERAL,
+    CFG_P,
+    CFG_S,
+    CUR,
+    ITEMS,
+    R_DEAL_DONE,
+    R_MATCH_DONE,
+    R_WINNER,
+)
+from .determinize import determinize, moves_of
+from .rules import RuleSet
+
+#: Added to (taken from) a leaf whose deal ends the match won (lost) for the root seat: more than any deal margin,
+#: so winning the match comes first.
+MATCH_BONUS = 1000.0
+
+_NITEMS = len(ITEMS)
+_INF = np.inf
+
+
+def solvable(rules: RuleSet, view: dict[str, np.ndarray]) -> np.ndarray:
+    """bool[B]: games whose seat to move knows every card still in play (two seats, stock empty).
+
+    Args:
+        rules: the rules of the games (only two-seat rule sets are ever solvable).
+        view: :func:`cassino_env.obs.public_view` of the seat to move (``obs["view"]`` of the vector env).
+    """
+    B = len(view["viewer"])
+    if rules.num_players != 2:
+        return np.zeros(B, dtype=bool)
+    v = np.asarray(view["viewer"]).astype(np.int64)
+    other = np.asarray(view["hand_sizes"])[np.arange(B), np.clip(1 - v, 0, 1)].astype(np.int64)
+    unseen = np.bitwise_count(np.asarray(view["unseen"], dtype=np.uint64)).astype(np.int64)
+    return (v >= 0) & (np.asarray(view["stock_size"]) == 0) & (unseen == other)
+
+
+@njit(cache=True)
+def _leaf(res, d, me, rl, bonus):
+    """The root seat's value of the deal that ended at stack row d."""
+    mine = 0
+    other = 0
+    for k in range(_NITEMS):
+        mine += res[d, rl[1] + _NITEMS * me + k]
+        other += res[d, rl[1] + _NITEMS * (1 - me) + k]
+    v = float(mine - other)
+    if res[d, R_MATCH_DONE] != 0:
+        v += bonus if res[d, R_WINNER] == me else -bonus
+    return v
+
+
+@njit(cache=True)
+def _order(sm8, d, n, ords):
+    """Search order of the n moves of stack row d: captures, then builds, then trails (listing order within)."""
+    j = 0
+    for kind in (1, 2, 0):
+        for i in range(n):
+            if sm8[d, 0, i] == kind:
+                ords[d, j] = i
+                j += 1
+
+
+@njit(cache=True)
+def solve_kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, root_order, bonus, best_out, value_out, nodes_out):
+    """Alpha-beta search of every game of the packed arrays (exact states, ``auto_reset`` off) to the deal's end.
+
+    ``root_order[b]`` lists game b's root moves in the order they are tried (-1 ends the list): of equally good moves
+    the first in that order is returned. Writes the best root move, the minimax value and the nodes visited.
+    """
+    B = u64.shape[0]
+    P = cfg[CFG_P]
+    S = cfg[CFG_S]
+    nmcol = P + S
+    M = m8.shape[2]
+    plies = 0
+    for b in range(B):
+        c = 0
+        for p in range(P):
+            c += core.popcount(u64[b, p])
+        plies = max(plies, c)
+    R = plies + 2
+    su64 = np.zeros((R, u64.shape[1]), dtype=np.uint64)
+    si8 = np.zeros((R, i8.shape[1]), dtype=np.int8)
+    si16 = np.zeros((R, i16.shape[1]), dtype=np.int16)
+    si64 = np.zeros((R, i64.shape[1]), dtype=np.int64)
+    sm8 = np.zeros((R, 3, M), dtype=np.int8)
+    smvc = np.zeros((R, M), dtype=np.uint64)
+    res = np.zeros((R, res_width), dtype=np.int16)
+    acts = np.zeros(R, dtype=np.int64)
+    rng = np.zeros(R, dtype=np.uint64)
+    ords = np.zeros((R, M), dtype=np.int64)
+    cnt = np.zeros(R, dtype=np.int64)
+    pos = np.zeros(R, dtype=np.int64)
+    chosen = np.zeros(R, dtype=np.int64)
+    alpha = np.zeros(R, dtype=np.float64)
+    beta = np.zeros(R, dtype=np.float64)
+    best = np.zeros(R, dtype=np.float64)
+    maxing = np.zeros(R, dtype=np.bool_)
+    general = cfg[CFG_GENERAL] != 0
+    for b in range(B):
+        me = i8[b, CUR]
+        su64[0, :] = u64[b, :]
+        si8[0, :] = i8[b, :]
+        si16[0, :] = i16[b, :]
+        si64[0, :] = i64[b, :]
+        sm8[0, :, :] = m8[b, :, :]
+        smvc[0, :] = mvc[b, :]
+        n0 = 0
+        while n0 < M and root_order[b, n0] >= 0:
+            ords[0, n0] = root_order[b, n0]
+            n0 += 1
+        cnt[0] = n0
+        pos[0] = 0
+        alpha[0] = -_INF
+        beta[0] = _INF
+        best[0] = -_INF
+        maxing[0] = True
+        best_move = ords[0, 0]
+        nodes = 0
+        d = 0
+        while True:
+            if pos[d] < cnt[d] and alpha[d] < beta[d]:
+                a = ords[d, pos[d]]
+                pos[d] += 1
+                chosen[d] = a
+                e = d + 1
+                su64[e, :] = su64[d, :]
+                si8[e, :] = si8[d, :]
+                si16[e, :] = si16[d, :]
+                si64[e, :] = si64[d, :]
+                for k in range(3):
+                    sm8[e, k, 0] = sm8[d, k, a]
+                smvc[e, 0] = smvc[d, a]
+                acts[e] = 0
+                if general:
+                    _range_general(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
+                else:
+                    _range_classic(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
+                nodes += 1
+                if res[e, R_DEAL_DONE] == 0:
+                    d = e
+                    n = si16[d, nmcol]
+                    cnt[d] = n
+                    pos[d] = 0
+                    _order(sm8, d, n, ords)
+                    alpha[d] = alpha[d - 1]
+                    beta[d] = beta[d - 1]
+                    maxing[d] = si8[d, CUR] == me
+                    best[d] = -_INF if maxing[d] else _INF
+                    continue
+                v = _leaf(res, e, me, rl, bonus)
+            else:
+                if d == 0:
+                    break
+                v = best[d]
+                d -= 1
+                a = chosen[d]
+            if maxing[d]:
+                if v > best[d]:
+                    best[d] = v
+                    if d == 0:
+                        best_move = a
+                if v > alpha[d]:
+                    alpha[d] = v
+            else:
+                if v < best[d]:
+                    best[d] = v
+                if v < beta[d]:
+                    beta[d] = v
+        best_out[b] = best_move
+        value_out[b] = best[0]
+        nodes_out[b] = nodes
+    return 0 * S
+
+
+def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
+          match_bonus: float = MATCH_BONUS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact best move of every game of ``obs``, which must all be :func:`solvable`.
+
+    Args:
+        rules: the rules of the games (two seats).
+        obs: a vector-env observation dict of B games made with ``with_view=True`` (``view`` and the move table).
+        first: int64[B], a listed move per game tried first (e.g. a policy's choice): where it is as good as the best,
+            it is returned, so ties go to it. None: moves are tried captures first.
+        match_bonus: see :data:`MATCH_BONUS`.
+
+    Returns:
+        ``(best int64[B], value float64[B], nodes int64[B])``: a best listed move, its minimax value for the seat to
+        move (points of deal margin, plus or minus ``match_bonus``) and the positions searched.
+
+    Raises:
+        ValueError: a game that is not solvable (more than two seats, cards left in the stock, or an unseen card
+            outside the other hand), or no ``view`` in ``obs``.
+    """
+    if "view" not in obs:
+        raise ValueError("endgame.solve reads obs['view']: create the environment with with_view=True")
+    view = obs["view"]
+    ok = solvable(rules, view)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"game {bad} is not a two-seat last round with every unseen card in the other hand")
+    B = len(ok)
+    mask = np.asarray(obs["action_mask"]) != 0
+    n = mask.sum(axis=1)
+    M = mask.shape[1]
+    order = np.full((B, M), -1, dtype=np.int64)
+    kind = np.asarray(obs["move_kind"])
+    for b in range(B):
+        listed = np.arange(int(n[b]))
+        ranked = np.concatenate([listed[kind[b, :n[b]] == k] for k in (1, 2, 0)])
+        if first is not None:
+            f = int(first[b])
+            ranked = np.concatenate([[f], ranked[ranked != f]])
+        order[b, :len(ranked)] = ranked
+    st = determinize(rules, view, moves_of(obs), 1, np.random.default_rng(0))
+    args = core.kernel_args(st)
+    best = np.zeros(B, dtype=np.int64)
+    value = np.zeros(B, dtype=np.float64)
+    nodes = np.zeros(B, dtype=np.int64)
+    width = core.result_rows(st).shape[1]
+    solve_kernel(*args, width, order, float(match_bonus), best, value, nodes)
+    return best, value, nodes
