@@ -83,13 +83,20 @@ class PPOAgent:
         policy: the network.
         deterministic: play the most probable legal move (True) or sample from the policy with the caller's rng.
         name: the agent's name in tables.
+        rules: the rules it plays (needed by a network with move features, and by ``endgame``).
+        endgame: play the last round of a two-seat deal exactly (:mod:`agents.endgame`; the network's move is kept
+            wherever it is as good as the best). ``checkpoint:`` and ``pretrained:`` agents have it on.
     """
 
     def __init__(self, policy: CassinoPolicy, deterministic: bool = True, name: str = "ppo",
-                 rules: RuleSet | None = None) -> None:
+                 rules: RuleSet | None = None, endgame: bool = False) -> None:
         self.policy = policy.eval()
         self.deterministic = deterministic
         self.name = name
+        self.rules = rules
+        if endgame and rules is None:
+            raise ValueError("endgame play needs the rules the agent plays: PPOAgent(..., rules=..., endgame=True)")
+        self.endgame = bool(endgame)
         self.featurizer = None
         if policy.shape.move_features:
             if rules is None:
@@ -116,7 +123,12 @@ class PPOAgent:
         if feats is None and self.featurizer is not None:
             feats = self.featurizer(obs)
         logits = self.policy.logits(MoveBatch.from_obs(obs, feats))
-        return sample_actions(logits, rng, self.deterministic).astype(np.int64)
+        actions = sample_actions(logits, rng, self.deterministic).astype(np.int64)
+        if self.endgame:
+            from .endgame import play_endgame
+
+            actions = play_endgame(self.rules, obs, actions)
+        return actions
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
@@ -372,20 +384,22 @@ def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
     return shape
 
 
-def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True) -> PPOAgent:
+def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True, endgame: bool = True) -> PPOAgent:
     """The Agent of a checkpoint, for evaluation (``checkpoint:PATH`` specs) and play.
 
     Args:
         path: a checkpoint written by ``cassino train``.
         rules: the rules it will play; the checkpoint must have been trained for them.
         deterministic: play the most probable move (default) or sample.
+        endgame: play the last round of a two-seat deal exactly (default; :class:`PPOAgent`); False: the network
+            alone.
 
     Raises:
         CheckpointError: naming the file and the problem (see :func:`read_checkpoint`).
     """
     data = read_checkpoint(path, rules)
     return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=checkpoint_name(path),
-                    rules=rules)
+                    rules=rules, endgame=endgame)
 
 
 def checkpoint_name(path: str | Path) -> str:

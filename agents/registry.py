@@ -11,9 +11,14 @@ spec                agent
 ``pimc``            flat Monte Carlo over determinisations at its default budget (:mod:`agents.pimc`)
 ``pimc:N``          the same with N simulations (rollouts) per decision
 ``ismcts[:N]``      the same agent as ``pimc[:N]``, under its first name
-``checkpoint:PATH`` a trained policy (``agents.ppo_agent.load_checkpoint_agent``; torch is imported only then)
+``checkpoint:PATH`` a trained policy (``agents.ppo_agent.load_checkpoint_agent``; torch is imported only then),
+                    which plays the last round of a two-seat deal exactly (:mod:`agents.endgame`)
 ``pretrained:NAME`` a checkpoint shipped with the package, ``agents/pretrained/NAME.pt`` (:func:`pretrained_names`):
-                    ``classic``, ``classic-4p``, ... the default ``cassino train`` run of that preset
+                    ``classic``, ``classic-4p``, ... the default ``cassino train`` run of that preset; as
+                    ``checkpoint:``, with the exact last round
+``policy:SPEC``     the network alone of ``SPEC`` (``checkpoint:PATH`` or ``pretrained:NAME``): every move from the
+                    policy, the last round too
+``endgame:SPEC``    any agent with the exact last round of a two-seat deal (``endgame:advanced``)
 ``MODULE:OBJECT``   your own agent (:func:`load_agent`): ``OBJECT`` of module ``MODULE``, a class or factory
                     called with the RuleSet, whose result follows :class:`agents.base.Agent`
                     (``mypkg.mybot:MyBot``)
@@ -54,7 +59,7 @@ SEARCH_NAMES = ("pimc", "ismcts")
 #: The names of the agents that need no argument: the ladder, then the search bot (which takes an optional budget).
 BOT_NAMES = (*LADDER, *SEARCH_NAMES)
 #: The names a spec ``NAME:ARG`` may start with besides an import path (``MODULE:OBJECT``, :func:`load_agent`).
-BUILTIN_PREFIXES = ("checkpoint", "pretrained", *BOT_NAMES)
+BUILTIN_PREFIXES = ("checkpoint", "pretrained", "policy", "endgame", *BOT_NAMES)
 
 _Spec = TypeVar("_Spec")
 
@@ -84,6 +89,20 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
     name, sep, arg = spec.strip().partition(":")
     if sep and name not in BUILTIN_PREFIXES:
         return load_agent(spec.strip(), rules)
+    if name in ("policy", "endgame"):
+        if not arg.strip():
+            raise AgentSpecError(f"{name} needs an agent spec: {name}:SPEC (e.g. {name}:pretrained:classic)")
+        if name == "policy" and arg.strip().partition(":")[0] not in ("checkpoint", "pretrained"):
+            raise AgentSpecError(f"policy:SPEC plays a trained network alone: SPEC is checkpoint:PATH or "
+                                 f"pretrained:NAME, got {excerpt(arg)}")
+        inner = make_agent(arg, rules)
+        if name == "policy":
+            inner.endgame = False  # a PPOAgent: checkpoint and pretrained specs make one
+            inner.name = spec.strip()
+            return inner
+        from agents.endgame import EndgameAgent
+
+        return EndgameAgent(inner, rules, name=spec.strip())
     if name == "checkpoint":
         if not arg:
             raise AgentSpecError("checkpoint needs a path: checkpoint:PATH")
@@ -123,8 +142,8 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
         return make_bot(name, rules)
     except ValueError:
         raise AgentSpecError(f"unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N (or ismcts:N)"
-                             f", checkpoint:PATH, pretrained:NAME and MODULE:OBJECT (your own, an import path); "
-                             f"ladder stands for {', '.join(LADDER)}") from None
+                             f", checkpoint:PATH, pretrained:NAME, policy:SPEC, endgame:SPEC and MODULE:OBJECT "
+                             f"(your own, an import path); ladder stands for {', '.join(LADDER)}") from None
 
 
 def _import(module: str, spec: str) -> object:
@@ -172,7 +191,8 @@ def load_agent(spec: str, rules: RuleSet) -> Agent:
     module, _, attr = spec.partition(":")
     if not module or not attr or not all(part.isidentifier() for part in (*module.split("."), *attr.split("."))):
         raise AgentSpecError(f"agent {spec!r}: an import path is MODULE:OBJECT (mypkg.mybot:MyBot); agents are "
-                             f"also {', '.join(BOT_NAMES)}, pimc:N, checkpoint:PATH and pretrained:NAME")
+                             f"also {', '.join(BOT_NAMES)}, pimc:N, checkpoint:PATH, pretrained:NAME, policy:SPEC "
+                             f"and endgame:SPEC")
     obj: object = _import(module, spec)
     for part in attr.split("."):
         try:

@@ -83,7 +83,8 @@ the network and the bots), ``time/update_s`` (the PPO update), seconds per itera
 ``eval/winrate_ci_low_vs_<bot>`` and ``eval/winrate_ci_high_vs_<bot>``, and ``eval/points_vs_<bot>`` and
 ``time/eval_s``; the hyperparameters as a text table. These evaluations are **deal** win rates with **argmax** play:
 ``eval_deals`` duplicate deals, each the first deal of a fresh match, played once from every side, the policy playing
-its most probable move; a game is won when the agent's side scores the most deal points, a tie counts half
+its most probable move, and with two seats the last round exactly as the checkpoint agents do (:mod:`agents.endgame`);
+a game is won when the agent's side scores the most deal points, a tie counts half
 (:func:`train.arena.evaluate_deals`). The progress line prints the latest of them with the step it was made at. The
 table after training is another measure: **match** win rates (whole matches to the target, the final checkpoint playing
 argmax too, :mod:`train.evaluate`).
@@ -135,7 +136,8 @@ if typing.TYPE_CHECKING:  # torch is imported where it is used, so `cassino trai
 #: The text logged as ``eval/about`` at the start of a run: what the eval/* scalars measure.
 EVAL_ABOUT = ("eval/winrate_vs_BOT: the share of {deals} duplicate deals (each the first deal of a fresh match, "
               "played once from every side) that the agent's side won on deal points, ties counting half; "
-              "the policy plays its most probable move (argmax). eval/winrate_ci_low_vs_BOT and "
+              "the policy plays its most probable move (argmax; with two seats the last round exactly, "
+              "agents.endgame). eval/winrate_ci_low_vs_BOT and "
               "eval/winrate_ci_high_vs_BOT: its Wilson 95% interval over the games. eval/points_vs_BOT: the "
               "mean deal margin (points). Logged at step 0, every {every:,} env steps (0: none) and at the end. "
               "These are deal win rates; the table printed after training gives match win rates.")
@@ -1049,7 +1051,8 @@ def _train(args: Args, explicit: set[str] | None, held: list[Any]) -> Path:  # n
 
     def run_eval() -> dict[str, float]:
         t0 = time.time()
-        agent = PPOAgent(policy, deterministic=True, rules=rules)  # argmax play (module docstring)
+        # argmax play (module docstring), with the exact last round of the checkpoint agents (agents.endgame)
+        agent = PPOAgent(policy, deterministic=True, rules=rules, endgame=True)
         out = {}
         for name in eval_names:
             res = evaluate_deals(agent, bots[name], rules, args.eval_deals, seed=(10_000_000 + args.seed) % 2**62,
@@ -1214,7 +1217,8 @@ def final_evaluation(path: Path, rules: Any, args: Args) -> dict[str, Any]:
     opponents = expand_specs(args.final_eval_opponents)
     specs = [f"checkpoint:{path}", *opponents]
     print(f"evaluating {path} against {', '.join(opponents)} on {args.final_eval_deals:,} duplicate deals each: "
-          f"whole matches to {rules.target}, the checkpoint playing its most probable move (argmax); the table gives "
+          f"whole matches to {rules.target}, the checkpoint playing its most probable move (argmax"
+          f"{', the last round exactly' if rules.num_players == 2 else ''}); the table gives "
           "match win rates (not the deal win rates of the progress line) ...", flush=True)
     result = evaluate(specs, rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
     print(format_table(result), flush=True)
