@@ -416,9 +416,11 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
 
     Args:
         agents: comma-separated agent specs: a scripted bot (random, greedy, ... advanced), pimc, pimc:N (N
-            simulations per move; ismcts and ismcts:N are aliases), checkpoint:PATH, pretrained:NAME, or your own
-            bot as an import path MODULE:OBJECT (mypkg.mybot:MyBot, a class or factory taking the rules: see
-            agents/base.py); ladder stands for every scripted bot, weakest first.
+            simulations per move; ismcts and ismcts:N are aliases), checkpoint:PATH, pretrained:NAME (trained
+            networks, which play a two-seat deal's last round exactly), policy:SPEC (the network of SPEC alone),
+            endgame:SPEC (any agent with the exact last round), or your own bot as an import path MODULE:OBJECT
+            (mypkg.mybot:MyBot, a class or factory taking the rules: see agents/base.py); ladder stands for every
+            scripted bot, weakest first.
         deals: deal budget per pair (at least this many deals, seats swapped included).
         preset: rule preset of docs/rules.md section 6: classic, matsuda, cicera, bga, stadium or royal.
         num_players: seats, one the preset allows (default its first: 2, or 4 for cicera); 4 and 6 play

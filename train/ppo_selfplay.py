@@ -194,6 +194,9 @@ class Args:
     """what PPO maximises: points (the deal margin, times reward_scale) or match (at the end of every deal, the change
     of each side's chance of winning the match, 2 W - 1 from train/match_value.py; a match's rewards add up to +-1,
     its result; two sides only)"""
+    endgame: bool = False
+    """two seats: play the last round of every deal exactly (agents.endgame, as the trained agents play it), every
+    seat; those moves are not trained on, and the deal's points are credited to each seat's last move before it"""
     shaping: bool = False
     """potential-based reward shaping (Ng et al. 1999): pay each change of the banked deal points (agents.features.
     banked_points) as it happens; with gamma=1 a deal's total reward is unchanged"""
@@ -318,7 +321,7 @@ ARG_RULES: dict[str, config.FieldRule] = {
     # environment
     "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
     "reward_scale": number(0.0, lo_open=True), "objective": text(("points", "match")),
-    "shaping": boolean(), "max_moves": integer(1, 32767),
+    "shaping": boolean(), "endgame": boolean(), "max_moves": integer(1, 32767),
     # PPO
     "total_timesteps": integer(1), "learning_rate": number(0.0, lo_open=True), "anneal_lr": boolean(),
     "num_envs": integer(1, 2**20), "num_steps": integer(1, 48_000), "gamma": number(0.0, 1.0),
@@ -385,6 +388,9 @@ def _check_combination(args: Args) -> None:
     if args.objective == "match" and rules.num_sides != 2:
         raise ConfigError(f"objective=match needs two sides; {args.preset} with {rules.num_players} players has "
                           f"{rules.num_sides}", field="objective")
+    if args.endgame and rules.num_players != 2:
+        raise ConfigError(f"endgame: the exact last round needs two seats; {args.preset} is played by "
+                          f"{rules.num_players}", field="endgame")
     if args.objective == "match" and args.shaping:
         raise ConfigError("shaping pays banked deal points, which objective=match does not count: use one of them",
                           field="shaping")
@@ -618,12 +624,19 @@ class SeatCredit:
         self.next_t.fill(-1)
         self.last.fill(-1)
 
-    def act(self, t: int, seat: np.ndarray) -> None:
-        """Seat ``seat[b]`` acts at step ``t`` in game ``b``: link its previous transition to this one."""
-        prev = self.last[self.games, seat]
+    def act(self, t: int, seat: np.ndarray, recorded: np.ndarray | None = None) -> None:
+        """Seat ``seat[b]`` acts at step ``t`` in game ``b``: link its previous transition to this one.
+
+        ``recorded`` (bool[B], default all): the games where the move is a transition of the seat; elsewhere the
+        move is played for it (the exact last round of ``endgame``) and the seat's open transition stays open, so
+        the rewards that follow are credited to the seat's last recorded move.
+        """
+        games = self.games if recorded is None else self.games[recorded]
+        seat = seat if recorded is None else seat[recorded]
+        prev = self.last[games, seat]
         has = prev >= 0
-        self.next_t[prev[has], self.games[has]] = t
-        self.last[self.games, seat] = t
+        self.next_t[prev[has], games[has]] = t
+        self.last[games, seat] = t
 
     def step(self, reward: np.ndarray, terminated: np.ndarray) -> None:
         """After an env step: credit ``reward[b, p]`` (float[B, P], every seat) to seat p's open transition;

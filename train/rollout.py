@@ -163,7 +163,8 @@ class RolloutCollector:
         self.bot_names = list(args.bot_rates)
         self.bots = bots
         self.env = CassinoVectorEnv(B, rules, seed=env_seed, max_moves=args.max_moves, reward=args.reward,
-                                    episode="deal", with_view=bool(self.bot_names) or args.move_features)
+                                    episode="deal",
+                                    with_view=bool(self.bot_names) or args.move_features or args.endgame)
         self.obs, _ = self.env.reset()
         D, M = self.env.obs_size, args.max_moves
         F = NUM_MOVE_FEATURES if args.move_features else 0
@@ -171,6 +172,7 @@ class RolloutCollector:
         self.D, self.M, self.F, self.C = D, M, F, C
         self.featurizer = MoveFeaturizer(rules) if F else None
         self.shaping_tables = RuleTables.of(rules) if args.shaping else None
+        self.endgame = bool(args.endgame)
         self.match_value = None
         if args.objective == "match":
             from train.match_value import MatchValue
@@ -221,6 +223,7 @@ class RolloutCollector:
         from agents.base import slice_obs
         from agents.features import banked_points, critic_state, seat_margins
         from agents.policy import MoveBatch, masked_log_softmax, sample_actions
+        from cassino_env.endgame import solvable, solve
 
         args, env = self.args, self.env
         B, T, P, S, deal_len, F, C = self.B, self.T, self.P, self.S, self.deal_len, self.F, self.C
@@ -271,7 +274,15 @@ class RolloutCollector:
                                                       feats=feat_buf[t, rows_c] if F else None)
                 else:
                     actions[t, rows_c] = self.bots[self.bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
-            credit.act(t, cp)  # the transition belongs to the seat that acted
+            recorded = None
+            if self.endgame:  # two seats, stock empty: every seat's move is the exact one, and not trained on
+                solved = np.flatnonzero(solvable(self.rules, obs["view"]))
+                if solved.size:
+                    actions[t, solved] = solve(self.rules, slice_obs(obs, solved), first=actions[t, solved])[0]
+                    learn[t, solved] = False
+                    recorded = np.ones(B, dtype=bool)
+                    recorded[solved] = False
+            credit.act(t, cp, recorded)  # the transition belongs to the seat that acted
             t1 = time.time()
             obs, reward, terminated, _, step_info = env.step(actions[t])
             t2 = time.time()
