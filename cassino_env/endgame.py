@@ -228,7 +228,7 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
 
     Raises:
         ValueError: a game that is not solvable (more than two seats, cards left in the stock, or an unseen card
-            outside the other hand), or no ``view`` in ``obs``.
+            outside the other hand), no ``view`` in ``obs``, or a ``first`` that is not a listed move of each game.
     """
     if "view" not in obs:
         raise ValueError("endgame.solve reads obs['view']: create the environment with with_view=True")
@@ -237,6 +237,16 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         raise ValueError(f"game {bad} is not a two-seat last round with every unseen card in the other hand")
+    if first is not None:  # an index past the list would play the move table's padding
+        first = np.asarray(first)
+        n = np.asarray(obs["action_mask"]).sum(axis=1)
+        if first.shape != n.shape or not np.issubdtype(first.dtype, np.integer):
+            raise ValueError(f"first: expected int[{len(n)}], a listed move per game, got "
+                             f"{first.dtype}{list(first.shape)}")
+        off = np.flatnonzero((first < 0) | (first >= n))
+        if off.size:
+            g = int(off[0])
+            raise ValueError(f"first[{g}] = {int(first[g])} is not a listed move (game {g} lists {int(n[g])})")
     B = len(ok)
     mask = np.asarray(obs["action_mask"]) != 0
     n = mask.sum(axis=1)

@@ -110,27 +110,34 @@ def last_rounds(preset: str, seed: int = 7, games: int = 6, steps: int = 130) ->
     return tuple(found)
 
 
-def sample(preset: str, per_count: int = 2) -> list[dict]:
-    """Up to ``per_count`` positions of each count 1..7 of cards left (a choice of moves first), and the round's
-    first decision (8 cards) with the fewest moves among those met (to keep the brute force short)."""
+def sample(preset: str) -> list[int]:
+    """Indices into :func:`last_rounds` of the positions the brute force checks: every one with 1..6 cards left, four
+    with 7 (a choice of moves first) and the two round's first decisions (8 cards) with the fewest moves (to keep the
+    brute force short)."""
     found = [o for o, _ in last_rounds(preset)]
-    out = []
-    for left in range(1, 8):
-        pool = [o for o in found if cards_left(o) == left]
-        pool.sort(key=lambda o: num_moves(o) < 2)  # stable: positions with a choice first, in the order met
-        out += pool[:per_count]
-    firsts = [o for o in found if cards_left(o) == 8 and num_moves(o) > 1]
-    out.append(min(firsts, key=num_moves))
-    return out
+    out = [i for i, o in enumerate(found) if cards_left(o) <= 6]
+    sevens = [i for i, o in enumerate(found) if cards_left(o) == 7]
+    sevens.sort(key=lambda i: num_moves(found[i]) < 2)  # stable: positions with a choice first, in the order met
+    eights = [i for i, o in enumerate(found) if cards_left(o) == 8 and num_moves(o) > 1]
+    eights.sort(key=lambda i: num_moves(found[i]))
+    return out + sevens[:4] + eights[:2]
+
+
+@functools.cache
+def brute_of(preset: str, i: int, bonus: float) -> np.ndarray:
+    """:func:`brute_values` of position ``i`` of :func:`last_rounds` (computed once per test session)."""
+    return brute_values(make_rules(preset, num_players=2), last_rounds(preset)[i][0], bonus)
 
 
 @pytest.mark.parametrize("preset", TWO_SEAT_PRESETS)
 def test_solve_agrees_with_brute_force_minimax(preset: str) -> None:
     rules = make_rules(preset, num_players=2)
+    found = last_rounds(preset)
     # the view pins the state down: the rebuilt hands are the true ones
-    for obs1, hands in last_rounds(preset)[::5]:
+    for obs1, hands in found[::5]:
         assert (exact_state(rules, obs1).hand[0] == hands).all()
-    positions = sample(preset)
+    picked = sample(preset)
+    positions = [found[i][0] for i in picked]
     assert {cards_left(o) for o in positions} == set(range(1, 9))
     batch = stack(positions)
     best, value, nodes = endgame.solve(rules, batch)
@@ -138,17 +145,32 @@ def test_solve_agrees_with_brute_force_minimax(preset: str) -> None:
     assert best.shape == value.shape == nodes.shape == (len(positions),)
     assert (batch["action_mask"][np.arange(len(positions)), best] == 1).all()
     assert (nodes >= 1).all()
-    for i, obs1 in enumerate(positions):
-        vals = brute_values(rules, obs1, BONUS)
-        assert value[i] == vals.max(), (i, cards_left(obs1), vals)
-        assert vals[best[i]] == vals.max(), (i, cards_left(obs1), vals, best[i])
+    for j, i in enumerate(picked):
+        vals = brute_of(preset, i, BONUS)
+        assert value[j] == vals.max(), (i, cards_left(positions[j]), vals)
+        assert vals[best[j]] == vals.max(), (i, cards_left(positions[j]), vals, best[j])
     # the same without a match bonus (the pure deal margin), on the smaller positions
-    small = [o for o in positions if cards_left(o) <= 6]
-    best0, value0, _ = endgame.solve(rules, stack(small), match_bonus=0.0)
-    for i, obs1 in enumerate(small):
-        vals = brute_values(rules, obs1, 0.0)
-        assert value0[i] == vals.max() and vals[best0[i]] == vals.max(), (i, vals, best0[i])
-        assert abs(value0[i]) < 100
+    small = [i for i in picked if cards_left(found[i][0]) <= 6]
+    best0, value0, _ = endgame.solve(rules, stack([found[i][0] for i in small]), match_bonus=0.0)
+    for j, i in enumerate(small):
+        vals = brute_of(preset, i, 0.0)
+        assert value0[j] == vals.max() and vals[best0[j]] == vals.max(), (i, vals, best0[j])
+        assert abs(value0[j]) < 100
+
+
+@pytest.mark.parametrize("preset", TWO_SEAT_PRESETS)
+def test_value_does_not_depend_on_the_move_tried_first(preset: str) -> None:
+    # alpha-beta's cut-offs depend on the order moves are tried, its value must not: every last-round position met,
+    # the round's first decisions included, solved with each of up to four different first moves
+    rules = make_rules(preset, num_players=2)
+    batch = stack([o for o, _ in last_rounds(preset)])
+    n = batch["action_mask"].sum(axis=1)
+    _, value, _ = endgame.solve(rules, batch)
+    for k in range(4):
+        first = np.minimum(k, n - 1).astype(np.int64)
+        best_k, value_k, _ = endgame.solve(rules, batch, first=first)
+        assert (value_k == value).all(), np.flatnonzero(value_k != value)
+        assert (batch["action_mask"][np.arange(len(n)), best_k] == 1).all()
 
 
 def test_first_move_is_kept_when_optimal_and_overridden_when_not() -> None:
@@ -156,9 +178,10 @@ def test_first_move_is_kept_when_optimal_and_overridden_when_not() -> None:
     overridden = 0
     for preset in TWO_SEAT_PRESETS:
         rules = make_rules(preset, num_players=2)
-        positions = [o for o in sample(preset) if cards_left(o) <= 6 and num_moves(o) > 1]
-        vals = [brute_values(rules, o, BONUS) for o in positions]
-        batch = stack(positions)
+        found = last_rounds(preset)
+        picked = [i for i in sample(preset) if cards_left(found[i][0]) <= 6 and num_moves(found[i][0]) > 1]
+        vals = [brute_of(preset, i, BONUS) for i in picked]
+        batch = stack([found[i][0] for i in picked])
         default, _, _ = endgame.solve(rules, batch)
         # an optimal first move is returned: the last optimal one in table order (often not the default's choice)
         first = np.array([int(np.flatnonzero(v == v.max())[-1]) for v in vals], dtype=np.int64)
@@ -167,13 +190,13 @@ def test_first_move_is_kept_when_optimal_and_overridden_when_not() -> None:
         assert (value == [v.max() for v in vals]).all()
         kept_over_default += int((first != default).sum())
         # a losing first move is searched but not returned
-        worse = [i for i, v in enumerate(vals) if (v < v.max()).any()]
-        first2 = np.array([int(np.flatnonzero(v < v.max())[0]) if i in worse else 0 for i, v in enumerate(vals)],
+        worse = [j for j, v in enumerate(vals) if (v < v.max()).any()]
+        first2 = np.array([int(np.flatnonzero(v < v.max())[0]) if j in worse else 0 for j, v in enumerate(vals)],
                           dtype=np.int64)
         best2, value2, _ = endgame.solve(rules, batch, first=first2)
-        for i in worse:
-            assert vals[i][best2[i]] == vals[i].max() and best2[i] != first2[i]
-            assert value2[i] == vals[i].max()
+        for j in worse:
+            assert vals[j][best2[j]] == vals[j].max() and best2[j] != first2[j]
+            assert value2[j] == vals[j].max()
         overridden += len(worse)
     assert kept_over_default > 0 and overridden > 0  # both cases were met
 
@@ -279,7 +302,7 @@ def test_winning_the_match_comes_before_the_deal_margin() -> None:
 def test_match_bonus_counts_when_the_deal_decides_the_match(preset: str) -> None:
     rules = make_rules(preset, num_players=2)
     target = rules.target
-    positions = [o for o in sample(preset) if cards_left(o) <= 6]
+    positions = [o for o, _ in last_rounds(preset) if cards_left(o) <= 5]
     decided = 0
     for mine, other in ((target - 1, target - 1), (target - 2, 0), (0, target - 3), (target - 6, target - 4)):
         batch = []
@@ -297,3 +320,19 @@ def test_match_bonus_counts_when_the_deal_decides_the_match(preset: str) -> None
                 decided += 1
                 assert abs(value[i]) > BONUS / 2
     assert decided > len(positions)  # most of these deals decide the match
+
+
+def test_solve_refuses_a_first_move_that_is_not_listed() -> None:
+    # an index past the listed moves would be played from the move table's padding, and returned as the best move
+    rules = make_rules("classic", num_players=2)
+    _, last = play_to_stock_empty(rules, 3, seed=5)
+    n = last["action_mask"].sum(axis=1).astype(np.int64)
+    for bad in (n, n + 200, np.full(3, -1)):
+        with pytest.raises(ValueError, match=r"first\[0\]"):
+            endgame.solve(rules, last, first=bad)
+    with pytest.raises(ValueError, match="first"):
+        endgame.solve(rules, last, first=np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="first"):
+        endgame.solve(rules, last, first=np.full(3, 0.5))
+    best, _, _ = endgame.solve(rules, last, first=n - 1)  # the last listed moves are fine
+    assert (best < n).all()
