@@ -32,19 +32,22 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from . import core
+from .cards import NUM_CARDS
 from .core._kernels import MODE_STEP, _range_classic, _range_general
 from .core._layout import (
     CFG_GENERAL,
     CFG_P,
+    CFG_RESET,
     CFG_S,
     CUR,
     ITEMS,
     R_DEAL_DONE,
     R_MATCH_DONE,
     R_WINNER,
+    res_layout,
 )
 from .determinize import determinize, moves_of
 from .rules import RuleSet
@@ -88,34 +91,32 @@ def _leaf(res, d, me, rl, bonus):
 
 
 @njit(cache=True)
-def _order(sm8, d, n, ords):
-    """Search order of the n moves of stack row d: captures, then builds, then trails (listing order within)."""
+def _order(sm8, d, n, first, ords):
+    """Search order of the n moves of stack row d: ``first`` (if >= 0), then captures, builds and trails (listing
+    order within each kind)."""
     j = 0
+    if first >= 0:
+        ords[d, 0] = first
+        j = 1
     for kind in (1, 2, 0):
         for i in range(n):
-            if sm8[d, 0, i] == kind:
+            if sm8[d, 0, i] == kind and i != first:
                 ords[d, j] = i
                 j += 1
 
 
 @njit(cache=True)
-def solve_kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, root_order, bonus, best_out, value_out, nodes_out):
-    """Alpha-beta search of every game of the packed arrays (exact states, ``auto_reset`` off) to the deal's end.
-
-    ``root_order[b]`` lists game b's root moves in the order they are tried (-1 ends the list): of equally good moves
-    the first in that order is returned. Writes the best root move, the minimax value and the nodes visited.
-    """
-    B = u64.shape[0]
+def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus):
+    """Alpha-beta search of game b of the packed arrays (an exact state; ``cfg`` with auto-reset off) to the deal's
+    end, on a stack of its own; returns (best root move, minimax value, nodes). Of equally good root moves the first
+    tried wins: ``first`` (if >= 0), then captures, builds and trails."""
     P = cfg[CFG_P]
     S = cfg[CFG_S]
     nmcol = P + S
     M = m8.shape[2]
     plies = 0
-    for b in range(B):
-        c = 0
-        for p in range(P):
-            c += core.popcount(u64[b, p])
-        plies = max(plies, c)
+    for p in range(P):
+        plies += core.popcount(u64[b, p])
     R = plies + 2
     su64 = np.zeros((R, u64.shape[1]), dtype=np.uint64)
     si8 = np.zeros((R, i8.shape[1]), dtype=np.int8)
@@ -135,84 +136,135 @@ def solve_kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, root_order, bon
     best = np.zeros(R, dtype=np.float64)
     maxing = np.zeros(R, dtype=np.bool_)
     general = cfg[CFG_GENERAL] != 0
-    for b in range(B):
-        me = i8[b, CUR]
-        su64[0, :] = u64[b, :]
-        si8[0, :] = i8[b, :]
-        si16[0, :] = i16[b, :]
-        si64[0, :] = i64[b, :]
-        sm8[0, :, :] = m8[b, :, :]
-        smvc[0, :] = mvc[b, :]
-        n0 = 0
-        while n0 < M and root_order[b, n0] >= 0:
-            ords[0, n0] = root_order[b, n0]
-            n0 += 1
-        cnt[0] = n0
-        pos[0] = 0
-        alpha[0] = -_INF
-        beta[0] = _INF
-        best[0] = -_INF
-        maxing[0] = True
-        best_move = ords[0, 0]
-        nodes = 0
-        d = 0
-        while True:
-            if pos[d] < cnt[d] and alpha[d] < beta[d]:
-                a = ords[d, pos[d]]
-                pos[d] += 1
-                chosen[d] = a
-                e = d + 1
-                su64[e, :] = su64[d, :]
-                si8[e, :] = si8[d, :]
-                si16[e, :] = si16[d, :]
-                si64[e, :] = si64[d, :]
-                for k in range(3):
-                    sm8[e, k, 0] = sm8[d, k, a]
-                smvc[e, 0] = smvc[d, a]
-                acts[e] = 0
-                if general:
-                    _range_general(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
-                else:
-                    _range_classic(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
-                nodes += 1
-                if res[e, R_DEAL_DONE] == 0:
-                    d = e
-                    n = si16[d, nmcol]
-                    cnt[d] = n
-                    pos[d] = 0
-                    _order(sm8, d, n, ords)
-                    alpha[d] = alpha[d - 1]
-                    beta[d] = beta[d - 1]
-                    maxing[d] = si8[d, CUR] == me
-                    best[d] = -_INF if maxing[d] else _INF
-                    continue
-                v = _leaf(res, e, me, rl, bonus)
+    me = i8[b, CUR]
+    su64[0, :] = u64[b, :]
+    si8[0, :] = i8[b, :]
+    si16[0, :] = i16[b, :]
+    si64[0, :] = i64[b, :]
+    sm8[0, :, :] = m8[b, :, :]
+    smvc[0, :] = mvc[b, :]
+    cnt[0] = si16[0, nmcol]
+    _order(sm8, 0, cnt[0], first, ords)
+    pos[0] = 0
+    alpha[0] = -_INF
+    beta[0] = _INF
+    best[0] = -_INF
+    maxing[0] = True
+    best_move = ords[0, 0]
+    nodes = 0
+    d = 0
+    while True:
+        if pos[d] < cnt[d] and alpha[d] < beta[d]:
+            a = ords[d, pos[d]]
+            pos[d] += 1
+            chosen[d] = a
+            e = d + 1
+            su64[e, :] = su64[d, :]
+            si8[e, :] = si8[d, :]
+            si16[e, :] = si16[d, :]
+            si64[e, :] = si64[d, :]
+            for k in range(3):  # the move played is all the child's step reads of the move table
+                sm8[e, k, 0] = sm8[d, k, a]
+            smvc[e, 0] = smvc[d, a]
+            acts[e] = 0
+            if general:
+                _range_general(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
             else:
+                _range_classic(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
+            nodes += 1
+            if res[e, R_DEAL_DONE] == 0:
+                d = e
+                cnt[d] = si16[d, nmcol]
+                pos[d] = 0
+                _order(sm8, d, cnt[d], -1, ords)
+                alpha[d] = alpha[d - 1]
+                beta[d] = beta[d - 1]
+                maxing[d] = si8[d, CUR] == me
+                best[d] = -_INF if maxing[d] else _INF
+                continue
+            v = _leaf(res, e, me, rl, bonus)
+        else:
+            if d == 0:
+                break
+            v = best[d]
+            d -= 1
+            a = chosen[d]
+        if maxing[d]:
+            if v > best[d]:
+                best[d] = v
                 if d == 0:
-                    break
-                v = best[d]
-                d -= 1
-                a = chosen[d]
-            if maxing[d]:
-                if v > best[d]:
-                    best[d] = v
-                    if d == 0:
-                        best_move = a
-                if v > alpha[d]:
-                    alpha[d] = v
-            else:
-                if v < best[d]:
-                    best[d] = v
-                if v < beta[d]:
-                    beta[d] = v
-        best_out[b] = best_move
-        value_out[b] = best[0]
-        nodes_out[b] = nodes
-    return 0 * S
+                    best_move = a
+            if v > alpha[d]:
+                alpha[d] = v
+        else:
+            if v < best[d]:
+                best[d] = v
+            if v < beta[d]:
+                beta[d] = v
+    return best_move, best[0], nodes + 0 * S
+
+
+@njit(cache=True)
+def solve_kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, rows, first, bonus, best_out, value_out, nodes_out):
+    """:func:`_solve_one` for games ``rows[i]`` of the packed arrays, one after the other, into ``*_out[i]``."""
+    for i in range(rows.shape[0]):
+        best_out[i], value_out[i], nodes_out[i] = _solve_one(rows[i], first[i], u64, i8, i16, i64, m8, mvc, cfg, rl,
+                                                              res_width, bonus)
+    return rows.shape[0]
+
+
+@njit(cache=True, parallel=True)
+def solve_kernel_parallel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, rows, first, bonus, best_out, value_out,
+                          nodes_out):
+    """:func:`solve_kernel` with the games spread over numba's threads."""
+    for i in prange(rows.shape[0]):
+        best_out[i], value_out[i], nodes_out[i] = _solve_one(rows[i], first[i], u64, i8, i16, i64, m8, mvc, cfg, rl,
+                                                              res_width, bonus)
+    return rows.shape[0]
+
+
+def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.ndarray | None = None,
+                match_bonus: float = MATCH_BONUS, parallel: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact best move of games ``rows`` of a core State whose hands are the real ones (nothing is hidden from
+    the search: a :func:`cassino_env.determinize.determinize` sample, or the true state where the seat to move knows
+    every card, :func:`solvable`). The state is not changed.
+
+    Args:
+        state: a two-seat State.
+        rows: int64[K], the games to solve (default every game); each must have a seat to move and an empty stock.
+        first: int64[K], a listed move per game tried first (ties go to it); None: captures first.
+        match_bonus: see :data:`MATCH_BONUS`.
+        parallel: spread the games over numba's threads.
+
+    Returns:
+        ``(best int64[K], value float64[K], nodes int64[K])``, as :func:`solve`.
+
+    Raises:
+        ValueError: more than two seats, or a game with cards in the stock or nobody to move.
+    """
+    if state.num_players != 2:
+        raise ValueError(f"endgame: the exact last round needs two seats, the state has {state.num_players}")
+    rows = np.arange(state.batch_size) if rows is None else np.asarray(rows, dtype=np.int64)
+    bad = np.flatnonzero((state.stock_pos[rows] < NUM_CARDS) | (state.current_player[rows] < 0))
+    if bad.size:
+        raise ValueError(f"endgame: game {int(rows[bad[0]])} is not in a last round (cards in the stock or nobody "
+                         "to move)")
+    K = len(rows)
+    first = np.full(K, -1, dtype=np.int64) if first is None else np.asarray(first, dtype=np.int64)
+    u64, i8, i16, i64, m8, mvc, cfg, rl = core.kernel_args(state)
+    cfg = cfg.copy()
+    cfg[CFG_RESET] = 0  # the search stops at the deal's end
+    best = np.zeros(K, dtype=np.int64)
+    value = np.zeros(K, dtype=np.float64)
+    nodes = np.zeros(K, dtype=np.int64)
+    kernel = solve_kernel_parallel if parallel else solve_kernel
+    width = res_layout(state.num_players, state.num_sides)[4]
+    kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, width, rows, first, float(match_bonus), best, value, nodes)
+    return best, value, nodes
 
 
 def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
-          match_bonus: float = MATCH_BONUS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          match_bonus: float = MATCH_BONUS, parallel: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The exact best move of every game of ``obs``, which must all be :func:`solvable`.
 
     Args:
@@ -221,6 +273,7 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
         first: int64[B], a listed move per game tried first (e.g. a policy's choice): where it is as good as the best,
             it is returned, so ties go to it. None: moves are tried captures first.
         match_bonus: see :data:`MATCH_BONUS`.
+        parallel: spread the games over numba's threads.
 
     Returns:
         ``(best int64[B], value float64[B], nodes int64[B])``: a best listed move, its minimax value for the seat to
@@ -247,24 +300,5 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
         if off.size:
             g = int(off[0])
             raise ValueError(f"first[{g}] = {int(first[g])} is not a listed move (game {g} lists {int(n[g])})")
-    B = len(ok)
-    mask = np.asarray(obs["action_mask"]) != 0
-    n = mask.sum(axis=1)
-    M = mask.shape[1]
-    order = np.full((B, M), -1, dtype=np.int64)
-    kind = np.asarray(obs["move_kind"])
-    for b in range(B):
-        listed = np.arange(int(n[b]))
-        ranked = np.concatenate([listed[kind[b, :n[b]] == k] for k in (1, 2, 0)])
-        if first is not None:
-            f = int(first[b])
-            ranked = np.concatenate([[f], ranked[ranked != f]])
-        order[b, :len(ranked)] = ranked
     st = determinize(rules, view, moves_of(obs), 1, np.random.default_rng(0))
-    args = core.kernel_args(st)
-    best = np.zeros(B, dtype=np.int64)
-    value = np.zeros(B, dtype=np.float64)
-    nodes = np.zeros(B, dtype=np.int64)
-    width = core.result_rows(st).shape[1]
-    solve_kernel(*args, width, order, float(match_bonus), best, value, nodes)
-    return best, value, nodes
+    return solve_state(st, first=first, match_bonus=match_bonus, parallel=parallel)

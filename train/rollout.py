@@ -173,6 +173,7 @@ class RolloutCollector:
         self.featurizer = MoveFeaturizer(rules) if F else None
         self.shaping_tables = RuleTables.of(rules) if args.shaping else None
         self.endgame = bool(args.endgame)
+        self.solve_parallel = args.threads > 1
         self.match_value = None
         if args.objective == "match":
             from train.match_value import MatchValue
@@ -223,7 +224,7 @@ class RolloutCollector:
         from agents.base import slice_obs
         from agents.features import banked_points, critic_state, seat_margins
         from agents.policy import MoveBatch, masked_log_softmax, sample_actions
-        from cassino_env.endgame import solvable, solve
+        from cassino_env.endgame import solvable, solve_state
 
         args, env = self.args, self.env
         B, T, P, S, deal_len, F, C = self.B, self.T, self.P, self.S, self.deal_len, self.F, self.C
@@ -278,7 +279,9 @@ class RolloutCollector:
             if self.endgame:  # two seats, stock empty: every seat's move is the exact one, and not trained on
                 solved = np.flatnonzero(solvable(self.rules, obs["view"]))
                 if solved.size:
-                    actions[t, solved] = solve(self.rules, slice_obs(obs, solved), first=actions[t, solved])[0]
+                    # the true state: in a two-seat last round the seat to move knows it all (cassino_env.endgame)
+                    actions[t, solved] = solve_state(env.state, solved, first=actions[t, solved],
+                                                     parallel=self.solve_parallel)[0]
                     learn[t, solved] = False
                     recorded = np.ones(B, dtype=bool)
                     recorded[solved] = False
