@@ -96,7 +96,7 @@ def num_moves(obs1: dict) -> int:
 @functools.cache
 def last_rounds(preset: str, seed: int = 7, games: int = 6, steps: int = 130) -> tuple:
     """Solvable one-game observations met in random play of a two-seat preset, with the true hands of each
-    (``(obs1, hands uint64[2])`` pairs, in the order met; they span more than one deal and match)."""
+    (``(obs1, hands uint64[2])`` pairs, in the order met, from more than one deal)."""
     rules = make_rules(preset, num_players=2)
     env = CassinoVectorEnv(games, rules, seed=seed, with_view=True)
     obs, _ = env.reset()
@@ -112,8 +112,8 @@ def last_rounds(preset: str, seed: int = 7, games: int = 6, steps: int = 130) ->
 
 def sample(preset: str) -> list[int]:
     """Indices into :func:`last_rounds` of the positions the brute force checks: every one with 1..6 cards left, four
-    with 7 (a choice of moves first) and the two round's first decisions (8 cards) with the fewest moves (to keep the
-    brute force short)."""
+    with 7 (a choice of moves first) and the two first decisions of a round (8 cards) with the fewest moves (to keep
+    the brute force short)."""
     found = [o for o, _ in last_rounds(preset)]
     out = [i for i, o in enumerate(found) if cards_left(o) <= 6]
     sevens = [i for i, o in enumerate(found) if cards_left(o) == 7]
