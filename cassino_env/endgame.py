@@ -232,7 +232,7 @@ def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.nda
     Args:
         state: a two-seat State.
         rows: int64[K], the games to solve (default every game); each must have a seat to move and an empty stock.
-        first: int64[K], a listed move per game tried first (ties go to it); None: captures first.
+        first: int64[K], a listed move per game tried first (ties go to it; -1: none); None: captures first.
         match_bonus: see :data:`MATCH_BONUS`.
         parallel: spread the games over numba's threads.
 
@@ -240,7 +240,8 @@ def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.nda
         ``(best int64[K], value float64[K], nodes int64[K])``, as :func:`solve`.
 
     Raises:
-        ValueError: more than two seats, or a game with cards in the stock or nobody to move.
+        ValueError: more than two seats, a game with cards in the stock or nobody to move, or a ``first`` that is not
+            a listed move.
     """
     if state.num_players != 2:
         raise ValueError(f"endgame: the exact last round needs two seats, the state has {state.num_players}")
@@ -250,7 +251,18 @@ def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.nda
         raise ValueError(f"endgame: game {int(rows[bad[0]])} is not in a last round (cards in the stock or nobody "
                          "to move)")
     K = len(rows)
-    first = np.full(K, -1, dtype=np.int64) if first is None else np.asarray(first, dtype=np.int64)
+    if first is None:
+        first = np.full(K, -1, dtype=np.int64)
+    else:  # an index past the list would play the move table's padding
+        first = np.asarray(first)
+        if first.shape != (K,) or not np.issubdtype(first.dtype, np.integer):
+            raise ValueError(f"first: expected int[{K}], a listed move (or -1) per game, got "
+                             f"{first.dtype}{list(first.shape)}")
+        first = first.astype(np.int64)
+        off = np.flatnonzero((first < -1) | (first >= state.num_moves[rows]))
+        if off.size:
+            raise ValueError(f"first[{int(off[0])}] = {int(first[off[0]])} is not a listed move (game "
+                             f"{int(rows[off[0]])} lists {int(state.num_moves[rows[off[0]]])})")
     u64, i8, i16, i64, m8, mvc, cfg, rl = core.kernel_args(state)
     cfg = cfg.copy()
     cfg[CFG_RESET] = 0  # the search stops at the deal's end

@@ -142,3 +142,36 @@ def test_training_with_endgame_trains_on_no_last_round_move() -> None:
     assert abs(rewards.sum()) < 1e-4 and np.abs(rewards).sum() > 0  # zero-sum deals, all credited
     last_round = np.rint(roll.obs[:, at] * 52) == 0
     assert last_round.any() and (rewards[last_round] == 0).all()  # to moves before the last round
+
+
+def test_solve_state_on_the_true_state_is_solve_on_the_view() -> None:
+    """The trainer's path (solve_state on the env's own state, serial or over threads) gives the view's answer."""
+    from cassino_env.endgame import solve_state
+
+    env = CassinoVectorEnv(24, RULES, seed=4)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(4)
+    checked = 0
+    for _ in range(48):
+        rows = np.flatnonzero(solvable(RULES, obs["view"]))
+        if rows.size:
+            want = solve(RULES, slice_obs(obs, rows))
+            for parallel in (False, True):
+                got = solve_state(env.state, rows, parallel=parallel)
+                np.testing.assert_array_equal(got[0], want[0])
+                np.testing.assert_array_equal(got[1], want[1])
+            checked += rows.size
+        mask = obs["action_mask"] != 0
+        obs, *_ = env.step(np.array([rng.choice(np.flatnonzero(m)) for m in mask]))
+    assert checked > 24
+    with pytest.raises(ValueError, match="not in a last round"):
+        solve_state(env.state, np.array([0]))  # a fresh deal's first move
+    env.state.stock_pos[:] = 52
+    with pytest.raises(ValueError, match=r"first\[0\] = 60 is not a listed move"):
+        solve_state(env.state, np.array([0]), first=np.array([60]))
+    with pytest.raises(ValueError, match="first: expected int"):
+        solve_state(env.state, np.array([0]), first=np.array([0.5]))
+    with pytest.raises(ValueError, match="two seats"):
+        three = CassinoVectorEnv(2, make_rules("classic", num_players=3), seed=0)
+        three.reset()
+        solve_state(three.state)
