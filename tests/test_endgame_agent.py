@@ -171,7 +171,7 @@ def test_solve_state_on_the_true_state_is_solve_on_the_view() -> None:
         solve_state(env.state, np.array([0]), first=np.array([60]))
     with pytest.raises(ValueError, match="first: expected int"):
         solve_state(env.state, np.array([0]), first=np.array([0.5]))
+    three = CassinoVectorEnv(2, make_rules("classic", num_players=3), seed=0)
+    three.reset()
     with pytest.raises(ValueError, match="two seats"):
-        three = CassinoVectorEnv(2, make_rules("classic", num_players=3), seed=0)
-        three.reset()
         solve_state(three.state)
