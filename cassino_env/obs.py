@@ -179,6 +179,10 @@ if __doc__:  # None under python -OO
     __doc__ = fill_doc(__doc__)
 
 
+#: uint64[13]: the four cards of each rank (card ids r, r + 13, r + 26, r + 39; docs/rules.md 1).
+_RANK_MASKS = np.array([sum(1 << (r + 13 * s) for s in range(4)) for r in range(13)], dtype=np.uint64)
+
+
 @njit(cache=True, inline="always")
 def _set_bits(row, start, cards, value=1.0):
     """``row[start + c] = value`` for every card c of the bitmask ``cards`` (its set bits only)."""
@@ -195,9 +199,17 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
     """Write the observation of seat ``viewer[b]`` of every game ``b`` into ``out[b]`` (float32[B, D]; a row of
     zeros where ``viewer[b] < 0``). The arguments after ``out`` are :func:`encoder_inputs` of a core State, whose
     last one is :func:`encoder_params`; numba code may call this directly (the AEC env's one-game path)."""
+    encode_range(0, out.shape[0], viewer, out, hand, loose, build_cards, build_value, build_owner, captured, sweeps,
+                 in_play, match_scores, stock_pos, dealer, last_trail, last_capturer, params)
+
+
+@njit(cache=True)
+def encode_range(lo, hi, viewer, out, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play,
+                 match_scores, stock_pos, dealer, last_trail, last_capturer, params):
+    """:func:`encode_kernel` for the games ``lo <= b < hi`` only (the vector env's fused step encodes chunk by
+    chunk, :mod:`cassino_env._vector_kernels`); the rows of other games are left as they are."""
     P, S, H = params[AT.P], params[AT.S], params[AT.hand_size]
     target, T, R = params[AT.target], params[AT.table_cards], params[AT.rounds_per_deal]
-    B = out.shape[0]
     K = build_cards.shape[1]
     o_hand = params[AT.hand]
     o_loose = params[AT.loose]
@@ -220,13 +232,12 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
     o_md = params[AT.most_decided]
     side_cards = np.zeros(S, dtype=np.int64)
     side_spades = np.zeros(S, dtype=np.int64)
-    one = np.uint64(1)
     all_cards = np.uint64((1 << 52) - 1)
     spade_mask = SPADE_MASK
-    for b in range(B):
+    for b in range(lo, hi):
         row = out[b]
         row[:] = 0.0
-        me = viewer[b]
+        me = np.int64(viewer[b])
         if me < 0:
             continue
         my_side = me % S
@@ -256,11 +267,10 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
             row[o_sw + rq] = sweeps[b, q] / 4.0
             row[o_ip + rq] = in_play[b, q] / 4.0
         m = ~visible & all_cards
-        while m:
-            c = _lowbit(m)
-            row[o_unseen + c] = 1.0
-            row[o_ur + c % 13] += 0.25
-            m &= m - one
+        _set_bits(row, o_unseen, m)
+        for r in range(13):
+            # k unseen cards of rank r + 1 give k / 4 (exact in float32, as k additions of 0.25 would be)
+            row[o_ur + r] = _popcount(m & _RANK_MASKS[r]) * 0.25
         if last_capturer[b] >= 0:
             row[o_lc + (last_capturer[b] - me) % P] = 1.0
         side_cards[:] = 0

@@ -84,10 +84,13 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from . import _vector_kernels as VK
 from . import core
 from .actions import MAX_MOVES
+from .core._kernels import CFG_GENERAL, CHUNK
+from .core._layout import NITEMS, R_POINTS, res_layout
 from .errors import CassinoError, check_seed
-from .obs import encode, obs_high, obs_size, public_view
+from .obs import _params, obs_high, obs_size
 from .rules import RuleSet, make_rules
 
 REWARDS = ("points", "win")
@@ -209,6 +212,12 @@ class CassinoVectorEnv(VectorEnv):
             (:func:`cassino_env.obs.public_view`), for bots and search agents.
         reward_seat: None (the default): ``rewards`` float32[B, P], every seat's; a seat p: float32[B], seat p's
             only, Gymnasium's ``(num_envs,)`` shape (module docstring, "Whose rewards").
+        copy: True (the default, as Gymnasium's vector envs): :meth:`step` and :meth:`observe` return fresh arrays
+            (except ``obs["observation"]``, always a reused buffer). False: every array they return (observations,
+            the public view, rewards, terminations, truncations, ``info["result"]``'s fields) is a read-only view
+            of a buffer of the env or of its state that the next :meth:`step` (or :meth:`reset`) overwrites, some
+            of them not contiguous; same shapes, dtypes and values. Copy what you keep. This skips the copies
+            (the move tables alone are 11 bytes per move slot per game) and is the fastest way to step.
 
     Attributes:
         single_observation_space, observation_space: ``gymnasium.spaces.Dict`` of one game / of B games.
@@ -226,16 +235,16 @@ class CassinoVectorEnv(VectorEnv):
     def __init__(self, num_envs: int, rules: str | RuleSet = "classic", num_players: int | None = None,
                  seed: int = 0, max_moves: int = MAX_MOVES, prune: bool = True, reward: str = "points",
                  episode: str = "deal", parallel: bool = False, with_view: bool = True,
-                 reward_seat: int | None = None) -> None:
+                 reward_seat: int | None = None, copy: bool = True) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
             raise EnvConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
         if isinstance(max_moves, bool) or not isinstance(max_moves, int | np.integer) or not 1 <= max_moves <= 32767:
             raise EnvConfigError(f"max_moves must be an integer 1..32767, got {max_moves!r}")  # move slots are int16
         num_envs, max_moves = int(num_envs), int(max_moves)
-        for name, flag in (("prune", prune), ("parallel", parallel), ("with_view", with_view)):
+        for name, flag in (("prune", prune), ("parallel", parallel), ("with_view", with_view), ("copy", copy)):
             if not isinstance(flag, bool | np.bool_):
                 raise EnvConfigError(f"{name} must be True or False, got {type(flag).__name__} {flag!r:.40}")
-        prune, parallel, with_view = bool(prune), bool(parallel), bool(with_view)
+        prune, parallel, with_view, copy = bool(prune), bool(parallel), bool(with_view), bool(copy)
         check_reward_episode(reward, episode)
         seed = check_seed(seed, "seed")
         self.rules = resolve_rules(rules, num_players)
@@ -251,8 +260,9 @@ class CassinoVectorEnv(VectorEnv):
         self.obs_size = obs_size(self.num_players, self.num_sides)
         self._seed = seed
         self.state: core.State | None = None
+        self.copy = copy
         self._obs_buf = np.empty((num_envs, self.obs_size), dtype=np.float32)
-        self._slots = np.arange(max_moves, dtype=np.int16)[None, :]
+        self._alloc_buffers()
         # The build slots K (a property of the rule set) from a one-game state, so the spaces exist before reset().
         slots = core.init(self.rules, np.zeros(1, dtype=np.int64), max_moves=1, prune=prune).build_cards.shape[1]
         self.single_observation_space = observation_spaces(self.rules, max_moves, slots, with_view)
@@ -300,18 +310,23 @@ class CassinoVectorEnv(VectorEnv):
 
     def observe(self) -> dict[str, np.ndarray]:
         """The current observations (see the module docstring); arrays are fresh copies except ``observation``,
-        which is a reused buffer overwritten by the next call."""
-        st = self._require_state()
-        return {
-            "observation": encode(st, st.current_player, out=self._obs_buf),
-            "action_mask": (self._slots < st.num_moves[:, None]).view(np.int8),  # == core.legal_mask, as int8
-            "current_player": st.current_player.copy(),
-            "move_kind": st.move_kind.copy(),
-            "move_card": st.move_card.copy(),
-            "move_value": st.move_value.copy(),
-            "move_cards": st.move_cards.copy(),
-            **({"view": public_view(st)} if self.with_view else {}),
-        }
+        which is a reused buffer overwritten by the next call (with ``copy=False``: read-only views that the next
+        step overwrites, the constructor's ``copy``)."""
+        self._require_state()
+        self._run(False, self._no_actions)
+        return self._obs_out()
+
+    def _obs_out(self) -> dict[str, Any]:
+        views = self._views
+        if not self.copy:
+            out = dict(views)
+            if self.with_view:
+                out["view"] = dict(views["view"])
+            return out
+        out = {k: (v if k == "observation" else v.copy()) for k, v in views.items() if k != "view"}
+        if self.with_view:
+            out["view"] = {k: v.copy() for k, v in views["view"].items()}
+        return out
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray,
                                                  dict[str, Any]]:
@@ -322,19 +337,123 @@ class CassinoVectorEnv(VectorEnv):
             with ``reward_seat``; ``info`` holds the core's ``StepResult`` under ``"result"`` (deal tallies, match
             ends, the actor).
 
+            With ``copy=False`` every array (``info["result"]``'s too) is a read-only view that the next step
+            overwrites (the constructor's ``copy``).
+
         Raises:
-            cassino_env.core.ActionIndexError: an index that is not a listed move (nothing is applied).
+            cassino_env.core.ActionIndexError: an index that is not a listed move, or ``actions`` not an integer
+                array of shape (B,) (nothing is applied).
+
+        One numba call checks the actions, plays them, lists the next moves and writes the next observation, the
+        rewards and the report into the env's buffers (:mod:`cassino_env._vector_kernels`); the values are those of
+        :func:`cassino_env.core.step`, :func:`step_rewards`, :func:`cassino_env.obs.encode` and
+        :func:`cassino_env.obs.public_view`.
         """
         st = self._require_state()
-        result = core.step(st, actions, parallel=self.parallel)
-        rewards = step_rewards(result, self.rules, self.reward)
-        if self.reward_seat is not None:
-            rewards = rewards[:, self.reward_seat].copy()
-        terminated = result.match_done.copy() if self.episode == "match" else result.deal_done.copy()
-        truncated = np.zeros(self.num_envs, dtype=bool)
-        return self.observe(), rewards, terminated, truncated, {"result": result}
+        B = self.num_envs
+        a = np.asarray(actions)
+        if a.shape != (B,) or a.dtype.kind not in "iu":
+            raise core.ActionIndexError(f"actions must be an integer array of shape ({B},), got shape {a.shape} "
+                                        f"{a.dtype}")
+        if a.dtype != np.int64:
+            a = a.astype(np.int64)
+        bad = self._run(True, a)
+        if bad >= 0:
+            n = int(st.num_moves[bad])
+            raise core.ActionIndexError(f"game {bad}: action {int(a[bad])} is not a listed move index 0..{n - 1}")
+        out = self._step_out
+        if self.copy:
+            result = core.StepResult(**{f: getattr(out[3], f).copy() for f in _RESULT_FIELDS})
+            return self._obs_out(), out[0].copy(), out[1].copy(), np.zeros(B, dtype=bool), {"result": result}
+        return self._obs_out(), out[0], out[1], out[2], {"result": out[3]}
 
     def _require_state(self) -> core.State:
         if self.state is None:
             raise RuntimeError("call reset() before step() or observe()")
         return self.state
+
+    # --- the fused step (cassino_env._vector_kernels) -------------------------------------------------------------
+
+    def _alloc_buffers(self) -> None:
+        """The output buffers of the fused kernel (fixed for the env's life; the state's arrays bind per state)."""
+        B, M, P, S = self.num_envs, self.max_moves, self.num_players, self.num_sides
+        self._mask = np.zeros((B, M), dtype=np.int8)
+        self._mask_n = np.zeros(B, dtype=np.int16)  # entries of each mask row set to 1
+        self._vu64 = np.zeros((2, B), dtype=np.uint64)  # the viewer's hand, the unseen cards
+        self._vi8 = np.zeros((2, B), dtype=np.int8)  # the viewer, the stock size
+        self._hsz = np.zeros((B, P), dtype=np.int8)
+        self._flags = np.zeros((4, B), dtype=np.int8)  # actor, deal done, match done, match winner
+        self._flags[VK.F_WINNER] = -1
+        self._totals = np.zeros((B, S), dtype=np.int16)
+        self._rewards = np.zeros((B, P), dtype=np.float32)
+        self._res = np.zeros((B, res_layout(P, S)[4]), dtype=np.int16)
+        self._no_actions = np.zeros(B, dtype=np.int64)
+        self._bound: core.State | None = None
+
+    def _run(self, stepped: bool, actions: np.ndarray) -> int:
+        st = self.state
+        if st is not self._bound:
+            self._bind(st)
+        return int(self._kernel(stepped, self._chunk, actions, *self._kargs))
+
+    def _bind(self, st: core.State) -> None:
+        """Bind the kernel's arguments and the returned views to state ``st`` (a new state after reset(), or one
+        assigned to ``env.state``)."""
+        B, P, S = self.num_envs, self.num_players, self.num_sides
+        if st.batch_size != B or st.rules.num_players != P or st.rules.num_sides != S or st.max_moves != self.max_moves:
+            raise EnvConfigError(f"env.state must have {B} games of {P} seats and max_moves={self.max_moves}")
+        general = bool(st._cfg[CFG_GENERAL])
+        if self.parallel:
+            import numba
+
+            self._kernel = VK.step_parallel_general if general else VK.step_parallel_classic
+            self._chunk = max(1, min(CHUNK, -(-B // (4 * numba.get_num_threads()))))
+        else:
+            self._kernel = VK.step_serial_general if general else VK.step_serial_classic
+            self._chunk = B
+        self._kargs = (self._res, *core.kernel_args(st), _params(st.rules), self._obs_buf, self._mask, self._mask_n,
+                       self._vu64, self._vi8, self._hsz, self._flags, self._totals, self._rewards,
+                       self.reward == "win")
+        ro = _read_only
+        views: dict[str, Any] = {
+            "observation": self._obs_buf,
+            "action_mask": ro(self._mask),
+            "current_player": ro(st.current_player),
+            "move_kind": ro(st.move_kind),
+            "move_card": ro(st.move_card),
+            "move_value": ro(st.move_value),
+            "move_cards": ro(st.move_cards),
+        }
+        if self.with_view:
+            views["view"] = {
+                "viewer": ro(self._vi8[VK.V_VIEWER]), "hand": ro(self._vu64[VK.V_HAND]), "loose": ro(st.loose),
+                "build_cards": ro(st.build_cards), "build_value": ro(st.build_value),
+                "build_owner": ro(st.build_owner), "captured": ro(st.captured), "sweeps": ro(st.sweeps),
+                "in_play": ro(st.in_play), "hand_sizes": ro(self._hsz), "stock_size": ro(self._vi8[VK.V_STOCK]),
+                "dealer": ro(st.dealer), "last_capturer": ro(st.last_capturer), "last_trail": ro(st.last_trail),
+                "match_scores": ro(st.match_scores), "unseen": ro(self._vu64[VK.V_UNSEEN]),
+            }
+        self._views = views
+        res, (t_col, it_col, nc_col, ns_col, _) = self._res, res_layout(P, S)
+        items = res[:, it_col:nc_col].view()
+        items.shape = (B, S, NITEMS)  # a view (raises rather than copy)
+        result = core.StepResult(
+            actor=ro(self._flags[VK.F_ACTOR]), deal_done=ro(self._flags[VK.F_DEAL_DONE].view(np.bool_)),
+            match_done=ro(self._flags[VK.F_MATCH_DONE].view(np.bool_)), match_winner=ro(self._flags[VK.F_WINNER]),
+            deal_points=ro(res[:, R_POINTS:R_POINTS + P]), deal_totals=ro(self._totals), deal_items=ro(items),
+            deal_cards=ro(res[:, nc_col:ns_col]), deal_spades=ro(res[:, ns_col:ns_col + S]),
+            match_totals=ro(res[:, t_col:t_col + S]))
+        rewards = self._rewards if self.reward_seat is None else self._rewards[:, self.reward_seat]
+        terminated = result.match_done if self.episode == "match" else result.deal_done
+        self._step_out = (ro(rewards), terminated, ro(np.zeros(B, dtype=bool)), result)
+        self._bound = st
+
+
+_RESULT_FIELDS = tuple(core.StepResult.__dataclass_fields__)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a``."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
