@@ -73,6 +73,7 @@ def _emit(row: dict[str, Any], as_json: bool) -> None:
         print(_json.dumps(row), flush=True)
     else:
         path = f" [{row['path']} driver]" if "path" in row else ""
+        path += f" [copy={row['copy']}]" if "copy" in row else ""
         print(f"{row['engine']:>9} {row['preset']} P={row['num_players']} threads={row['threads']} "
               f"B={row['batch']:>5}: {row['steps_per_second']:>13,.0f} steps/s ({row['steps']} steps in "
               f"{row['seconds']:.2f} s){path}", flush=True)
@@ -261,7 +262,8 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
 
     Args:
         engine: ``"core"`` (batched numba core), ``"reference"`` (the one-game reference engine), ``"aec"`` (the
-            PettingZoo env, one game: only batch 1 is timed) or ``"vector"`` (the vector env, full observations).
+            PettingZoo env, one game: only batch 1 is timed) or ``"vector"`` (the vector env, full observations,
+            its ``copy=False`` path: :func:`cassino_env.bench_env.bench_vector`; the row's ``copy`` says so).
         preset: a docs/rules.md section 6 preset the engine implements (``classic``).
         batch: batch sizes B (games stepped together).
         seconds: wall-clock time measured per batch size, seconds.
@@ -276,7 +278,8 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
 
     Returns:
         The rows printed, as dicts, each with the :func:`machine` keys (``cpu``, ``cores``, ``cores_usable``,
-        ``python``, ``numba``); with one thread in kernel mode also ``path`` and both drivers' rates.
+        ``python``, ``numba``); with one thread in kernel mode also ``path`` and both drivers' rates; the vector
+        env's rows also ``copy`` (False).
     """
     rules = make_rules(preset, num_players=num_players)
     num_players = rules.num_players
@@ -303,6 +306,7 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
                 row = bench_aec(preset, num_players, seconds, seed=seed)
             else:
                 row = bench_vector(preset, num_players, int(B), seconds, int(threads), seed=seed)
+                extra = {"copy": row["copy"]}  # the env's fastest path, copy=False: say so
             steps, elapsed = int(row["steps"]), float(row["seconds"])
         else:
             raise ValueError(f"engine must be 'core', 'reference', 'aec' or 'vector', got {engine!r}")

@@ -4,9 +4,10 @@
 ``agent_iter`` / ``last`` / ``step`` loop, choosing a uniformly random legal action from ``obs["action_mask"]``; only
 moves count as steps (the ``step(None)`` of terminated agents at an episode's end do not), and a finished episode
 is followed by ``reset()``. ``bench_vector`` times :class:`cassino_env.vector.CassinoVectorEnv` with full
-observations (the default ``observe()``: encoding, mask, move tables and the public view), uniformly random listed
-moves from :func:`cassino_env.core.random_actions`. Both warm up (JIT compilation) before timing and use their own
-random generators.
+observations (encoding, mask, move tables and the public view, as ``observe()`` gives them), uniformly random listed
+moves from :func:`cassino_env.core.random_actions`; by default its fastest path, ``copy=False`` (read-only views that
+the next step overwrites, no copies), and its row says which (``"copy"``). Both warm up (JIT compilation) before
+timing and use their own random generators.
 
 >>> row = bench_aec("classic", 2, seconds=0.05)
 >>> sorted(row)
@@ -73,7 +74,7 @@ def bench_aec(preset: str = "classic", num_players: int = 2, seconds: float = 2.
 
 
 def bench_vector(preset: str = "classic", num_players: int = 2, batch: int = 1024, seconds: float = 2.0,
-                 threads: int = 1, *, seed: int = 0, **env_kwargs: Any) -> dict[str, Any]:
+                 threads: int = 1, *, seed: int = 0, copy: bool = False, **env_kwargs: Any) -> dict[str, Any]:
     """Random play in a vector env of ``batch`` games with full observations for ``seconds`` after a warm-up.
 
     Args:
@@ -83,11 +84,13 @@ def bench_vector(preset: str = "classic", num_players: int = 2, batch: int = 102
         seconds: time measured, seconds.
         threads: numba threads; > 1 steps the core with its ``parallel=True`` kernels.
         seed: seeds the games and the per-game random counters.
+        copy: the env's ``copy`` (False, the default here: views, the fastest path; True: the env's default, fresh
+            copies of every array each step).
         **env_kwargs: more :class:`~cassino_env.vector.CassinoVectorEnv` arguments.
 
     Returns:
         ``{"engine": "vector", "preset", "batch", "num_players", "steps_per_second", "threads", "seconds",
-        "steps"}``; ``steps`` counts one move per game per call.
+        "steps", "copy"}``; ``steps`` counts one move per game per call.
     """
     from . import core
     from .vector import CassinoVectorEnv
@@ -97,7 +100,7 @@ def bench_vector(preset: str = "classic", num_players: int = 2, batch: int = 102
 
         numba.set_num_threads(threads)
     venv = CassinoVectorEnv(batch, rules=preset, num_players=num_players, seed=seed, parallel=threads > 1,
-                            **env_kwargs)
+                            copy=copy, **env_kwargs)
     venv.reset()
     rng = (np.arange(batch, dtype=np.uint64) + np.uint64(seed)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)
     for _ in range(3):  # warm-up
@@ -109,7 +112,7 @@ def bench_vector(preset: str = "classic", num_players: int = 2, batch: int = 102
         steps += batch
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
-            return _row("vector", preset, batch, num_players, threads, steps, elapsed)
+            return {**_row("vector", preset, batch, num_players, threads, steps, elapsed), "copy": venv.copy}
 
 
 __all__ = ["bench_aec", "bench_vector"]

@@ -255,12 +255,19 @@ def encode_range(lo, hi, viewer, out, hand, loose, build_cards, build_value, bui
             row[o_builds + (v - 1) * (P + 1) + 1 + rel] = 1.0
             _set_bits(row, o_bown + 52 * rel, cards)
             _set_bits(row, o_bval, cards, v / 14.0)
+        for s in range(S):
+            side_cards[s] = 0
+            side_spades[s] = 0
         for q in range(P):
             visible |= captured[b, q]
             rs = (q % S - my_side) % S
             pile = captured[b, q]
-            row[o_cc + rs] += _popcount(pile) / 52.0
-            row[o_sc + rs] += _popcount(pile & spade_mask) / 13.0
+            nc = _popcount(pile)
+            ns = _popcount(pile & spade_mask)
+            side_cards[q % S] += nc
+            side_spades[q % S] += ns
+            row[o_cc + rs] += nc / 52.0
+            row[o_sc + rs] += ns / 13.0
             _set_bits(row, o_cap + 52 * rs, pile)
             rq = (q - me) % P
             row[o_hs + rq] = _popcount(hand[b, q]) / H
@@ -273,13 +280,11 @@ def encode_range(lo, hi, viewer, out, hand, loose, build_cards, build_value, bui
             row[o_ur + r] = _popcount(m & _RANK_MASKS[r]) * 0.25
         if last_capturer[b] >= 0:
             row[o_lc + (last_capturer[b] - me) % P] = 1.0
-        side_cards[:] = 0
-        side_spades[:] = 0
-        for q in range(P):
-            side_cards[q % S] += _popcount(captured[b, q])
-            side_spades[q % S] += _popcount(captured[b, q] & spade_mask)
-        left_cards = 52 - side_cards.sum()
-        left_spades = 13 - side_spades.sum()
+        left_cards = 52
+        left_spades = 13
+        for s in range(S):
+            left_cards -= side_cards[s]
+            left_spades -= side_spades[s]
         for s in range(S):
             reach_cards = 0
             reach_spades = 0

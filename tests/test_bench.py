@@ -89,3 +89,12 @@ def test_classic_play_compiles_only_the_classic_driver(repo_root: Path, tmp_path
                           check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["1", "0", "0", "0"]
+
+
+def test_the_vector_rows_say_they_time_the_copy_free_path(capsys: pytest.CaptureFixture[str]) -> None:
+    from cassino_env.bench_env import bench_vector
+
+    (row,) = bench.run(engine="vector", batch=(8,), seconds=0.05)
+    assert row["copy"] is False and row["steps"] > 0
+    assert "[copy=False]" in capsys.readouterr().out.splitlines()[1]
+    assert bench_vector(batch=8, seconds=0.02, copy=True)["copy"] is True

@@ -169,3 +169,18 @@ def test_assigned_state_rebinds():
 def test_copy_must_be_a_bool():
     with pytest.raises(EnvConfigError, match="copy must be True or False"):
         CassinoVectorEnv(2, copy="no")
+
+
+def test_classic_steps_compile_only_the_classic_serial_step(repo_root) -> None:
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from cassino_env import core, _vector_kernels as VK; "
+            "from cassino_env.vector import CassinoVectorEnv; env = CassinoVectorEnv(3, copy=False); env.reset(); "
+            "env.step(core.random_actions(env.state, np.zeros(3, np.uint64))); "
+            "print(*(len(k.signatures) for k in (VK.step_serial_classic, VK.step_serial_general, "
+            "VK.step_parallel_classic, VK.step_parallel_general)))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=repo_root, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "0", "0", "0"]

@@ -191,7 +191,8 @@ def bench(
 
     Args:
         engine: core is the batched numba engine; reference is the slow, one-game-at-a-time engine; aec is the
-            PettingZoo environment (one game); vector is the vector environment with full observations.
+            PettingZoo environment (one game); vector is the vector environment with full observations, on its
+            fastest path (copy=False: views that the next step overwrites; the row says copy=False).
         preset: rule preset of docs/rules.md section 6 (classic, matsuda, cicera, bga, stadium, royal).
         batch: batch sizes (games stepped together) to measure, one after another.
         seconds: wall-clock seconds spent at each batch size.
