@@ -14,6 +14,14 @@ through an adapter.) Only a legal move may be played: sample actions with the ma
 ``env.single_action_space.sample(mask=obs["action_mask"][b])``. ``obs["observation"]`` is a buffer that the next
 step overwrites (the trainer copies it into its rollout at once): copy it to keep it.
 
+**Copies.** By default (``copy=True``, as Gymnasium's vector envs) every other array returned is fresh.
+``CassinoVectorEnv(..., copy=False)`` returns read-only views instead (observations, public view, rewards,
+terminations, truncations and ``info["result"]``): of the env's buffers and of its state's arrays, overwritten in
+place by the next ``step()`` (and replaced by ``reset()``), some not contiguous; same shapes, dtypes and values.
+That is the fastest path (no copy of the B x M move tables each step; ``cassino bench --engine vector`` times it).
+Either way a step is one numba call (:mod:`cassino_env._vector_kernels`): check the actions, play them, list the
+next moves, encode the observation, the mask and the public view, and report.
+
 **Autoreset: same step** (``gymnasium.vector.AutoresetMode.SAME_STEP``). The step that ends an episode (a deal, or a
 match with ``episode="match"``) also deals the next one: its observation is the new episode's first, and the game
 goes on with the next step. ``infos`` holds no ``final_obs``: an episode only ever terminates, never truncates, so no
@@ -224,6 +232,7 @@ class CassinoVectorEnv(VectorEnv):
         single_action_space, action_space: ``Discrete(M)`` / ``MultiDiscrete([M] * B)`` (move indices; only those
             with ``action_mask == 1`` are legal).
         metadata: ``{"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}``.
+        copy: the constructor's ``copy`` (False: :meth:`step` and :meth:`observe` return read-only views).
 
     Raises:
         EnvConfigError, RulesError: for bad arguments (the message names the argument).
