@@ -18,7 +18,8 @@ spec                agent
                     ``checkpoint:``, with the exact last round
 ``policy:SPEC``     the network alone of ``SPEC`` (``checkpoint:PATH`` or ``pretrained:NAME``): every move from the
                     policy, the last round too
-``endgame:SPEC``    any agent with the exact last round of a two-seat deal (``endgame:advanced``)
+``endgame:SPEC``    any agent with the exact last round of a two-seat deal (``endgame:advanced``); an agent
+                    that has it already (``pretrained:NAME``, ``endgame:SPEC``) is only renamed
 ``MODULE:OBJECT``   your own agent (:func:`load_agent`): ``OBJECT`` of module ``MODULE``, a class or factory
                     called with the RuleSet, whose result follows :class:`agents.base.Agent`
                     (``mypkg.mybot:MyBot``)
@@ -102,6 +103,9 @@ def make_agent(spec: str, rules: RuleSet) -> Agent:
             return inner
         from agents.endgame import EndgameAgent
 
+        if arg.strip().partition(":")[0] in ("checkpoint", "pretrained", "endgame"):  # exact already: solve once
+            inner.name = spec.strip()
+            return inner
         return EndgameAgent(inner, rules, name=spec.strip())
     if name == "checkpoint":
         if not arg:

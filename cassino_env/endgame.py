@@ -55,13 +55,18 @@ from .rules import RuleSet
 #: Added to (taken from) a leaf whose deal ends the match won (lost) for the root seat: more than any deal margin,
 #: so winning the match comes first.
 MATCH_BONUS = 1000.0
+#: The most cards the two hands may hold together for a last round to be searched (:func:`solvable`): the search
+#: grows about tenfold per card pair, from 1,221 positions (1.2 ms) at 8 cards (every two-seat preset's last round)
+#: to about 100,000 (0.1 s) at 12 and millions (over 10 s) at 16, which only a rule set with larger hands reaches.
+MAX_SEARCH_CARDS = 12
 
 _NITEMS = len(ITEMS)
 _INF = np.inf
 
 
 def solvable(rules: RuleSet, view: dict[str, np.ndarray]) -> np.ndarray:
-    """bool[B]: games whose seat to move knows every card still in play (two seats, stock empty).
+    """bool[B]: games whose seat to move knows every card still in play (two seats, stock empty), with at most
+    :data:`MAX_SEARCH_CARDS` cards in the two hands (a larger last round is not searched).
 
     Args:
         rules: the rules of the games (only two-seat rule sets are ever solvable).
@@ -73,7 +78,19 @@ def solvable(rules: RuleSet, view: dict[str, np.ndarray]) -> np.ndarray:
     v = np.asarray(view["viewer"]).astype(np.int64)
     other = np.asarray(view["hand_sizes"])[np.arange(B), np.clip(1 - v, 0, 1)].astype(np.int64)
     unseen = np.bitwise_count(np.asarray(view["unseen"], dtype=np.uint64)).astype(np.int64)
-    return (v >= 0) & (np.asarray(view["stock_size"]) == 0) & (unseen == other)
+    own = np.asarray(view["hand_sizes"])[np.arange(B), np.clip(v, 0, 1)].astype(np.int64)
+    return (v >= 0) & (np.asarray(view["stock_size"]) == 0) & (unseen == other) & (own + other <= MAX_SEARCH_CARDS)
+
+
+def _check_bonus(match_bonus: Any) -> float:
+    """``match_bonus`` as a float: a real number, finite and >= 0 (0: the deal margin alone), else a ValueError."""
+    if isinstance(match_bonus, (bool, np.bool_)) or not isinstance(match_bonus, (int, float, np.integer, np.floating)):
+        raise ValueError(f"match_bonus: expected a number >= 0 (points), got {type(match_bonus).__name__} "
+                         f"{match_bonus!r}")
+    if not (np.isfinite(match_bonus) and match_bonus >= 0):
+        raise ValueError(f"match_bonus: expected a finite number >= 0 (points; 0: the deal margin alone), got "
+                         f"{match_bonus!r}")
+    return float(match_bonus)
 
 
 @njit(cache=True)
@@ -231,21 +248,41 @@ def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.nda
 
     Args:
         state: a two-seat State.
-        rows: int64[K], the games to solve (default every game); each must have a seat to move and an empty stock.
+        rows: int[K], the indices of the games to solve (default every game; not a bool mask); each must have a seat
+            to move, an empty stock and at most :data:`MAX_SEARCH_CARDS` cards in the two hands.
         first: int64[K], a listed move per game tried first (ties go to it; -1: none); None: captures first.
-        match_bonus: see :data:`MATCH_BONUS`.
+        match_bonus: see :data:`MATCH_BONUS`; a finite number >= 0 (0: the deal margin alone).
         parallel: spread the games over numba's threads.
 
     Returns:
         ``(best int64[K], value float64[K], nodes int64[K])``, as :func:`solve`.
 
     Raises:
-        ValueError: more than two seats, a game with cards in the stock or nobody to move, or a ``first`` that is not
-            a listed move.
+        ValueError: more than two seats, ``rows`` that are not game indices, a game with cards in the stock, nobody
+            to move or too many cards in the hands, a ``first`` that is not a listed move, or a bad ``match_bonus``.
     """
     if state.num_players != 2:
         raise ValueError(f"endgame: the exact last round needs two seats, the state has {state.num_players}")
-    rows = np.arange(state.batch_size) if rows is None else np.asarray(rows, dtype=np.int64)
+    bonus = _check_bonus(match_bonus)
+    if rows is None:
+        rows = np.arange(state.batch_size)
+    else:
+        rows = np.asarray(rows)
+        if rows.size == 0:
+            rows = rows.reshape(0).astype(np.int64)
+        if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+            raise ValueError(f"rows: expected int[K], the indices of the games to solve (not a bool mask), got "
+                             f"{rows.dtype}{list(rows.shape)}")
+        out = np.flatnonzero((rows < 0) | (rows >= state.batch_size))
+        if out.size:
+            raise ValueError(f"rows[{int(out[0])}] = {int(rows[out[0]])} is not a game of the state (0 .. "
+                             f"{state.batch_size - 1})")
+        rows = rows.astype(np.int64)
+    held = np.bitwise_count(state.hand[rows]).sum(axis=1) if rows.size else np.zeros(0, dtype=np.int64)
+    big = np.flatnonzero(held > MAX_SEARCH_CARDS)
+    if big.size:
+        raise ValueError(f"endgame: game {int(rows[big[0]])} has {int(held[big[0]])} cards in the hands, more than "
+                         f"the {MAX_SEARCH_CARDS} searched (MAX_SEARCH_CARDS)")
     bad = np.flatnonzero((state.stock_pos[rows] < NUM_CARDS) | (state.current_player[rows] < 0))
     if bad.size:
         raise ValueError(f"endgame: game {int(rows[bad[0]])} is not in a last round (cards in the stock or nobody "
@@ -271,7 +308,7 @@ def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.nda
     nodes = np.zeros(K, dtype=np.int64)
     kernel = solve_kernel_parallel if parallel else solve_kernel
     width = res_layout(state.num_players, state.num_sides)[4]
-    kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, width, rows, first, float(match_bonus), best, value, nodes)
+    kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, width, rows, first, bonus, best, value, nodes)
     return best, value, nodes
 
 
@@ -284,7 +321,7 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
         obs: a vector-env observation dict of B games made with ``with_view=True`` (``view`` and the move table).
         first: int64[B], a listed move per game tried first (e.g. a policy's choice): where it is as good as the best,
             it is returned, so ties go to it. None: moves are tried captures first.
-        match_bonus: see :data:`MATCH_BONUS`.
+        match_bonus: see :data:`MATCH_BONUS`; a finite number >= 0 (0: the deal margin alone).
         parallel: spread the games over numba's threads.
 
     Returns:
@@ -292,16 +329,19 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
         move (points of deal margin, plus or minus ``match_bonus``) and the positions searched.
 
     Raises:
-        ValueError: a game that is not solvable (more than two seats, cards left in the stock, or an unseen card
-            outside the other hand), no ``view`` in ``obs``, or a ``first`` that is not a listed move of each game.
+        ValueError: a game that is not solvable (more than two seats, cards left in the stock, an unseen card
+            outside the other hand, or more than :data:`MAX_SEARCH_CARDS` cards in the hands), no ``view`` in ``obs``,
+            a ``first`` that is not a listed move of each game, or a bad ``match_bonus``.
     """
+    _check_bonus(match_bonus)
     if "view" not in obs:
         raise ValueError("endgame.solve reads obs['view']: create the environment with with_view=True")
     view = obs["view"]
     ok = solvable(rules, view)
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
-        raise ValueError(f"game {bad} is not a two-seat last round with every unseen card in the other hand")
+        raise ValueError(f"game {bad} is not a two-seat last round with every unseen card in the other hand and at "
+                         f"most {MAX_SEARCH_CARDS} cards in the hands")
     if first is not None:  # an index past the list would play the move table's padding
         first = np.asarray(first)
         n = np.asarray(obs["action_mask"]).sum(axis=1)

@@ -287,14 +287,16 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
 
 def main(opponent: str = "advanced", preset: str = "classic", num_players: int | None = None, seat: int = 0,
          seed: int = 0, deals: int = 0, ascii: bool = False) -> int:
-    """Play Cassino in the terminal against an agent (a bot, pimc, checkpoint:PATH or pretrained:NAME).
+    """Play Cassino in the terminal against an agent (a bot, pimc, checkpoint:PATH, pretrained:NAME, policy:SPEC or
+    endgame:SPEC).
 
     Moves are chosen by number or typed as text, e.g. "capture 3C 5H with 8S", "trail 8S", "build 9 with 2C on 7D".
     An illegal move is answered with the rule it breaks. Each deal ends with its score.
 
     Args:
         opponent: agent spec: random, greedy, beginner, intermediate, advanced, pimc, pimc:N, checkpoint:PATH,
-            pretrained:NAME (e.g. pretrained:classic).
+            pretrained:NAME (e.g. pretrained:classic), policy:SPEC (the network alone), endgame:SPEC (the exact last
+            round).
         preset: rule preset of docs/rules.md section 6.
         num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
         seat: your seat; seat 0 moves first.

@@ -5,7 +5,8 @@ printed address. Two pages in one:
 
 * **Play**: a deal or a whole match against an agent (:mod:`agents.registry`: a bot, ``pimc[:N]`` up to
   :data:`MAX_WEB_SIMULATIONS`, ``pretrained:NAME``, and any spec the operator allows at start-up with
-  ``--allow-agent SPEC``, such as ``checkpoint:PATH``: a request never names a file or module to load) in any
+  ``--allow-agent SPEC``, such as ``checkpoint:PATH``, each also as ``endgame:SPEC`` and ``policy:SPEC``: a request
+  never names a file or module to load) in any
   preset and player count. The agent plays every other seat
   (your partner too, in partnerships). The page shows the table, the builds with their values and owners, your
   hand and the legal moves to click (the environment's list, as ``cassino play`` offers it); the agents' moves
@@ -388,7 +389,8 @@ def parse_json(raw: bytes) -> Any:
 
 def check_opponent(spec: str, allowed: tuple[str, ...] = ()) -> str:
     """``spec`` if the web app may build it: a bot of the ladder, ``pimc``/``ismcts`` (``:N`` up to
-    :data:`MAX_WEB_SIMULATIONS`), ``pretrained:NAME``, or one of the specs the operator ``allowed`` at start-up.
+    :data:`MAX_WEB_SIMULATIONS`), ``pretrained:NAME``, one of the specs the operator ``allowed`` at start-up, or
+    ``endgame:SPEC`` / ``policy:SPEC`` of one of those (:mod:`agents.registry`).
     Anything else (``checkpoint:PATH``, an import path ``MODULE:OBJECT``) would let a request read any file or import
     any module, so it is refused unless allowed.
 
@@ -401,6 +403,16 @@ def check_opponent(spec: str, allowed: tuple[str, ...] = ()) -> str:
     name, sep, arg = spec.partition(":")
     if spec in allowed or name in LADDER or name == "pretrained":
         return spec  # a ladder bot given an argument, or an unknown pretrained name: make_agent says what is wrong
+    inner_offered = False
+    if name in ("endgame", "policy") and arg.strip():  # the exact last round, or the network alone, of one offered
+        try:
+            check_opponent(arg, allowed)
+            inner_offered = True
+        except RequestError as exc:
+            if "simulations" in str(exc):
+                raise  # pimc:N over the limit: that message says it
+    if inner_offered:
+        return spec
     if name in SEARCH_NAMES:
         if not sep or (arg.isdigit() and len(arg) < 8 and int(arg) <= MAX_WEB_SIMULATIONS):
             return spec
@@ -408,7 +420,7 @@ def check_opponent(spec: str, allowed: tuple[str, ...] = ()) -> str:
             raise RequestError(f"opponent: {name}:N here takes at most {MAX_WEB_SIMULATIONS} simulations, got "
                                f"{excerpt(arg)}")
         return spec  # not a number: make_agent says so
-    offered = [*LADDER, "pimc[:N]", "pretrained:NAME", *allowed]
+    offered = [*LADDER, "pimc[:N]", "pretrained:NAME", *allowed, "endgame:SPEC or policy:SPEC of these"]
     raise RequestError(f"opponent: {excerpt(spec)} is not offered by this server; agents are {', '.join(offered)} "
                        "(the operator may allow more: cassino serve --allow-agent SPEC)")
 
