@@ -131,3 +131,19 @@ def test_the_web_app_offers_the_exact_last_round_of_what_it_offers() -> None:
         with pytest.raises(RequestError, match="opponent"):
             check_opponent(spec)
     assert check_opponent("endgame:checkpoint:x.pt", allowed=("checkpoint:x.pt",)) == "endgame:checkpoint:x.pt"
+
+
+def test_the_trainer_and_the_exploit_probe_take_endgame_and_policy_specs(tmp_path) -> None:
+    pytest.importorskip("torch")
+    from train.config import ConfigError
+    from train.exploit import probe_args
+    from train.ppo_selfplay import Args
+
+    args = Args(bot_rates={"endgame:advanced": 0.25}, eval_opponents=["policy:pretrained:classic", "ladder"],
+                final_eval_opponents=["endgame:greedy"])
+    assert args.bot_rates == {"endgame:advanced": 0.25}
+    probed = probe_args("endgame:advanced", 0.05, "classic", None, 1, tmp_path / "run", 1, None)
+    assert probed.bot_rates == {"endgame:advanced": 1.0}
+    probe_args("policy:pretrained:classic", 0.05, "classic", None, 1, tmp_path / "run", 1, None)
+    with pytest.raises(ConfigError, match="eval_opponents: unknown agent 'nosuch:x'.*endgame:SPEC"):
+        Args(eval_opponents=["nosuch:x"])

@@ -296,13 +296,13 @@ class Args:
 
 def _agent_spec(ladder: bool) -> typing.Callable[[str, str], None]:
     """A check of an agent spec's name (``agents.registry.make_agent`` checks the rest when the run starts)."""
-    heads = (*BOT_NAMES, "checkpoint", "pretrained")
+    heads = (*BOT_NAMES, "checkpoint", "pretrained", "policy", "endgame")
 
     def check(name: str, spec: str) -> None:
         if not (ladder and spec.strip() == "ladder") and spec.strip().partition(":")[0] not in heads:
             raise ConfigError(f"{name}: unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N, "
-                              f"checkpoint:PATH and pretrained:NAME" + ("; ladder stands for the bot ladder"
-                                                                        if ladder else ""), field=name)
+                              f"checkpoint:PATH, pretrained:NAME, policy:SPEC and endgame:SPEC"
+                              + ("; ladder stands for the bot ladder" if ladder else ""), field=name)
 
     return check
 
