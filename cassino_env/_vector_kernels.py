@@ -1,6 +1,6 @@
 """numba kernels of :class:`cassino_env.vector.CassinoVectorEnv`: one call per env step.
 
-A step checks every action, plays it (the core's batch loop, :mod:`cassino_env.core._kernels`), lists the next
+A step checks every action, plays it (the core's batch loop, :mod:`cassino_env.core.kernel_api`), lists the next
 moves, and writes the next observation into the env's preallocated buffers: the encoding
 (:func:`cassino_env.obs.encode_range`), the action mask, the parts of the public view that are not plain fields
 of the state (viewer, its hand, hand sizes, stock size, unseen cards), and the step's report (actor, deal and match
@@ -18,9 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from .core import popcount
-from .core._bits import U0, borrow
-from .core._kernels import MODE_STEP, _range_classic, _range_general
-from .core._layout import (
+from .core.kernel_api import (
     BVAL,
     CFG_K,
     CFG_P,
@@ -29,6 +27,7 @@ from .core._layout import (
     DEALER,
     LAST_CAP,
     LAST_TRAIL,
+    MODE_STEP,
     NITEMS,
     OWNER,
     R_ACTOR,
@@ -36,6 +35,10 @@ from .core._layout import (
     R_MATCH_DONE,
     R_WINNER,
     STOCK_POS,
+    U0,
+    borrow,
+    step_range_classic,
+    step_range_general,
 )
 from .obs import encode_range
 
@@ -140,7 +143,7 @@ def step_serial_classic(stepped, chunk, actions, res, u64, i8, i16, i64, m8, mvc
     for lo in range(0, B, chunk):
         hi = min(B, lo + chunk)
         if stepped:
-            _range_classic(MODE_STEP, lo, hi, borrow(actions), 0, borrow(no_rng), borrow(u64), borrow(i8),
+            step_range_classic(MODE_STEP, lo, hi, borrow(actions), 0, borrow(no_rng), borrow(u64), borrow(i8),
                            borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
         _post_range(lo, hi, stepped, borrow(u64), borrow(i8), borrow(i16), borrow(res), borrow(cfg), borrow(rl),
                     borrow(ep), borrow(obs), borrow(mask), borrow(mask_n), borrow(vu64), borrow(vi8), borrow(hsz),
@@ -161,7 +164,7 @@ def step_serial_general(stepped, chunk, actions, res, u64, i8, i16, i64, m8, mvc
     for lo in range(0, B, chunk):
         hi = min(B, lo + chunk)
         if stepped:
-            _range_general(MODE_STEP, lo, hi, borrow(actions), 0, borrow(no_rng), borrow(u64), borrow(i8),
+            step_range_general(MODE_STEP, lo, hi, borrow(actions), 0, borrow(no_rng), borrow(u64), borrow(i8),
                            borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
         _post_range(lo, hi, stepped, borrow(u64), borrow(i8), borrow(i16), borrow(res), borrow(cfg), borrow(rl),
                     borrow(ep), borrow(obs), borrow(mask), borrow(mask_n), borrow(vu64), borrow(vi8), borrow(hsz),
@@ -184,7 +187,7 @@ def step_parallel_classic(stepped, chunk, actions, res, u64, i8, i16, i64, m8, m
         lo = ch * chunk
         hi = min(B, lo + chunk)
         if stepped:
-            _range_classic(MODE_STEP, lo, hi, actions, 0, no_rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+            step_range_classic(MODE_STEP, lo, hi, actions, 0, no_rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
         _post_range(lo, hi, stepped, u64, i8, i16, res, cfg, rl, ep, obs, mask, mask_n, vu64, vi8, hsz, flags, totals,
                     rewards, win)
     return -1
@@ -205,7 +208,7 @@ def step_parallel_general(stepped, chunk, actions, res, u64, i8, i16, i64, m8, m
         lo = ch * chunk
         hi = min(B, lo + chunk)
         if stepped:
-            _range_general(MODE_STEP, lo, hi, actions, 0, no_rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
+            step_range_general(MODE_STEP, lo, hi, actions, 0, no_rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl)
         _post_range(lo, hi, stepped, u64, i8, i16, res, cfg, rl, ep, obs, mask, mask_n, vu64, vi8, hsz, flags, totals,
                     rewards, win)
     return -1

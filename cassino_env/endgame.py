@@ -36,18 +36,20 @@ from numba import njit, prange
 
 from . import core
 from .cards import NUM_CARDS
-from .core._kernels import MODE_STEP, _range_classic, _range_general
-from .core._layout import (
+from .core.kernel_api import (
     CFG_GENERAL,
     CFG_P,
     CFG_RESET,
     CFG_S,
     CUR,
-    ITEMS,
+    MODE_STEP,
+    NITEMS,
     R_DEAL_DONE,
     R_MATCH_DONE,
     R_WINNER,
     res_layout,
+    step_range_classic,
+    step_range_general,
 )
 from .determinize import determinize, moves_of
 from .rules import RuleSet
@@ -60,7 +62,7 @@ MATCH_BONUS = 1000.0
 #: to about 100,000 (0.1 s) at 12 and millions (over 10 s) at 16, which only a rule set with larger hands reaches.
 MAX_SEARCH_CARDS = 12
 
-_NITEMS = len(ITEMS)
+_NITEMS = NITEMS
 _INF = np.inf
 
 
@@ -185,9 +187,9 @@ def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus):
             smvc[e, 0] = smvc[d, a]
             acts[e] = 0
             if general:
-                _range_general(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
+                step_range_general(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
             else:
-                _range_classic(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
+                step_range_classic(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
             nodes += 1
             if res[e, R_DEAL_DONE] == 0:
                 d = e

@@ -95,8 +95,7 @@ from gymnasium.vector.utils import batch_space
 from . import _vector_kernels as VK
 from . import core
 from .actions import MAX_MOVES
-from .core._kernels import CFG_GENERAL, CHUNK
-from .core._layout import NITEMS, R_POINTS, res_layout
+from .core.kernel_api import CFG_GENERAL, CHUNK, NITEMS, R_POINTS, res_layout
 from .errors import CassinoError, check_seed
 from .obs import _params, obs_high, obs_size
 from .rules import RuleSet, make_rules

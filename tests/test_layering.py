@@ -92,3 +92,21 @@ def test_no_cassino_env_module_names_the_layers_above(repo_root: Path) -> None:
                  for path in files for text in [path.read_text(encoding="utf-8")]
                  for m in _UPPER_IMPORT.finditer(text)]
     assert offenders == [], "cassino_env imports the layers above it:\n" + "\n".join(offenders)
+
+
+#: An import of one of the core's private modules: ``from .core._layout import X``, ``from cassino_env.core._bits
+#: import Y``, ``import cassino_env.core._kernels``.
+_CORE_PRIVATE = re.compile(r"^\s*(?:>>> )?(?:from|import)\s+(?:cassino_env)?\.?core\._\w+", re.MULTILINE)
+
+
+def test_outside_the_core_only_its_public_modules_are_imported(repo_root: Path) -> None:
+    """The core's public API is ``cassino_env.core`` and, for kernels elsewhere, ``cassino_env.core.kernel_api``:
+    no module outside ``cassino_env/core/`` (the library, agents, train, scripts, tests) imports a private one."""
+    core_dir = repo_root / "cassino_env" / "core"
+    files = sorted(p for d in ("cassino_env", "agents", "train", "scripts") for p in (repo_root / d).rglob("*.py")
+                   if core_dir not in p.parents)
+    assert len(files) > 20
+    offenders = [f"{path.relative_to(repo_root)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0).strip()}"
+                 for path in files for text in [path.read_text(encoding="utf-8")]
+                 for m in _CORE_PRIVATE.finditer(text)]
+    assert offenders == [], "modules outside the core import its private modules:\n" + "\n".join(offenders)
