@@ -4,7 +4,8 @@ With two seats, once the stock is empty the seat to move knows every card still 
 other hand), so the rest of the deal is a small game of perfect information: :func:`cassino_env.endgame.solve`
 plays it by exact alpha-beta search (about 2,000 positions, 2 ms, at a round's first move in classic; fewer after).
 :func:`play_endgame` replaces an agent's moves there by a best move, keeping the agent's own move whenever it is as
-good as the best; everywhere else (more seats, cards left in the stock) the agent's moves are kept.
+good as the best; everywhere else (more seats, cards left in the stock, a last round too big to search within
+:data:`cassino_env.endgame.MAX_NODES` positions) the agent's moves are kept.
 
 The trained agents (``checkpoint:PATH``, ``pretrained:NAME``) play this way by default; ``endgame:SPEC`` gives it to
 any agent (``endgame:advanced``) and ``policy:SPEC`` plays a trained network alone (:mod:`agents.registry`).

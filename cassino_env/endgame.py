@@ -61,6 +61,11 @@ MATCH_BONUS = 1000.0
 #: grows about tenfold per card pair, from 1,221 positions (1.2 ms) at 8 cards (every two-seat preset's last round)
 #: to about 100,000 (0.1 s) at 12 and millions (over 10 s) at 16, which only a rule set with larger hands reaches.
 MAX_SEARCH_CARDS = 12
+#: The default search budget of one game, positions (:func:`solve`'s ``max_nodes``): about 0.3 s here. A last round
+#: of the presets' 8 cards needs about 1,200 at its first move, but a crowded table (dozens of loose cards, as when
+#: the players only trail) gives thousands of ways to capture and millions of positions; past the budget the search
+#: gives up and the move tried first stands (value NaN).
+MAX_NODES = 200_000
 
 _NITEMS = NITEMS
 _INF = np.inf
@@ -95,6 +100,16 @@ def _check_bonus(match_bonus: Any) -> float:
     return float(match_bonus)
 
 
+def _check_budget(max_nodes: Any) -> int:
+    """``max_nodes`` as the kernel's int (0: no limit): an integer >= 1 or None, else a ValueError."""
+    if max_nodes is None:
+        return 0
+    if isinstance(max_nodes, (bool, np.bool_)) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
+        raise ValueError(f"max_nodes: expected an integer >= 1 (positions searched per game) or None (no limit), got "
+                         f"{type(max_nodes).__name__} {max_nodes!r}")
+    return int(max_nodes)
+
+
 @njit(cache=True)
 def _leaf(res, d, me, rl, bonus):
     """The root seat's value of the deal that ended at stack row d."""
@@ -125,10 +140,11 @@ def _order(sm8, d, n, first, ords):
 
 
 @njit(cache=True)
-def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus):
+def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus, max_nodes):
     """Alpha-beta search of game b of the packed arrays (an exact state; ``cfg`` with auto-reset off) to the deal's
     end, on a stack of its own; returns (best root move, minimax value, nodes). Of equally good root moves the first
-    tried wins: ``first`` (if >= 0), then captures, builds and trails."""
+    tried wins: ``first`` (if >= 0), then captures, builds and trails. After ``max_nodes`` positions (if > 0) it
+    gives up: (the move tried first, NaN, nodes)."""
     P = cfg[CFG_P]
     S = cfg[CFG_S]
     nmcol = P + S
@@ -191,6 +207,8 @@ def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus):
             else:
                 step_range_classic(MODE_STEP, e, e + 1, acts, 0, rng, su64, si8, si16, si64, sm8, smvc, res, cfg, rl)
             nodes += 1
+            if max_nodes > 0 and nodes >= max_nodes:
+                return ords[0, 0], np.nan, nodes
             if res[e, R_DEAL_DONE] == 0:
                 d = e
                 cnt[d] = si16[d, nmcol]
@@ -224,26 +242,28 @@ def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus):
 
 
 @njit(cache=True)
-def solve_kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, rows, first, bonus, best_out, value_out, nodes_out):
+def solve_kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, rows, first, bonus, max_nodes, best_out, value_out,
+                 nodes_out):
     """:func:`_solve_one` for games ``rows[i]`` of the packed arrays, one after the other, into ``*_out[i]``."""
     for i in range(rows.shape[0]):
         best_out[i], value_out[i], nodes_out[i] = _solve_one(rows[i], first[i], u64, i8, i16, i64, m8, mvc, cfg, rl,
-                                                              res_width, bonus)
+                                                              res_width, bonus, max_nodes)
     return rows.shape[0]
 
 
 @njit(cache=True, parallel=True)
-def solve_kernel_parallel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, rows, first, bonus, best_out, value_out,
-                          nodes_out):
+def solve_kernel_parallel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, rows, first, bonus, max_nodes, best_out,
+                          value_out, nodes_out):
     """:func:`solve_kernel` with the games spread over numba's threads."""
     for i in prange(rows.shape[0]):
         best_out[i], value_out[i], nodes_out[i] = _solve_one(rows[i], first[i], u64, i8, i16, i64, m8, mvc, cfg, rl,
-                                                              res_width, bonus)
+                                                              res_width, bonus, max_nodes)
     return rows.shape[0]
 
 
 def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.ndarray | None = None,
-                match_bonus: float = MATCH_BONUS, parallel: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                match_bonus: float = MATCH_BONUS, parallel: bool = False,
+                max_nodes: int | None = MAX_NODES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The exact best move of games ``rows`` of a core State whose hands are the real ones (nothing is hidden from
     the search: a :func:`cassino_env.determinize.determinize` sample, or the true state where the seat to move knows
     every card, :func:`solvable`). The state is not changed.
@@ -255,17 +275,20 @@ def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.nda
         first: int64[K], a listed move per game tried first (ties go to it; -1: none); None: captures first.
         match_bonus: see :data:`MATCH_BONUS`; a finite number >= 0 (0: the deal margin alone).
         parallel: spread the games over numba's threads.
+        max_nodes: the search budget per game, as :func:`solve`.
 
     Returns:
         ``(best int64[K], value float64[K], nodes int64[K])``, as :func:`solve`.
 
     Raises:
         ValueError: more than two seats, ``rows`` that are not game indices, a game with cards in the stock, nobody
-            to move or too many cards in the hands, a ``first`` that is not a listed move, or a bad ``match_bonus``.
+            to move or too many cards in the hands, a ``first`` that is not a listed move, or a bad ``match_bonus`` or
+            ``max_nodes``.
     """
     if state.num_players != 2:
         raise ValueError(f"endgame: the exact last round needs two seats, the state has {state.num_players}")
     bonus = _check_bonus(match_bonus)
+    budget = _check_budget(max_nodes)
     if rows is None:
         rows = np.arange(state.batch_size)
     else:
@@ -310,12 +333,13 @@ def solve_state(state: core.State, rows: np.ndarray | None = None, first: np.nda
     nodes = np.zeros(K, dtype=np.int64)
     kernel = solve_kernel_parallel if parallel else solve_kernel
     width = res_layout(state.num_players, state.num_sides)[4]
-    kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, width, rows, first, bonus, best, value, nodes)
+    kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, width, rows, first, bonus, budget, best, value, nodes)
     return best, value, nodes
 
 
 def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
-          match_bonus: float = MATCH_BONUS, parallel: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          match_bonus: float = MATCH_BONUS, parallel: bool = False,
+          max_nodes: int | None = MAX_NODES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The exact best move of every game of ``obs``, which must all be :func:`solvable`.
 
     Args:
@@ -325,17 +349,22 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
             it is returned, so ties go to it. None: moves are tried captures first.
         match_bonus: see :data:`MATCH_BONUS`; a finite number >= 0 (0: the deal margin alone).
         parallel: spread the games over numba's threads.
+        max_nodes: the most positions searched per game (default :data:`MAX_NODES`; None: no limit); a game whose
+            search reaches it is given up: its move is the one tried first (``first``, else the first capture), its
+            value NaN.
 
     Returns:
         ``(best int64[B], value float64[B], nodes int64[B])``: a best listed move, its minimax value for the seat to
-        move (points of deal margin, plus or minus ``match_bonus``) and the positions searched.
+        move (points of deal margin, plus or minus ``match_bonus``; NaN: the search was given up) and the positions
+        searched.
 
     Raises:
         ValueError: a game that is not solvable (more than two seats, cards left in the stock, an unseen card
             outside the other hand, or more than :data:`MAX_SEARCH_CARDS` cards in the hands), no ``view`` in ``obs``,
-            a ``first`` that is not a listed move of each game, or a bad ``match_bonus``.
+            a ``first`` that is not a listed move of each game, or a bad ``match_bonus`` or ``max_nodes``.
     """
     _check_bonus(match_bonus)
+    _check_budget(max_nodes)
     if "view" not in obs:
         raise ValueError("endgame.solve reads obs['view']: create the environment with with_view=True")
     view = obs["view"]
@@ -355,4 +384,4 @@ def solve(rules: RuleSet, obs: dict[str, Any], first: np.ndarray | None = None,
             g = int(off[0])
             raise ValueError(f"first[{g}] = {int(first[g])} is not a listed move (game {g} lists {int(n[g])})")
     st = determinize(rules, view, moves_of(obs), 1, np.random.default_rng(0))
-    return solve_state(st, first=first, match_bonus=match_bonus, parallel=parallel)
+    return solve_state(st, first=first, match_bonus=match_bonus, parallel=parallel, max_nodes=max_nodes)

@@ -16,12 +16,16 @@ from cassino_env.vector import CassinoVectorEnv
 RULES = make_rules("classic")
 
 
-def last_round(rules=RULES, games: int = 4, seed: int = 3) -> tuple[CassinoVectorEnv, dict]:
-    """An env whose games all stand at their last round's first move (the games trail, in step)."""
+def last_round(rules=RULES, games: int = 4, seed: int = 3, crowded: bool = False) -> tuple[CassinoVectorEnv, dict]:
+    """An env whose games all stand at their last round's first move (in step): the greedy bot's play, or with
+    ``crowded`` the first listed move every time (mostly trails: dozens of loose cards)."""
+    from agents.registry import make_agent
+
     env = CassinoVectorEnv(games, rules, seed=seed)
     obs, _ = env.reset()
+    bot, rng = make_agent("greedy", rules), np.random.default_rng(seed)
     while not (obs["view"]["stock_size"] == 0).all():
-        obs, *_ = env.step(np.zeros(games, dtype=np.int64))
+        obs, *_ = env.step(np.zeros(games, dtype=np.int64) if crowded else bot.act(obs, rng))
     return env, obs
 
 
@@ -147,3 +151,42 @@ def test_the_trainer_and_the_exploit_probe_take_endgame_and_policy_specs(tmp_pat
     probe_args("policy:pretrained:classic", 0.05, "classic", None, 1, tmp_path / "run", 1, None)
     with pytest.raises(ConfigError, match="eval_opponents: unknown agent 'nosuch:x'.*endgame:SPEC"):
         Args(eval_opponents=["nosuch:x"])
+
+
+@pytest.mark.parametrize("preset", ["classic", "bga", "royal"])  # the groups presets list such tables slowly
+def test_a_crowded_table_is_searched_within_the_budget(preset: str) -> None:
+    """Players who only trail leave dozens of loose cards and millions of last-round positions (minutes a move):
+    the search stops at max_nodes, the move tried first stands and its value is NaN; an agent stays quick."""
+    from agents.endgame import EndgameAgent
+    from agents.registry import make_agent
+
+    rules = make_rules(preset)
+    env, obs = last_round(rules, games=8, seed=4, crowded=True)
+    assert (np.bitwise_count(obs["view"]["loose"].astype(np.uint64)) > 20).all()
+    first = obs["action_mask"].sum(axis=1) - 1  # the last listed move
+    best, value, nodes = endgame.solve(rules, obs, first=first, max_nodes=2_000)
+    given_up = np.isnan(value)
+    assert given_up.any() and (nodes <= 2_000).all()
+    assert (best[given_up] == first[given_up]).all() and (nodes[given_up] == 2_000).all()
+    base = make_agent("greedy", rules)
+    t = time.perf_counter()
+    moves = EndgameAgent(base, rules).act(obs, np.random.default_rng(0))
+    assert time.perf_counter() - t < 8 * 2.0
+    assert (obs["action_mask"][np.arange(8), moves] == 1).all()
+    for bad in (0, -5, 1.5, True, "10"):
+        with pytest.raises(ValueError, match="max_nodes"):
+            endgame.solve(rules, obs, max_nodes=bad)
+    easy = positions_with_few_cards(rules)  # no budget: the search finishes, as within the default one
+    assert (endgame.solve(rules, easy, max_nodes=None)[1] == endgame.solve(rules, easy)[1]).all()
+
+
+def positions_with_few_cards(rules) -> dict:
+    """Last-round observations of a game the greedy bot plays (a table of ordinary size), 3 cards in the hands."""
+    from agents.registry import make_agent
+
+    env = CassinoVectorEnv(4, rules, seed=8)
+    obs, _ = env.reset()
+    bot, rng = make_agent("greedy", rules), np.random.default_rng(8)
+    while not ((obs["view"]["stock_size"] == 0) & (obs["view"]["hand_sizes"].sum(axis=1) == 3)).all():
+        obs, *_ = env.step(bot.act(obs, rng))
+    return obs

@@ -280,8 +280,11 @@ class RolloutCollector:
                 solved = np.flatnonzero(solvable(self.rules, obs["view"]))
                 if solved.size:
                     # the true state: in a two-seat last round the seat to move knows it all (cassino_env.endgame)
-                    actions[t, solved] = solve_state(env.state, solved, first=actions[t, solved],
-                                                     parallel=self.solve_parallel)[0]
+                    best, value, _ = solve_state(env.state, solved, first=actions[t, solved],
+                                                 parallel=self.solve_parallel)
+                    actions[t, solved] = best
+                    solved = solved[~np.isnan(value)]  # a search given up (endgame.MAX_NODES) keeps the move sampled
+                if solved.size:
                     learn[t, solved] = False
                     recorded = np.ones(B, dtype=bool)
                     recorded[solved] = False
