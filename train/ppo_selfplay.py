@@ -244,9 +244,10 @@ class Args:
     """width of the move embeddings and scorer"""
     move_features: bool = True
     """give every candidate move the features of agents.features (points it takes, sweep, risk, exposure, ...)"""
-    feature_prior: float = 2.0
+    feature_prior: float = 0.0
     """with move_features: the untrained policy's logits start at this times the advanced bot's score of each move
-    (logit per point; 0: a uniform start)"""
+    (logit per point; 0, the default: no hand-written prior, the network learns from a near-uniform start; 2.0 was
+    the default before 2026-12-01 and is kept as a baseline)"""
     critic: str = "separate"
     """value estimator: shared (a head on the policy torso) or separate (its own network)"""
     critic_full_state: bool = True
