@@ -88,7 +88,7 @@ from cassino_env.rules import RuleSet
 # this file or the package's sources change, before any kernel here loads.
 check_numba_cache(__file__)
 
-#: Feature names, in the order of the feature axis of :func:`move_features` and of a bot's weights.
+#: Feature names, in the order of the feature axis of :func:`score_moves`'s features and of a bot's weights.
 FEATURES = ("gain", "sweep", "sweep_risk", "exposure", "own_builds", "trail_value", "keep", "steal", "bonus")
 F_GAIN, F_SWEEP, F_SWEEP_RISK, F_EXPOSE, F_OWN_BUILDS, F_TRAIL, F_KEEP, F_STEAL, F_BONUS = range(len(FEATURES))
 NF = len(FEATURES)

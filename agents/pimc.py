@@ -61,7 +61,6 @@ class PIMCAgent:
         self.rules = rules
         self.simulations = int(simulations)
         self.min_samples = int(min_samples)
-        self.rollout_name = rollout
         self.policy = make_bot(rollout, rules)
         self.match_bonus = float(match_bonus)
         self.max_games = int(max_games)

@@ -383,20 +383,10 @@ def fill_move_rows(kind, card, value, cards, to_move, out):
         m = cards[i]
         n = 0
         while m:
-            c = _lowbit_index(m)
-            out[a, 4 + c] = 1
+            out[a, 4 + _lowbit(m)] = 1
             m &= m - one
             n += 1
         out[a, 3] = n
-
-
-@njit(cache=True)
-def _lowbit_index(m):
-    c = 0
-    one = np.uint64(1)
-    while not (m >> np.uint64(c)) & one:
-        c += 1
-    return c
 
 
 @njit(cache=True)

@@ -390,8 +390,7 @@ def _padding(moves: np.ndarray) -> np.ndarray:
     return (moves[:, 0] == -1) & (moves[:, 1] == -1) & (moves[:, 2:] == 0).all(axis=1)
 
 
-def _aec_play(rules: RuleSet, encoding: str, episodes: int, seed: int, check: bool,
-              vector_actions: list[int] | None = None) -> tuple[str, int, list[int]]:
+def _aec_play(rules: RuleSet, encoding: str, episodes: int, seed: int, check: bool) -> tuple[str, int, list[int]]:
     """Random AEC play; returns (digest, steps, the move indices played)."""
     from .aec import env as make_env
     from .obs import move_features

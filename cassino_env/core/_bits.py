@@ -22,8 +22,6 @@ U0 = np.uint64(0)
 U1 = np.uint64(1)
 #: uint64[64]: BIT[i] == 1 << i (also 2**i for the lexicographic rank of card sets).
 BIT = np.array([1 << i for i in range(64)], dtype=np.uint64)
-#: uint64: all 52 cards.
-FULL = np.uint64((1 << NUM_CARDS) - 1)
 #: uint64[14]: RANK_MASK[r] = the four cards of rank r (index 0 unused). For numerals rank == value (classic).
 RANK_MASK = np.zeros(14, dtype=np.uint64)
 for _c in range(NUM_CARDS):

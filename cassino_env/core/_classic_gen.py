@@ -96,11 +96,6 @@ UNION_CAP = 256  # more unions of groups for one value than this: take the outpu
 PRODUCT_CAP = 4096  # more (group, union) pairs for one no-raise build value than this: the same
 
 
-def new_scratch():
-    """Fresh scratch buffers ``(sc, si)`` for :func:`gen_moves`."""
-    return np.empty(SC_INIT, dtype=np.uint64), np.empty(max(SI_SIZE, SI_CROWDED + 1), dtype=np.int64)
-
-
 @njit(cache=True)
 def _is_single(cards, value):
     """True when the build's cards sum to its value (a single build, docs/rules.md 1)."""

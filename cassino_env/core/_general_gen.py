@@ -54,7 +54,7 @@ from numba import njit
 
 from ._bits import BIT, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit
 from ._crowded_gen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays, weight
-from ._groups import CROWDED_FLAG, bucket_groups, loose_groups, unions, write_trails
+from ._groups import bucket_groups, loose_groups, unions, write_trails
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
 from ._layout import (
@@ -100,8 +100,7 @@ GI_SLOT = 352  # non-empty build slots (up to 26)
 GI_TOT = 380  # trails written before a hand-over to the crowded-table path
 GI_CC = 384  # capture list of the cards of rank r: sc[si[GI_CC + r] : si[GI_CC + 14 + r]] (-1: not listed yet)
 GI_BC = 416  # the same for build lists (cards of one rank have the same moves, docs/rules.md 1 value)
-GI_CROWDED = CROWDED_FLAG  # 1: gen_general handed the table over, general_slow must list the rest
-GI_SIZE = 448
+GI_SIZE = 448  # holds slot CROWDED_FLAG (446, _groups): 1 when gen_general hands a crowded table over
 
 VISIT_CAP = 16384  # more loose subsets searched than this: the table is crowded, list by general_slow
 GROUP_CAP = 4096  # more loose groups than this: the table is crowded, list by general_slow
