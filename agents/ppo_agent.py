@@ -39,30 +39,31 @@ which allocates nothing) with the tensors in the file before it builds the netwo
 network cannot make it allocate more than the weights the file holds. A training checkpoint's ``train`` and
 ``optimizer`` entries are checked by ``train.ppo_selfplay.check_train_state`` before a resume uses them.
 
-Checkpoints are written atomically (:func:`atomic_write`): a temporary file in the same folder, flushed to disk,
-then renamed over the target, so a reader (or a run killed mid-write) sees the old file or the new one, never part.
+Checkpoints are written atomically (:func:`agents.files.atomic_write`): a temporary file in the same folder, flushed
+to disk, then renamed over the target, so a reader (or a run killed mid-write) sees the old file or the new one, never
+part; a symbolic link stays a link (its target is replaced), a device or a FIFO is written directly.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import pickle
-import shutil
-import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import torch
 
+from cassino_env.errors import excerpt
 from cassino_env.obs import obs_size
 from cassino_env.rules import RuleSet, make_rules
 from cassino_env.version import ENV_NAME
 
+from .files import OutputPathError as OutputPathError  # re-exported: the writer's names of before
+from .files import atomic_copy as atomic_copy
+from .files import atomic_write
 from .policy import CassinoPolicy, MoveBatch, NetworkShape, sample_actions
 
 #: Version of the observation/reward/move-table behaviour a policy depends on: :data:`cassino_env.version.ENV_NAME`.
@@ -131,49 +132,6 @@ class PPOAgent:
         return actions
 
 
-def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
-    """Write a file atomically: ``write(f)`` fills a temporary file in the same folder, which is flushed and synced
-    to disk (``os.fsync``) and then renamed over ``path`` (``os.replace``, atomic on POSIX and Windows); the folder is
-    synced too, so the rename survives a crash. If anything fails, or the process is interrupted, before the rename,
-    ``path`` keeps its old content (or stays absent) and the temporary file is removed. The file gets the usual
-    permissions (0o666 less the umask), not the temporary file's 0o600.
-
-    Returns:
-        The path written.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            umask = os.umask(0)
-            os.umask(umask)
-            with contextlib.suppress(OSError, AttributeError):  # no fchmod on Windows
-                os.fchmod(f.fileno(), 0o666 & ~umask)
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError, AttributeError):  # a folder cannot be opened (and need not be synced) on Windows
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    return path
-
-
-def atomic_copy(src: str | Path, dst: str | Path) -> Path:
-    """Copy ``src`` to ``dst`` atomically (:func:`atomic_write`): ``dst`` is the old file or a whole copy, never part
-    of one. Returns ``dst``."""
-    with open(src, "rb") as source:
-        return atomic_write(dst, lambda f: shutil.copyfileobj(source, f, 1 << 20))
-
-
 def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
                     optimizer: torch.optim.Optimizer | None = None, train: dict[str, Any] | None = None) -> Path:
     """Write a checkpoint (format in the module docstring) atomically (:func:`atomic_write`).
@@ -216,8 +174,11 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:  # torch.save writes a zip archive; anything else, or a member whose CRC fails, is corrupt or truncated
         with zipfile.ZipFile(path) as archive:
+            _check_declared_sizes(archive, path)  # before anything is unpacked
             bad = archive.testzip()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        if isinstance(exc, CheckpointError):
+            raise
         raise CheckpointError(f"{path}: not a readable checkpoint (not a torch.save archive: corrupt or truncated?): "
                               f"{exc}") from None
     if bad is not None:
@@ -242,6 +203,7 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
     for key in ("preset", "num_players", "rules", "network", "model"):
         if key not in data:
             raise CheckpointError(f"{path}: checkpoint has no {key!r} field")
+    check_tensors(data, path)
     _check_fields(data, path)
     if rules is not None:
         if data["preset"] != rules.preset or data["num_players"] != rules.num_players:
@@ -257,6 +219,74 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
         raise CheckpointError(f"{path}: rules are for preset {made.preset!r} with {made.num_players} players, but the "
                               f"checkpoint says preset {data['preset']!r} with {data['num_players']}")
     return data
+
+
+#: The floating-point dtypes a checkpoint's weights may have (the network's own is float32).
+_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _check_declared_sizes(archive: zipfile.ZipFile, path: Path) -> None:
+    """The sizes the archive's members declare, before any is unpacked: ``torch.save`` stores its members
+    uncompressed, so together they declare no more bytes than the file holds; a compressed member (which could
+    unpack to gigabytes) is refused without being read."""
+    held = path.stat().st_size
+    declared = 0
+    for info in archive.infolist():
+        declared += info.file_size
+        if info.compress_type != zipfile.ZIP_STORED or declared > held:
+            raise CheckpointError(f"{path}: not a torch.save checkpoint: its member {excerpt(info.filename)} is "
+                                  f"compressed ({info.file_size:,} bytes declared, {info.compress_size:,} stored; "
+                                  f"the file holds {held:,}): torch.save stores members uncompressed, and an archive "
+                                  "that unpacks to more than its size is refused before it is unpacked")
+
+
+def _tensors(data: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    """(dotted name, tensor) for every tensor in a loaded checkpoint, depth first, each container visited once (a
+    pickle may repeat or nest references)."""
+    seen: set[int] = set()
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            yield where, x
+        elif isinstance(x, (dict, list, tuple)) and id(x) not in seen:
+            seen.add(id(x))
+            items = x.items() if isinstance(x, dict) else enumerate(x)
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in reversed(list(items)))
+
+
+def check_tensors(data: Any, path: str | Path = "<checkpoint>") -> None:
+    """Every tensor of a loaded checkpoint (model, optimiser and training state) is whole: a dense CPU tensor,
+    contiguous, that fills its own storage exactly (``numel * element_size`` bytes from offset 0) and shares it with
+    no other tensor. A tensor saved as a view (``torch.zeros(1).expand(...)``, a strided, overlapping or sliced view,
+    two names over one storage) is refused, so a file can never make the loader (or the network built from it)
+    allocate more than the bytes it holds.
+
+    Raises:
+        CheckpointError: naming the file and the tensor (``model.NAME``, ``optimizer.state...``).
+    """
+    owners: dict[int, str] = {}
+    for where, t in _tensors(data):
+        if t.layout != torch.strided or t.is_quantized or t.is_nested or t.device.type != "cpu":
+            raise CheckpointError(f"{path}: {where}: a {t.layout} {t.dtype} tensor on {t.device}; a checkpoint holds "
+                                  "dense tensors only")
+        try:
+            storage = t.untyped_storage()
+            stored = int(storage.nbytes())
+        except (RuntimeError, NotImplementedError) as exc:
+            raise CheckpointError(f"{path}: {where}: a tensor without plain storage ({exc})") from None
+        need = int(t.numel()) * int(t.element_size())
+        if not t.is_contiguous() or t.storage_offset() != 0 or stored != need:
+            raise CheckpointError(
+                f"{path}: {where}: {t.dtype} {tuple(t.shape)} ({need:,} bytes) is a view of a storage of {stored:,} "
+                f"bytes (strides {t.stride()}, offset {t.storage_offset()}); checkpoint tensors are whole and "
+                "contiguous, so that a file cannot make the loader allocate more than it holds")
+        if stored:
+            ptr = int(storage.data_ptr())
+            if ptr in owners:
+                raise CheckpointError(f"{path}: {where}: shares its storage with {owners[ptr]}; checkpoint tensors "
+                                      "each hold their own")
+            owners[ptr] = where
 
 
 def _check_fields(data: dict[str, Any], path: Path) -> None:
@@ -293,6 +323,9 @@ def _check_fields(data: dict[str, Any], path: Path) -> None:
                                               for k, v in model.items()):
         raise CheckpointError(f"{path}: model must be a mapping of tensor names to tensors (a state_dict)")
     for name, tensor in model.items():
+        if tensor.is_floating_point() and tensor.dtype not in _FLOATS:  # float8: no isfinite, and no network uses it
+            raise CheckpointError(f"{path}: model.{name}: a {tensor.dtype} tensor; weights are "
+                                  f"{', '.join(str(d) for d in _FLOATS)}")
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"{path}: model.{name}: corrupt weights: NaN or infinite values")
     for key in ("optimizer", "train"):
