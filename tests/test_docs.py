@@ -141,3 +141,84 @@ def test_citation_pattern_reads_every_form():
         m = _RULES_CITE.search(text)
         assert m is not None and (m.group("refs"), m.group("tail").strip()) == (refs, tail), text
     assert _INTERCHANGE_CITE.search('see docs/interchange.md "Deal tally".').group("heading") == "Deal tally"
+
+
+# -- the documents ship with the package (cassino_env.docs, `cassino docs`) ------------------------------------------
+
+
+def test_the_package_documents_are_the_repository_files():
+    """One source of truth: the package's documents resolve to docs/rules.md and docs/interchange.md (links in a
+    clone), so the site, the citations and the wheel read the same bytes."""
+    from cassino_env import docs
+
+    for page, (name, _) in docs.PAGES.items():
+        shipped = ROOT / "cassino_env" / "docs" / name
+        assert shipped.is_symlink(), f"{shipped} must stay a link to docs/{name} (one copy of the text)"
+        assert docs.path(page) == (ROOT / "docs" / name).resolve()
+        assert docs.path(page).read_bytes() == (ROOT / "docs" / name).read_bytes()
+
+
+def test_every_cited_rules_section_opens_from_the_package():
+    from cassino_env import docs
+
+    numbers = {n for _, refs, _ in _rules_citations() for n in re.findall(_NUM, refs)}
+    assert {"4.4", "7", "2.6"} <= numbers
+    for n in sorted(numbers):
+        first = docs.text("rules", n).splitlines()[0]
+        assert re.match(rf"#+ {re.escape(n)}\.?\s", first), (n, first)
+    assert docs.text("rules", "4").count("\n### 4.") == 4  # a section holds its subsections
+    assert docs.text("interchange", "deal tally").startswith("## Deal tally\n")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nosuch"], "page: unknown document 'nosuch'; the documents are rules, interchange"),
+    (["rules", "9.9"], "section: rules has no section '9.9'; its sections are Sources, 1, 2, 2.1"),
+    (["rules", "4.4", "--path"], "section: --path prints the whole file's path"),
+])
+def test_cassino_docs_bad_input_is_one_error_line(args, message, capsys):
+    from train import cli
+
+    assert cli.main(["docs", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"error: {message}") and captured.err.count("\n") == 1
+
+
+def test_cassino_docs_prints_a_cited_section_the_whole_file_or_its_path(capsys):
+    from train import cli
+
+    assert cli.main(["docs", "rules", "4.4"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### 4.4 Owner obligations\n") and "### 5" not in out and "no_trail" in out
+    assert cli.main(["docs", "interchange"]) == 0
+    assert capsys.readouterr().out == (ROOT / "docs" / "interchange.md").read_text(encoding="utf-8")
+    assert cli.main(["docs", "rules", "--path"]) == 0
+    assert Path(capsys.readouterr().out.strip()) == (ROOT / "docs" / "rules.md").resolve()
+    assert cli.main(["docs"]) == 0
+    listed = capsys.readouterr().out
+    assert "rules" in listed and "interchange" in listed and str((ROOT / "docs" / "rules.md").resolve()) in listed
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_documents_and_cassino_docs_reads_them(tmp_path):
+    """`pip wheel` replaces the links by the files' bytes; an installed wheel (no clone next to it) prints a cited
+    section."""
+    import subprocess
+    import sys
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path), str(ROOT)], check=True, capture_output=True, timeout=600)
+    (wheel,) = tmp_path.glob("cassino_rl-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        for name in ("rules.md", "interchange.md"):
+            assert z.read(f"cassino_env/docs/{name}") == (ROOT / "docs" / name).read_bytes()
+        z.extractall(tmp_path / "site")
+    code = ("import sys; from train import cli; import cassino_env.docs as d; print(d.path('rules')); "
+            "sys.exit(cli.main(['docs', 'rules', '4.4']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr
+    where, first = done.stdout.splitlines()[:2]
+    assert Path(where) == tmp_path / "site" / "cassino_env" / "docs" / "rules.md"
+    assert first == "### 4.4 Owner obligations"

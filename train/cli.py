@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),
     "replay": ("train.records:main", "check a game-record file (every move legal, scores as recorded), summarise it"),
     "serve": ("train.serve:main", "a local web app: play any agent in the browser, step through game records"),
+    "docs": ("train.docs:main", "print a shipped document or the section an error cites: cassino docs rules 4.4"),
 }
 
 EXIT_BAD_INPUT = 2
