@@ -24,7 +24,7 @@ import yaml
 
 torch = pytest.importorskip("torch")
 
-from agents import ppo_agent  # noqa: E402
+from agents import files  # noqa: E402
 from agents.policy import CRITICS, CassinoPolicy  # noqa: E402
 from agents.ppo_agent import (  # noqa: E402
     CheckpointError,
@@ -160,7 +160,7 @@ def test_a_write_killed_midway_leaves_the_old_file_whole(tmp_path: Path, monkeyp
         dst.write(src.read(100))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ppo_agent.shutil, "copyfileobj", copy_killed)
+    monkeypatch.setattr(files.shutil, "copyfileobj", copy_killed)
     with pytest.raises(KeyboardInterrupt):
         atomic_copy(newer, latest)
     assert latest.read_bytes() == old
@@ -343,12 +343,12 @@ def test_a_non_empty_run_folder_is_refused_unless_resumed_or_reused(run: Path, t
 
 
 def test_the_lock_is_released_when_a_run_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import train.ppo_selfplay as ppo
+    import train.rollout as rollout
 
     def broken(*a: Any, **k: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(ppo, "compute_gae", broken)
+    monkeypatch.setattr(rollout, "compute_gae", broken)
     with pytest.raises(RuntimeError, match="boom"):
         train(tiny_args(tmp_path / "r"))
     RunLock(tmp_path / "r").acquire().release()
