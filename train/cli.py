@@ -23,10 +23,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Annotated, Any, Literal
 
 import tyro
+
+from train.errors import EXIT_BAD_INPUT, bad_input, error  # noqa: F401 (re-exported: the commands' error helpers)
 
 #: Command name -> ("module:function", one-line summary). The function is run through tyro.cli; an int it returns
 #: is the exit code (None means 0).
@@ -39,49 +40,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exploit": ("train.exploit:main",
                 "exploitability probe: train a best response to a frozen agent, report its win rate against it"),
     "train": ("train.ppo_selfplay:main", "train a self-play PPO agent, then evaluate it against the bot ladder"),
+    "exit": ("train.exit:main", "expert iteration: a search labels the network's decisions, the network learns them"),
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),
     "replay": ("train.records:main", "check a game-record file (every move legal, scores as recorded), summarise it"),
     "serve": ("train.serve:main", "a local web app: play any agent in the browser, step through game records"),
     "docs": ("train.docs:main", "print a shipped document or the section an error cites: cassino docs rules 4.4"),
 }
-
-EXIT_BAD_INPUT = 2
-
-
-def error(message: object) -> int:
-    """Print ``error: <message>`` on stderr; returns :data:`EXIT_BAD_INPUT` for the command to return."""
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
-class bad_input:  # a context manager, named like contextlib.suppress
-    """Bad input as an exit code: an exception of one of ``errors`` raised in the ``with`` block is reported by
-    :func:`error` and sets ``code`` to :data:`EXIT_BAD_INPUT` (``code`` stays 0 otherwise); other exceptions pass.
-
-    Args:
-        errors: the exception types that mean bad input (default ``ValueError``, the base of the project's
-            CassinoError, AgentSpecError, CheckpointError and ConfigError).
-
-    >>> with bad_input() as failed:
-    ...     int("x")
-    >>> failed.code
-    2
-    """
-
-    def __init__(self, *errors: type[BaseException]) -> None:
-        self.errors = errors or (ValueError,)
-        self.code = 0
-
-    def __enter__(self) -> "bad_input":
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
-        if exc is None or not isinstance(exc, self.errors):
-            return False
-        self.code = error(exc)
-        return True
-
 
 #: The largest position file ``cassino moves`` reads, in bytes: a position is a small object (52 cards at most).
 MAX_POSITION_BYTES = 1 << 20
@@ -264,6 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage(), file=sys.stderr)
         return error(f"unknown command {name!r}; choose from {', '.join(COMMANDS)}")
     command = _load(COMMANDS[name][0])
+    if "{agent" in (getattr(command, "__agent_help_template__", None) or command.__doc__ or "") or "{bots}" in (
+            command.__doc__ or ""):
+        from agents.registry import agent_help
+
+        agent_help(command)  # the agent lists of its help, from the agent table (agents.registry)
     result = tyro.cli(command, prog=f"cassino {name}", args=rest, config=(tyro.conf.FlagCreatePairsOff,))
     return result if isinstance(result, int) else 0
 

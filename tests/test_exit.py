@@ -1,0 +1,112 @@
+"""Expert iteration (train/exit.py): a tiny run trains, writes loadable checkpoints and labels, and resumes exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.ppo_agent import read_checkpoint
+from agents.registry import make_agent
+from cassino_env.rules import make_rules
+from train import config
+from train.config import ConfigError
+from train.exit import DEFAULT_CONFIG, ExitArgs, Labels, policy_targets, train
+
+TINY = Path(__file__).resolve().parents[1] / "configs" / "exit_tiny.yaml"
+
+
+def tiny_args(**over: object) -> ExitArgs:
+    return config.make_args(ExitArgs, {**config.load_config(ExitArgs, TINY), **over})
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two iterations in one go."""
+    run = tmp_path_factory.mktemp("exit") / "straight"
+    train(tiny_args(run_dir=str(run)))
+    return run
+
+
+def test_tiny_run_trains_and_writes_loadable_checkpoints(straight: Path) -> None:
+    rules = make_rules("classic")
+    ckpts = straight / "checkpoints"
+    assert {p.name for p in ckpts.iterdir()} >= {"iter_00001.pt", "final.pt", "latest.pt"}
+    first, final = read_checkpoint(ckpts / "iter_00001.pt"), read_checkpoint(ckpts / "final.pt")
+    assert first["train"]["iteration"] == 1 and final["train"]["iteration"] == 2
+    assert final["train"]["algo"] == "exit" and final["train"]["labels_total"] > 0
+    changed = [k for k in first["model"] if not torch.equal(first["model"][k], final["model"][k])]
+    assert changed, "the second iteration's update changed no weight"
+    for spec in (f"checkpoint:{ckpts / 'final.pt'}", f"policy:checkpoint:{ckpts / 'final.pt'}"):
+        agent = make_agent(spec, rules)
+        from cassino_env.vector import CassinoVectorEnv
+
+        env = CassinoVectorEnv(4, rules, seed=1, with_view=True)
+        obs, _ = env.reset()
+        a = agent.act(obs, np.random.default_rng(0))
+        assert obs["action_mask"][np.arange(4), a].all()
+    labels = Labels.load(straight / "labels" / "iter_00001.npz")
+    assert len(labels) > 0
+    assert (labels.mask.sum(axis=1) > 1).all(), "only decisions with a choice are labelled"
+    assert np.isfinite(labels.q[labels.mask]).all() and np.isnan(labels.q[~labels.mask]).all()
+    assert np.allclose(labels.prior.sum(axis=1), 1.0, atol=1e-4)
+    assert (straight / "config.yaml").is_file()
+    assert any(p.name.startswith("events.out.tfevents") for p in straight.iterdir())
+
+
+def test_resume_goes_on_exactly(straight: Path, tmp_path: Path) -> None:
+    run = tmp_path / "halves"
+    train(tiny_args(run_dir=str(run), iterations=1))
+    resumed = train(config.make_args(ExitArgs, {**config.args_to_dict(ExitArgs()),
+                                                "resume": str(run / "checkpoints" / "final.pt"), "iterations": 2}),
+                    explicit={"resume", "iterations"})
+    a, b = read_checkpoint(straight / "checkpoints" / "final.pt"), read_checkpoint(resumed)
+    assert b["train"]["iteration"] == 2 and b["train"]["global_step"] == a["train"]["global_step"]
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+    la, lb = (Labels.load(r / "labels" / "iter_00002.npz") for r in (straight, run))
+    assert np.array_equal(la.q, lb.q, equal_nan=True) and np.array_equal(la.ret, lb.ret)
+
+
+def test_plot_draws_the_run(straight: Path, tmp_path: Path) -> None:
+    from train.plot import plot_run
+
+    out = plot_run(straight, tmp_path / "curve.png")
+    assert out.is_file() and out.stat().st_size > 0
+
+
+def test_policy_targets() -> None:
+    q = np.array([[2.0, 2.0, 0.0, np.nan], [0.0, 1.0, np.nan, np.nan]])
+    mask = ~np.isnan(q)
+    prior = np.array([[0.1, 0.1, 0.8, 0.0], [0.9, 0.1, 0.0, 0.0]])
+    top = policy_targets(q, mask, prior, "top", 1.0)
+    assert top.tolist() == [[0.5, 0.5, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]
+    soft = policy_targets(q, mask, prior, "soft", 0.5)
+    assert np.allclose(soft.sum(axis=1), 1) and (soft[~mask] == 0).all()
+    assert soft[1, 1] / soft[1, 0] == pytest.approx(np.exp(2.0), rel=1e-5)
+    awr = policy_targets(q, mask, prior, "awr", 1.0)
+    assert awr[1, 1] / awr[1, 0] == pytest.approx(np.e * 0.1 / 0.9, rel=1e-5)
+    with pytest.raises(ValueError, match="target"):
+        policy_targets(q, mask, prior, "nonesuch", 1.0)
+
+
+@pytest.mark.parametrize(("field", "value"), [("target", "best"), ("temperature", 0.0), ("rollout", "pimc"),
+                                          ("num_workers", 2), ("bot_rates", {"advanced": 0.8, "greedy": 0.5})])
+def test_bad_options_name_the_field(field: str, value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        tiny_args(**{field: value})
+    assert info.value.field == field
+
+
+def test_default_config_is_valid() -> None:
+    args = config.make_args(ExitArgs, config.load_config(ExitArgs, DEFAULT_CONFIG))
+    assert args.init == "pretrained:classic"
+
+
+def test_command_line_refuses_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    from train.cli import main
+
+    assert main(["exit", "--target", "best"]) == 2
+    assert "target" in capsys.readouterr().err

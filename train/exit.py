@@ -1,0 +1,985 @@
+"""Expert iteration (Anthony, Tian & Barber 2017) for Cassino: a search labels every decision, the network learns it.
+
+Usage::
+
+    cassino exit                                     # configs/exit_classic.yaml: warm start from pretrained:classic
+    cassino exit --config configs/exit_tiny.yaml     # a tiny run (seconds), as the tests run it
+    cassino exit --iterations 40 --simulations 100 --target soft --temperature 0.5
+    cassino exit --resume runs/RUN/checkpoints/latest.pt   # continue a run where it stopped
+    cassino exit --ray auto --num-workers 4          # the labelling games on 4 Ray actors
+    cassino plot RUN_DIR                             # its curve (eval/winrate_vs_advanced per iteration)
+
+Options come from :class:`ExitArgs` (one documented field each); ``--config FILE`` reads a YAML file of the fields
+that differ from its defaults (``configs/exit_classic.yaml`` when none is given) and every flag given overrides the
+file, as ``cassino train`` does (:mod:`train.config`).
+
+One iteration
+-------------
+1. **Games.** ``num_envs`` games are played for ``deals_per_iteration`` deals, all in one batch: self-play games (the
+   current network plays every seat) and bot games at ``bot_rates`` (the network plays one side, rotating by deal,
+   :func:`train.rollout.rotate_learner_side`; the split is :func:`train.rollout.split_games`'s). The
+   network samples its moves (temperature 1), so the positions are the ones it reaches; with ``search_play`` > 0 it
+   plays the search's best move instead in that share of its labelled decisions. With two seats the last round is
+   played exactly by every seat (:func:`agents.endgame.play_endgame`, as the checkpoint agents play).
+2. **Labels.** Every decision of the network's seats with more than one legal move, outside the exact last round,
+   is labelled with every legal move's value by the search, all the decisions of a move number at once (one
+   batched search per ply over every game): ``search`` names it, ``pimc`` (:class:`agents.pimc.PIMCAgent`, flat
+   Monte Carlo over sampled deals with ``rollout`` bot rollouts, ``simulations`` per decision). A value is points of
+   deal margin for the side to move (plus ``match_bonus`` when the deal ends the match). The labels of each
+   iteration are written to ``RUN/labels/iter_NNNNN.npz``.
+3. **Targets.** The policy is trained toward a distribution over the legal moves made from the values
+   (:func:`policy_targets`): ``soft`` ``softmax(q / temperature)``; ``top`` the best move (ties shared);
+   ``awr`` ``pi_behaviour(a) exp((q(a) - max q) / temperature)`` normalised (an advantage-weighted, KL-regularised
+   improvement of the network that played). The loss is the cross-entropy to that target, over the last
+   ``replay_iterations`` iterations' labels, ``epochs`` passes in minibatches. The critic is trained toward
+   outcomes: the deal margin the labelled seat's side finally scored (times ``reward_scale``), never the search's
+   values.
+4. **Evaluation** (every ``eval_every`` iterations, and at the start and the end): the network alone (argmax, no
+   exact last round: ``policy:checkpoint:PATH``) against each of ``eval_opponents`` over ``eval_deals`` duplicate
+   deals (:func:`train.arena.evaluate_deals`), logged as ``eval/winrate_vs_<bot>`` with its Wilson interval and
+   ``eval/points_vs_<bot>``, as the PPO trainer's, so ``cassino plot`` draws the curve; and, when a proxy set is
+   there (:mod:`train.proxy`), its ``eval/proxy_regret`` and ``eval/proxy_top1``.
+5. **Checkpoint** ``checkpoints/iter_NNNNN.pt`` (and ``latest.pt``), every ``checkpoint_every`` iterations, and
+   ``final.pt``: the PPO checkpoint format (:mod:`agents.ppo_agent`), so ``checkpoint:PATH``, ``policy:checkpoint:PATH``
+   and ``--resume`` read it; its ``train`` entry holds the config, the counters, the random generators' states and
+   the games (they stop on a deal boundary). A resumed run reads the replay labels back from ``labels/`` and goes on
+   exactly as the run would have.
+
+The x axis of the scalars is ``global_step``: env steps (moves in all games) played so far, as PPO's.
+
+TensorBoard scalars: ``exit/labels`` (this iteration), ``exit/labels_total``, ``exit/labels_per_s``,
+``exit/search_agreement`` (share of labelled decisions where the network's most probable move is the search's best),
+``exit/regret`` (mean ``max q - q(network's argmax)`` over the labels, points), ``losses/policy_loss``,
+``losses/value_loss``, ``losses/entropy``, ``losses/explained_variance``, ``charts/points_vs_<bot>`` (the played
+games' deal margin), ``time/label_s``, ``time/update_s``, ``time/eval_s``, and the ``eval/*`` above.
+
+With ``--ray ADDRESS --num-workers N`` the games and their labels are made by N Ray actors, each a
+:class:`LabelCollector` over ``num_envs / N`` games (the update stays here); worker 0 plays the local run's games
+and draws from the driver's generator (:func:`train.rollout.worker_seeds`), so one worker is the local run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import tyro
+import yaml
+
+from train import config
+from train.config import ConfigError, boolean, integer, names, number, optional, rates, text
+
+if typing.TYPE_CHECKING:
+    import torch
+
+    from cassino_env.rules import RuleSet
+
+#: The policy targets :func:`policy_targets` makes (``target``).
+TARGETS = ("soft", "top", "awr")
+#: The labelling searches (``search``).
+SEARCHES = ("pimc",)
+#: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
+ROLLOUTS = ("random", "greedy", "beginner", "intermediate", "advanced")
+#: The config read when no ``--config`` is given.
+DEFAULT_CONFIG = config.CONFIGS_DIR / "exit_classic.yaml"
+
+
+@dataclass
+class ExitArgs:
+    """Expert-iteration options. These defaults are the built-in values; ``configs/exit_*.yaml`` hold the fields that
+    differ from them."""
+
+    # --- experiment ---------------------------------------------------------------------------------------------------
+    exp_name: str = "exit"
+    """name of the experiment, the second part of the run name"""
+    seed: int = 1
+    """seed of the games, the searches and every random choice of the run"""
+    threads: int = 2
+    """CPU threads torch may use"""
+    run_dir: str | None = None
+    """folder the run writes to; default runs_root/{preset}__{exp_name}__{seed}__{unix time}"""
+    runs_root: str = "runs"
+    """parent folder of the default run folders"""
+    resume: str | None = None
+    """checkpoint to continue from (RUN/checkpoints/X.pt): the run goes on in its folder with its own config, except
+    the options given on this command line"""
+    reuse_run_dir: bool = False
+    """write into a run_dir that is not empty"""
+    max_train_seconds: float = 0.0
+    """stop after the iteration during which this many wall-clock seconds of the run (resumed parts included) have
+    passed (0: no limit), then save and evaluate as usual"""
+
+    # --- Ray ----------------------------------------------------------------------------------------------------------
+    ray_address: str | None = None
+    """make the games and labels on Ray actors of the cluster at this address (--ray; local, auto, HOST:PORT)"""
+    num_workers: int = 1
+    """with ray_address: the label workers (one CPU each); must divide num_envs; 1 without ray_address"""
+
+    # --- games --------------------------------------------------------------------------------------------------------
+    preset: str = "classic"
+    """rule preset (docs/rules.md 6)"""
+    num_players: int | None = None
+    """seats per game; null: the preset's first allowed count"""
+    num_envs: int = 256
+    """games played (and searched) together each iteration"""
+    deals_per_iteration: int = 2
+    """deals every game plays per iteration"""
+    bot_rates: dict[str, float] = field(default_factory=lambda: {"advanced": 0.25, "intermediate": 0.1})
+    """share of games per bot opponent (agents.registry specs); the rest are self-play"""
+    search_play: float = 0.0
+    """share of the network's labelled decisions where the search's best move is played instead of the network's
+    sample (0: the games follow the network)"""
+    max_moves: int = 64
+    """width of the env's move table"""
+
+    # --- the labelling search -----------------------------------------------------------------------------------------
+    search: str = "pimc"
+    """the search that labels the decisions: pimc (agents.pimc.PIMCAgent)"""
+    simulations: int = 100
+    """rollouts per labelled decision, spread over its legal moves"""
+    min_samples: int = 4
+    """at least this many sampled deals per labelled decision"""
+    rollout: str = "advanced"
+    """the search's rollout policy: random, greedy, beginner, intermediate or advanced"""
+    match_bonus: float = 10.0
+    """points added to (taken from) a rollout that ends the match won (lost)"""
+
+    # --- learning -----------------------------------------------------------------------------------------------------
+    init: str | None = "pretrained:classic"
+    """warm start: the network of this checkpoint (checkpoint:PATH or pretrained:NAME); null: a fresh network"""
+    iterations: int = 20
+    """iterations to run (games + labels + update each)"""
+    target: str = "soft"
+    """policy target from the move values: soft (softmax(q / temperature)), top (the best move), awr (the behaviour
+    policy times exp((q - max q) / temperature))"""
+    temperature: float = 0.5
+    """points per unit of logit of the soft and awr targets"""
+    replay_iterations: int = 3
+    """train on the labels of this many latest iterations"""
+    epochs: int = 2
+    """passes over the replay labels per iteration"""
+    minibatch_size: int = 1024
+    """labels per gradient step"""
+    learning_rate: float = 1e-4
+    """Adam learning rate"""
+    vf_coef: float = 0.5
+    """weight of the value loss"""
+    ent_coef: float = 0.0
+    """entropy bonus coefficient"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip"""
+    reward_scale: float = 0.1
+    """the critic's target is the deal margin (points) times this, as PPO's"""
+
+    # --- network (a fresh network; a warm start takes the checkpoint's shape) -----------------------------------------
+    hidden: int = 128
+    """width of the observation torso"""
+    embed: int = 64
+    """width of the move embeddings and scorer"""
+
+    # --- evaluation and checkpoints -----------------------------------------------------------------------------------
+    eval_every: int = 1
+    """iterations between evaluations of the network alone (0: only at the start and the end)"""
+    eval_deals: int = 200
+    """duplicate deals per evaluation and opponent"""
+    eval_opponents: tuple[str, ...] = ("advanced",)
+    """bots the network alone is evaluated against during the run"""
+    proxy: str | None = "auto"
+    """proxy set scored at every evaluation (train.proxy): a file, auto (the preset's default file when it exists) or
+    null (none)"""
+    checkpoint_every: int = 1
+    """iterations between checkpoints (checkpoints/iter_N.pt, copied to latest.pt; 0: only final.pt)"""
+    final_eval_deals: int = 0
+    """deals per opponent of the match table after the run (train.evaluate; 0: skip)"""
+    final_eval_opponents: tuple[str, ...] = ("advanced",)
+    """the agents the final checkpoint is evaluated against"""
+
+    def __post_init__(self) -> None:
+        config.validate_fields(self, EXIT_RULES)
+        _check_combination(self)
+
+
+def _bot_spec(name: str, spec: str) -> None:
+    from agents.registry import BOT_NAMES
+
+    heads = (*BOT_NAMES, "checkpoint", "pretrained", "policy", "endgame")
+    if spec.strip().partition(":")[0] not in heads:
+        raise ConfigError(f"{name}: unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N, "
+                          "checkpoint:PATH, pretrained:NAME, policy:SPEC and endgame:SPEC", field=name)
+
+
+#: The rule of every :class:`ExitArgs` field.
+EXIT_RULES: dict[str, config.FieldRule] = {
+    "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1), "threads": integer(1, 1024),
+    "run_dir": optional(text()), "runs_root": text(), "resume": optional(text()), "reuse_run_dir": boolean(),
+    "max_train_seconds": number(0.0), "ray_address": optional(text()), "num_workers": integer(1, 4096),
+    "preset": text(), "num_players": optional(integer(1)), "num_envs": integer(1, 2**20),
+    "deals_per_iteration": integer(1, 10_000), "bot_rates": rates(_bot_spec), "search_play": number(0.0, 1.0),
+    "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, 10**7),
+    "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
+    "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
+    "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000), "epochs": integer(0, 10_000),
+    "minibatch_size": integer(1, 2**24), "learning_rate": number(0.0, lo_open=True), "vf_coef": number(0.0),
+    "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
+    "hidden": integer(1, 4096), "embed": integer(1, 4096), "eval_every": integer(0), "eval_deals": integer(1, 100_000),
+    "eval_opponents": names(_bot_spec), "proxy": optional(text()), "checkpoint_every": integer(0),
+    "final_eval_deals": integer(0), "final_eval_opponents": names(_bot_spec),
+}
+
+
+def _check_combination(args: ExitArgs) -> None:
+    from cassino_env.rules import make_rules
+
+    try:
+        make_rules(args.preset, args.num_players)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"preset {args.preset!r} / num_players {args.num_players!r}: {exc}", field="preset") from None
+    if sum(args.bot_rates.values()) > 1 + 1e-9:
+        raise ConfigError(f"bot_rates add up to {sum(args.bot_rates.values()):g}: at most 1", field="bot_rates")
+    if args.num_workers > 1 and args.ray_address is None:
+        raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
+                          "too", field="num_workers")
+    if args.num_envs % args.num_workers:
+        raise ConfigError(f"num_workers={args.num_workers} must divide num_envs={args.num_envs}", field="num_workers")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Labels
+# ----------------------------------------------------------------------------------------------------------------------
+#: Per-label arrays of :class:`Labels`, in file order.
+LABEL_ROWS = ("obs", "kind", "card", "value", "cards", "mask", "feat", "crit", "q", "prior", "ret")
+
+
+@dataclass
+class Labels:
+    """The labelled decisions of one iteration: N rows, ``W`` move columns (the widest legal list among them; the
+    legal moves are the first columns of each row).
+
+    Attributes:
+        obs: float32[N, D]. kind, card, value: int8[N, W], the move table (-1 past the legal moves for kind and card).
+        cards: int64[N, W], card bit sets. mask: bool[N, W], the legal moves. feat: float32[N, W, F] or None.
+        crit: float32[N, C] or None, the full state the separate critic reads.
+        q: float32[N, W], the search's value of each legal move (points; NaN past them).
+        prior: float32[N, W], the network's probabilities when it played (for the awr target).
+        ret: float32[N], the deal margin the seat's side scored in the end (points, unscaled).
+        points: dict, bot name -> float64[E], the network's side's deal margins in games against that bot.
+        label_s: seconds spent searching.
+    """
+
+    obs: np.ndarray
+    kind: np.ndarray
+    card: np.ndarray
+    value: np.ndarray
+    cards: np.ndarray
+    mask: np.ndarray
+    feat: np.ndarray | None
+    crit: np.ndarray | None
+    q: np.ndarray
+    prior: np.ndarray
+    ret: np.ndarray
+    points: dict[str, np.ndarray] = field(default_factory=dict)
+    label_s: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.ret)
+
+    def save(self, path: Path) -> None:
+        """Write the rows to ``path`` (npz, atomically)."""
+        from agents.ppo_agent import atomic_write
+
+        arrays = {k: getattr(self, k) for k in LABEL_ROWS if getattr(self, k) is not None}
+        atomic_write(path, lambda f: np.savez(f, **arrays))
+
+    @staticmethod
+    def load(path: Path) -> Labels:
+        """Read :meth:`save`'s file."""
+        with np.load(path, allow_pickle=False) as z:
+            rows = {k: (z[k] if k in z.files else None) for k in LABEL_ROWS}
+        return Labels(**rows)
+
+
+def _pad(a: np.ndarray, width: int, fill: Any) -> np.ndarray:
+    if a.shape[1] == width:
+        return a
+    pad = [(0, 0), (0, width - a.shape[1])] + [(0, 0)] * (a.ndim - 2)
+    return np.pad(a, pad, constant_values=fill)
+
+
+_FILL = {"kind": -1, "card": -1, "value": 0, "cards": 0, "mask": False, "feat": 0.0, "q": np.nan, "prior": 0.0}
+
+
+def join_labels(parts: list[Labels]) -> Labels:
+    """One :class:`Labels` of several (rows concatenated, the move columns padded to the widest)."""
+    parts = [p for p in parts if len(p)] or parts[:1]
+    width = max(p.mask.shape[1] for p in parts)
+    rows: dict[str, Any] = {}
+    for k in LABEL_ROWS:
+        if getattr(parts[0], k) is None:
+            rows[k] = None
+        elif k in _FILL:
+            rows[k] = np.concatenate([_pad(getattr(p, k), width, _FILL[k]) for p in parts])
+        else:
+            rows[k] = np.concatenate([getattr(p, k) for p in parts])
+    points: dict[str, list[np.ndarray]] = {}
+    for p in parts:
+        for name, v in p.points.items():
+            points.setdefault(name, []).append(v)
+    return Labels(**rows, points={k: np.concatenate(v) for k, v in points.items()},
+                  label_s=max(p.label_s for p in parts))
+
+
+def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: str, temperature: float) -> np.ndarray:
+    """float32[N, W]: the distribution over each row's legal moves the policy is trained toward.
+
+    Args:
+        q: float[N, W], move values in points (NaN past the legal moves).
+        mask: bool[N, W], the legal moves.
+        prior: float[N, W], the behaviour policy's probabilities (``awr`` only).
+        target: ``soft`` (``softmax(q / temperature)``), ``top`` (the best moves, ties sharing equally) or ``awr``
+            (``prior * exp((q - max q) / temperature)``, normalised; the prior floored at 1e-3 so a move the network
+            never plays can still be learned).
+        temperature: points per unit of logit (soft, awr).
+
+    >>> q = np.array([[1.0, 0.0, np.nan]]); m = np.array([[True, True, False]])
+    >>> policy_targets(q, m, np.full((1, 3), 0.5), "top", 1.0).tolist()
+    [[1.0, 0.0, 0.0]]
+    >>> [round(x, 3) for x in policy_targets(q, m, np.full((1, 3), 0.5), "soft", 1.0)[0]]
+    [0.731, 0.269, 0.0]
+
+    Raises:
+        ValueError: an unknown ``target``.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    qv = np.where(mask, np.nan_to_num(q, nan=0.0), -np.inf)
+    best = qv.max(axis=1, keepdims=True)
+    if target == "top":
+        w = (mask & (qv >= best - 1e-9)).astype(np.float64)
+    else:
+        w = np.where(mask, np.exp((qv - best) / temperature), 0.0)
+        if target == "awr":
+            w = w * np.where(mask, np.maximum(prior, 1e-3), 0.0)
+    return (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+class LabelCollector:
+    """The games of one collector (the local run's, or one Ray worker's) and the labelling search.
+
+    Args:
+        args: the run's options.
+        rules: its rules.
+        num_envs: games of this collector.
+        env_seed: the seed of its games.
+        ctrl: int64[num_envs], each game's controller (``SELF`` or 2 + bot index,
+            :func:`train.rollout.split_games`); None: the split of ``num_envs`` games.
+    """
+
+    def __init__(self, args: ExitArgs, rules: RuleSet, num_envs: int, env_seed: int,
+                 ctrl: np.ndarray | None = None) -> None:
+        from agents.features import MoveFeaturizer
+        from agents.pimc import PIMCAgent
+        from cassino_env.vector import CassinoVectorEnv
+        from train.rollout import make_bots, split_games
+
+        self.args, self.rules = args, rules
+        self.B, self.P, self.S = num_envs, rules.num_players, rules.num_sides
+        self.deal_len = 52 - rules.table_cards
+        self.side_of_seat = np.arange(self.P) % self.S
+        self.bot_names = list(args.bot_rates)
+        self.bots = make_bots(self.bot_names, rules)
+        self.env = CassinoVectorEnv(num_envs, rules, seed=env_seed, max_moves=args.max_moves, reward="points",
+                                    episode="deal", with_view=True)
+        self.obs, _ = self.env.reset()
+        self.featurizer = MoveFeaturizer(rules)
+        self.search = PIMCAgent(rules, simulations=args.simulations, min_samples=args.min_samples,
+                                rollout=args.rollout, match_bonus=args.match_bonus)
+        self.ctrl = split_games(num_envs, 0.0, args.bot_rates) if ctrl is None else np.asarray(ctrl, np.int64)
+        self.games = np.arange(num_envs)
+
+    def env_state(self) -> dict[str, torch.Tensor]:
+        """The games' state (``train.env_state`` of a checkpoint)."""
+        from train.rollout import env_state
+
+        return env_state(self.env)
+
+    def load_env_state(self, saved: dict[str, torch.Tensor]) -> None:
+        """Restore :meth:`env_state`."""
+        from train.rollout import restore_env_state
+
+        restore_env_state(self.env, saved)
+        self.obs = self.env.observe()
+
+    def collect(self, policy: Any, rng: np.random.Generator, deals_done: int) -> Labels:
+        """Play ``deals_per_iteration`` deals in every game, label the network's decisions (module docstring)."""
+        import torch
+
+        from agents.base import slice_obs
+        from agents.endgame import play_endgame
+        from agents.features import critic_state
+        from agents.policy import MoveBatch, sample_actions
+        from cassino_env.endgame import solvable
+        from train.rollout import SELF, rotate_learner_side
+
+        args, env, B, S = self.args, self.env, self.B, self.S
+        is_self = self.ctrl == SELF
+        use_crit = policy.shape.critic_dim > 0
+        parts: list[dict[str, Any]] = []
+        points: dict[str, list[np.ndarray]] = {}
+        label_s = 0.0
+        obs = self.obs
+        policy.eval()
+        for d in range(args.deals_per_iteration):
+            learner_side = rotate_learner_side(self.games, deals_done + d, S)
+            deal_return = np.zeros((B, self.P))
+            rec_game: list[np.ndarray] = []
+            rec_seat: list[np.ndarray] = []
+            start = len(parts)
+            for _t in range(self.deal_len):
+                cp = obs["current_player"].astype(np.int64)
+                mine = np.flatnonzero(is_self | (self.side_of_seat[cp] == learner_side))
+                actions = np.zeros(B, dtype=np.int64)
+                sub = slice_obs(obs, mine)
+                feats = self.featurizer(sub)
+                with torch.no_grad():
+                    logits = policy.logits(MoveBatch.from_obs(sub, feats))
+                actions[mine] = sample_actions(logits, rng)
+                probs = torch.softmax(logits, dim=-1).numpy()
+                for c in np.unique(self.ctrl[~np.isin(self.games, mine)]):
+                    rows_c = np.flatnonzero((self.ctrl == c) & ~np.isin(self.games, mine))
+                    actions[rows_c] = self.bots[self.bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
+                n_legal = (np.asarray(sub["action_mask"]) != 0).sum(axis=1)
+                lab = n_legal > 1
+                if self.rules.num_players == 2:
+                    lab &= ~solvable(self.rules, sub["view"])
+                li = np.flatnonzero(lab)
+                if li.size:
+                    t0 = time.time()
+                    qs = self.search.move_values(slice_obs(sub, li), rng)
+                    label_s += time.time() - t0
+                    W = int(n_legal[li].max())
+                    q = np.full((li.size, W), np.nan, dtype=np.float32)
+                    for r, v in enumerate(qs):
+                        q[r, :len(v)] = v
+                    rows = mine[li]
+                    if args.search_play > 0:
+                        play = rng.random(li.size) < args.search_play
+                        actions[rows[play]] = np.nanargmax(q[play], axis=1)
+                    parts.append({
+                        "obs": np.asarray(sub["observation"])[li].astype(np.float32),
+                        "kind": np.asarray(sub["move_kind"])[li, :W].astype(np.int8),
+                        "card": np.asarray(sub["move_card"])[li, :W].astype(np.int8),
+                        "value": np.asarray(sub["move_value"])[li, :W].astype(np.int8),
+                        "cards": np.asarray(sub["move_cards"])[li, :W].view(np.int64),
+                        "mask": (np.asarray(sub["action_mask"])[li, :W] != 0),
+                        "feat": feats[li, :W].astype(np.float32),
+                        "crit": critic_state(env.state)[rows].astype(np.float32) if use_crit else None,
+                        "q": q, "prior": _pad(probs[li], W, 0.0)[:, :W].astype(np.float32),
+                    })
+                    rec_game.append(rows)
+                    rec_seat.append(cp[rows])
+                actions[mine] = play_endgame(self.rules, sub, actions[mine])  # the network's exact last round
+                obs, reward, terminated, _, _ = env.step(actions)
+                deal_return += reward
+            assert terminated.all(), "every game ends its deal after 52 - table_cards moves"
+            for i, (g, s) in enumerate(zip(rec_game, rec_seat, strict=True)):
+                parts[start + i]["ret"] = deal_return[g, s].astype(np.float32)
+            for c in np.unique(self.ctrl[~is_self]):
+                games_c = np.flatnonzero(self.ctrl == c)
+                points.setdefault(self.bot_names[c - 2], []).append(deal_return[games_c, learner_side[games_c]])
+        self.obs = obs
+        labels = [Labels(**{k: p[k] for k in LABEL_ROWS}) for p in parts]
+        if not labels:
+            raise ValueError("no decision was labelled: give more games or deals")
+        out = join_labels(labels)
+        out.points = {k: np.concatenate(v) for k, v in points.items()}
+        out.label_s = label_s
+        return out
+
+
+class LabelWorker:
+    """A Ray actor's body: a :class:`LabelCollector` over ``num_envs / num_workers`` games (worker ``index``'s
+    share of the run's split), seeded by :func:`train.rollout.worker_seeds`; torch uses one thread."""
+
+    def __init__(self, cfg: dict[str, Any], index: int, num_workers: int, network: dict[str, Any]) -> None:
+        import torch
+
+        from agents.policy import CassinoPolicy
+        from cassino_env.rules import make_rules
+        from train.rollout import split_games, worker_seeds
+
+        torch.set_num_threads(1)
+        args = config.make_args(ExitArgs, cfg)
+        rules = make_rules(args.preset, args.num_players)
+        env_seed, self.rng = worker_seeds(args.seed, index)
+        ctrl = split_games(args.num_envs, 0.0, args.bot_rates)[index::num_workers]
+        self.collector = LabelCollector(args, rules, args.num_envs // num_workers, env_seed, ctrl=ctrl)
+        self.policy = CassinoPolicy.from_shape(network)
+        self.lent_rng = np.random.default_rng(0)
+
+    def ready(self) -> int:
+        """The number of games (returns once the actor is up)."""
+        return self.collector.B
+
+    def collect(self, weights: dict[str, Any], deals_done: int, rng_state: str | None) -> tuple[Labels, str | None]:
+        """One iteration's games and labels with these weights; worker 0 gets and returns the driver's generator."""
+        from train.rollout import rng_state as _rng_state
+        from train.rollout import set_rng_state as _set_rng_state
+
+        self.policy.load_state_dict(weights)
+        rng = self.rng
+        if rng_state is not None:
+            _set_rng_state(self.lent_rng, rng_state)
+            rng = self.lent_rng
+        labels = self.collector.collect(self.policy, rng, deals_done)
+        return labels, None if rng_state is None else _rng_state(rng)
+
+    def state(self) -> dict[str, Any]:
+        """``env_state`` and, for a worker with its own generator, ``numpy_rng``."""
+        from train.rollout import rng_state as _rng_state
+
+        out: dict[str, Any] = {"env_state": self.collector.env_state()}
+        if self.rng is not None:
+            out["numpy_rng"] = _rng_state(self.rng)
+        return out
+
+    def load(self, env_state: dict[str, Any], rng_state: str | None) -> None:
+        """Restore :meth:`state`."""
+        from train.rollout import set_rng_state as _set_rng_state
+
+        self.collector.load_env_state(env_state)
+        if rng_state is not None:
+            _set_rng_state(self.rng, rng_state)
+
+
+class LocalLabels:
+    """The local run's games: one :class:`LabelCollector`, drawing from the run's generator."""
+
+    def __init__(self, args: ExitArgs, rules: RuleSet) -> None:
+        from train.rollout import worker_seeds
+
+        self.collector = LabelCollector(args, rules, args.num_envs, worker_seeds(args.seed, 0)[0])
+
+    def collect(self, policy: Any, rng: np.random.Generator, deals_done: int) -> Labels:
+        return self.collector.collect(policy, rng, deals_done)
+
+    def state(self) -> dict[str, Any]:
+        return {"env_state": self.collector.env_state()}
+
+    def load(self, tr: dict[str, Any]) -> None:
+        self.collector.load_env_state(tr["env_state"])
+
+    def release(self) -> None:
+        """Nothing to release."""
+
+
+class RayLabels:
+    """``--ray``: ``num_workers`` :class:`LabelWorker` actors; their labels are joined in worker order."""
+
+    def __init__(self, args: ExitArgs, net_shape: Any) -> None:
+        import ray
+
+        from train.ray_cluster import connect_ray
+
+        self.started = connect_ray(args.ray_address)
+        self.actors: list[Any] = []
+        try:
+            cpus = ray.cluster_resources().get("CPU", 0)
+            if cpus < args.num_workers:
+                raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
+                                  f"{cpus:g} CPUs; each worker takes one", field="num_workers")
+            actor = ray.remote(num_cpus=1)(LabelWorker)
+            cfg = config.args_to_dict(args)
+            self.actors = [actor.remote(cfg, i, args.num_workers, net_shape.to_dict())
+                           for i in range(args.num_workers)]
+            ray.get([a.ready.remote() for a in self.actors])
+        except BaseException:
+            self.release()
+            raise
+
+    def collect(self, policy: Any, rng: np.random.Generator, deals_done: int) -> Labels:
+        import ray
+
+        from train.rollout import rng_state as _rng_state
+        from train.rollout import set_rng_state as _set_rng_state
+
+        weights = ray.put(policy.state_dict())
+        parts = ray.get([a.collect.remote(weights, deals_done, _rng_state(rng) if i == 0 else None)
+                         for i, a in enumerate(self.actors)])
+        _set_rng_state(rng, parts[0][1])
+        return join_labels([p for p, _ in parts])
+
+    def state(self) -> dict[str, Any]:
+        import ray
+
+        states = ray.get([a.state.remote() for a in self.actors])
+        return {"env_state": states[0]["env_state"], **({"workers": states[1:]} if len(states) > 1 else {})}
+
+    def load(self, tr: dict[str, Any]) -> None:
+        import ray
+
+        workers = [{"env_state": tr["env_state"], "numpy_rng": None}, *tr.get("workers", [])]
+        if len(workers) != len(self.actors):
+            raise ConfigError(f"num_workers={len(self.actors)}: the checkpoint was made with {len(workers)} workers",
+                              field="num_workers")
+        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(self.actors, workers, strict=True)])
+
+    def release(self) -> None:
+        import ray
+
+        for a in self.actors:
+            ray.kill(a)
+        self.actors = []
+        if self.started:
+            ray.shutdown()
+            self.started = False
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The update
+# ----------------------------------------------------------------------------------------------------------------------
+def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.random.Generator) -> dict[str, float]:
+    """``args.epochs`` passes of minibatch steps over ``data``: cross-entropy to :func:`policy_targets` plus
+    ``vf_coef`` times the critic's squared error to ``ret * reward_scale`` (halved), minus ``ent_coef`` times the
+    entropy. Returns the last pass's mean losses."""
+    import torch
+
+    from agents.policy import MoveBatch, masked_entropy, masked_log_softmax
+
+    target = policy_targets(data.q, data.mask, data.prior, args.target, args.temperature)
+    ret = data.ret * np.float32(args.reward_scale)
+    N = len(data)
+    mb = max(1, min(args.minibatch_size, N))
+    stats = {"policy_loss": math.nan, "value_loss": math.nan, "entropy": math.nan}
+    policy.train()
+    for _epoch in range(args.epochs):
+        perm = rng.permutation(N)
+        sums = np.zeros(3)
+        steps = 0
+        for s in range(0, N - mb + 1, mb):
+            idx = np.sort(perm[s:s + mb])
+            batch = MoveBatch.from_arrays(data.obs[idx], data.kind[idx], data.card[idx], data.value[idx],
+                                          data.cards[idx], data.mask[idx],
+                                          None if data.feat is None else data.feat[idx],
+                                          None if data.crit is None else data.crit[idx])
+            W = batch.mask.shape[1]
+            logits, value = policy(batch)
+            logp = masked_log_softmax(logits, batch.mask)
+            tgt = torch.from_numpy(target[idx, :W])
+            pg = -(tgt * logp).sum(-1).mean()
+            vl = 0.5 * ((value - torch.from_numpy(ret[idx])) ** 2).mean()
+            ent = masked_entropy(logits, batch.mask).mean()
+            loss = pg + args.vf_coef * vl - args.ent_coef * ent
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
+            optimizer.step()
+            sums += (pg.item(), vl.item(), ent.item())
+            steps += 1
+        if steps:
+            stats = dict(zip(("policy_loss", "value_loss", "entropy"), (sums / steps).tolist(), strict=True))
+    return stats
+
+
+def label_stats(policy: Any, data: Labels, reward_scale: float) -> dict[str, float]:
+    """The network's agreement with the search on ``data`` (its argmax is a best labelled move), its mean regret
+    (points) and the critic's explained variance of the outcomes."""
+    import torch
+
+    from agents.policy import MoveBatch
+
+    agree, regret, values = [], [], []
+    policy.eval()
+    with torch.no_grad():
+        for s in range(0, len(data), 4096):
+            i = np.arange(s, min(len(data), s + 4096))
+            batch = MoveBatch.from_arrays(data.obs[i], data.kind[i], data.card[i], data.value[i], data.cards[i],
+                                          data.mask[i], None if data.feat is None else data.feat[i],
+                                          None if data.crit is None else data.crit[i])
+            logits, v = policy(batch)
+            a = logits.argmax(-1).numpy()
+            q = np.where(data.mask[i], np.nan_to_num(data.q[i], nan=-np.inf), -np.inf)
+            best = q.max(axis=1)
+            got = q[np.arange(len(i)), a]
+            agree.append(got >= best - 1e-9)
+            regret.append(best - got)
+            values.append(v.numpy())
+    v = np.concatenate(values)
+    y = data.ret * np.float32(reward_scale)
+    var = float(np.var(y))
+    return {"agreement": float(np.concatenate(agree).mean()), "regret": float(np.concatenate(regret).mean()),
+            "explained_variance": math.nan if var == 0 else float(1 - np.var(y - v) / var)}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The run
+# ----------------------------------------------------------------------------------------------------------------------
+ExitOptions = config.options_type(ExitArgs, name="ExitOptions", aliases={"ray_address": ("--ray",)})
+
+
+def resolve_args(options: Any) -> ExitArgs:
+    """Built-in defaults < config file (``--config``, else :data:`DEFAULT_CONFIG`) < flags given."""
+    hints = typing.get_type_hints(ExitArgs)
+    given = {k: config.parse_flag(hints[k], k, v) for k, v in config.given_options(options).items()}
+    path = options.config if options.config is not None else DEFAULT_CONFIG
+    from_file = config.load_config(ExitArgs, path)
+    try:
+        return config.make_args(ExitArgs, {**from_file, **given})
+    except ConfigError as exc:
+        if exc.field in from_file and exc.field not in given:
+            raise ConfigError(f"{path}: {exc}", field=exc.field) from None
+        raise
+
+
+def main(options: Annotated[ExitOptions, tyro.conf.OmitArgPrefixes, tyro.conf.arg(name="")]) -> int:  # type: ignore[valid-type]
+    """Expert iteration: a search labels the network's decisions, the network learns the labels, repeat.
+
+    See ``train/exit.py`` and docs/expert_iteration.md.
+    """
+    from agents.ppo_agent import CheckpointError
+    from cassino_env.errors import CassinoError
+    from train.cli import bad_input
+
+    with bad_input(ConfigError, CheckpointError, CassinoError) as failed:
+        args = resolve_args(options)
+        explicit = config.explicit_fields(ExitArgs, options)
+        train(args, explicit=explicit)
+    return failed.code
+
+
+def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
+    """The starting network: the ``init`` checkpoint's, or a fresh one of the run's widths."""
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import policy_from_checkpoint, read_checkpoint
+    from agents.registry import PRETRAINED_DIR
+    from cassino_env.obs import obs_size
+
+    if args.init is None:
+        return CassinoPolicy(obs_dim=obs_size(rules.num_players, rules.num_sides), hidden=args.hidden,
+                             embed=args.embed, move_features=NUM_MOVE_FEATURES, critic="separate",
+                             critic_dim=critic_state_size(rules.num_players))
+    kind, _, name = args.init.partition(":")
+    if kind == "pretrained":
+        path = PRETRAINED_DIR / f"{name}.pt"
+    elif kind == "checkpoint":
+        path = Path(name)
+    else:
+        raise ConfigError(f"init: checkpoint:PATH or pretrained:NAME, got {args.init!r}", field="init")
+    ckpt = read_checkpoint(path, rules)
+    net = policy_from_checkpoint(ckpt, path)
+    if not net.shape.move_features:
+        raise ConfigError(f"init {args.init}: the network reads no move features; expert iteration needs them",
+                          field="init")
+    return net
+
+
+def _proxy(args: ExitArgs, rules: RuleSet) -> Any:
+    if args.proxy is None:
+        return None
+    from train import proxy as proxy_mod
+
+    path = proxy_mod.default_path(rules.preset, rules.num_players) if args.proxy == "auto" else Path(args.proxy)
+    if args.proxy == "auto" and not path.is_file():
+        return None
+    return proxy_mod.load(path)
+
+
+def _check_train_state(tr: dict[str, Any], path: str) -> None:
+    from agents.ppo_agent import CheckpointError
+
+    for name in ("iteration", "global_step", "labels_total"):
+        v = tr.get(name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise CheckpointError(f"{path}: train.{name}: must be an integer >= 0, got {v!r}")
+    for name in ("numpy_rng",):
+        if not isinstance(tr.get(name), str):
+            raise CheckpointError(f"{path}: train.{name}: must be a generator state (JSON text)")
+    if not isinstance(tr.get("env_state"), dict):
+        raise CheckpointError(f"{path}: train.env_state: must hold the games' state")
+
+
+def train(args: ExitArgs, explicit: set[str] | None = None) -> Path:
+    """Run expert iteration (module docstring); return the final checkpoint's path.
+
+    Raises:
+        ConfigError: a bad option or run folder.
+        agents.ppo_agent.CheckpointError: a checkpoint that cannot be resumed or warm-started from.
+    """
+    held: list[Any] = []
+    try:
+        return _train(args, explicit, held)
+    finally:
+        for thing in reversed(held):
+            thing.release()
+
+
+def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path:  # noqa: C901 - one readable loop
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    from agents.ppo_agent import CheckpointError, PPOAgent, atomic_write, check_network, policy_from_checkpoint
+    from cassino_env.rules import make_rules
+    from train.arena import evaluate_deals
+    from train.checkpoints import read_training_checkpoint, save_training_checkpoint
+    from train.rollout import make_bots
+    from train.rollout import rng_state as _rng_state
+    from train.rollout import set_rng_state as _set_rng_state
+    from train.run import final_evaluation
+    from train.run import fmt_time as _fmt_time
+    from train.stats import wilson_interval
+
+    ckpt = None
+    if args.resume is not None:
+        ckpt = read_training_checkpoint(args.resume)
+        args = config.resume_args(args, ckpt["train"], explicit, source=str(args.resume), saved_error=CheckpointError)
+        _check_train_state(ckpt["train"], args.resume)
+    torch.set_num_threads(args.threads)
+    rules = make_rules(args.preset, args.num_players)
+    deal_len = 52 - rules.table_cards
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+    elif ckpt is not None:
+        run_dir = config.run_dir_of_checkpoint(args.resume)
+    else:
+        run_dir = config.default_run_dir(args)
+    resuming_here = ckpt is not None and Path(args.resume).parent.name == "checkpoints" and (
+        Path(args.resume).parent.parent.resolve() == run_dir.resolve())
+    config.check_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir)
+    ckpt_dir, label_dir = run_dir / "checkpoints", run_dir / "labels"
+    eval_bots = make_bots(args.eval_opponents, rules)
+    proxy = _proxy(args, rules)
+
+    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)
+    if ckpt is not None:
+        check_network(ckpt, args.resume)
+        policy = policy_from_checkpoint(ckpt, args.resume)
+    else:
+        policy = _init_network(args, rules)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5)
+    iteration, global_step, labels_total, elapsed_before = 0, 0, 0, 0.0
+    if ckpt is not None:
+        tr = ckpt["train"]
+        try:
+            optimizer.load_state_dict(ckpt["optimizer"])
+        except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+            raise CheckpointError(f"{args.resume}: optimizer: does not fit the network: {exc}") from None
+        iteration, global_step = int(tr["iteration"]), int(tr["global_step"])
+        labels_total, elapsed_before = int(tr["labels_total"]), float(tr.get("elapsed_s", 0.0))
+        _set_rng_state(rng, tr["numpy_rng"])
+        torch.set_rng_state(tr["torch_rng"])
+    if args.ray_address is None:
+        games: LocalLabels | RayLabels = LocalLabels(args, rules)
+    else:
+        games = RayLabels(args, policy.shape)
+        held.append(games)
+    if ckpt is not None:
+        games.load(ckpt["train"])
+        print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
+
+    held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    label_dir.mkdir(parents=True, exist_ok=True)
+    config_text = yaml.safe_dump(config.args_to_dict(args), sort_keys=False).encode("utf-8")
+    atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
+    writer = SummaryWriter(str(run_dir))
+    if ckpt is None:
+        writer.add_text("hyperparameters", config.hparams_table(args))
+    start_time = time.time()
+
+    def checkpoint(name: str) -> Path:
+        state = {"config": config.args_to_dict(args), "run_dir": str(run_dir), "algo": "exit",
+                 "iteration": iteration, "global_step": global_step, "labels_total": labels_total,
+                 "elapsed_s": elapsed_before + (time.time() - start_time), "numpy_rng": _rng_state(rng),
+                 "torch_rng": torch.get_rng_state(), **games.state()}
+        return save_training_checkpoint(ckpt_dir / name, policy, rules, optimizer, state)  # and latest.pt
+
+    def run_eval() -> str:
+        t0 = time.time()
+        agent = PPOAgent(policy, deterministic=True, rules=rules, endgame=False)  # the network alone
+        parts = []
+        for name, bot in eval_bots.items():
+            res = evaluate_deals(agent, bot, rules, args.eval_deals, seed=(10_000_000 + args.seed) % 2**62,
+                                 max_moves=args.max_moves)
+            lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
+            writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], global_step)
+            writer.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, global_step)
+            writer.add_scalar(f"eval/winrate_ci_high_vs_{name}", hi, global_step)
+            writer.add_scalar(f"eval/points_vs_{name}", res["points"], global_step)
+            parts.append(f"{name} {res['winrate']:.3f} [{lo:.3f}, {hi:.3f}] {res['points']:+.2f} pts")
+        if proxy is not None:
+            from train.proxy import score
+
+            r = score(agent, proxy, seed=0)
+            writer.add_scalar("eval/proxy_regret", r["regret"], global_step)
+            writer.add_scalar("eval/proxy_top1", r["top1"], global_step)
+            parts.append(f"proxy regret {r['regret']:.3f} ± {1.96 * r['regret_se']:.3f} top-1 {r['top1']:.3f}")
+        writer.add_scalar("time/eval_s", time.time() - t0, global_step)
+        policy.train()
+        return "network alone: deal win rate vs " + ", ".join(parts)
+
+    if ckpt is None:
+        print(f"iteration 0 | {run_eval()}", flush=True)
+    replay_first = max(0, iteration - args.replay_iterations + 1)  # label files of this window are read back
+    replay = [Labels.load(label_dir / f"iter_{i:05d}.npz") for i in range(replay_first + 1, iteration + 1)]
+    stop = "iterations reached"
+    while iteration < args.iterations:
+        iteration += 1
+        t0 = time.time()
+        labels = games.collect(policy, rng, iteration - 1)
+        t_label = time.time() - t0
+        labels.save(label_dir / f"iter_{iteration:05d}.npz")
+        global_step += args.num_envs * args.deals_per_iteration * deal_len
+        labels_total += len(labels)
+        before = label_stats(policy, labels, args.reward_scale)  # the network that played, on its own decisions
+        replay = [*replay, labels][-args.replay_iterations:]
+        t1 = time.time()
+        losses = update(policy, optimizer, join_labels(replay), args, rng)
+        t_update = time.time() - t1
+        writer.add_scalar("exit/labels", len(labels), global_step)
+        writer.add_scalar("exit/labels_total", labels_total, global_step)
+        writer.add_scalar("exit/labels_per_s", len(labels) / max(labels.label_s, 1e-9), global_step)
+        writer.add_scalar("exit/search_agreement", before["agreement"], global_step)
+        writer.add_scalar("exit/regret", before["regret"], global_step)
+        writer.add_scalar("losses/explained_variance", before["explained_variance"], global_step)
+        for k, v in losses.items():
+            writer.add_scalar(f"losses/{k}", v, global_step)
+        for name, pts in labels.points.items():
+            writer.add_scalar(f"charts/points_vs_{name}", float(pts.mean()), global_step)
+        writer.add_scalar("time/label_s", t_label, global_step)
+        writer.add_scalar("time/update_s", t_update, global_step)
+        elapsed = elapsed_before + (time.time() - start_time)
+        over_time = args.max_train_seconds > 0 and elapsed >= args.max_train_seconds
+        last = iteration >= args.iterations or over_time
+        line = (f"iteration {iteration}/{args.iterations} | step {global_step:,} | {len(labels):,} labels "
+                f"({labels_total:,} in all, {len(labels) / max(labels.label_s, 1e-9):,.0f}/s) | network agrees with "
+                f"the search {before['agreement']:.3f}, regret {before['regret']:.3f} pts | policy loss "
+                f"{losses['policy_loss']:.3f} value loss {losses['value_loss']:.3f} | {_fmt_time(elapsed)} elapsed")
+        if (args.eval_every and iteration % args.eval_every == 0) or last:
+            line += f" | {run_eval()}"
+        print(line, flush=True)
+        if args.checkpoint_every and iteration % args.checkpoint_every == 0 and not last:
+            checkpoint(f"iter_{iteration:05d}.pt")
+        if over_time:
+            stop = f"max_train_seconds={args.max_train_seconds:g} reached"
+            break
+    final = checkpoint("final.pt")
+    writer.close()
+    elapsed = elapsed_before + (time.time() - start_time)
+    print(f"{iteration} iterations, {labels_total:,} labels in {_fmt_time(elapsed)} ({stop}); final checkpoint "
+          f"{final}", flush=True)
+    if args.final_eval_deals > 0 and args.final_eval_opponents:
+        final_evaluation(final, rules, args)
+    return final
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(tyro.cli(main, config=(tyro.conf.FlagCreatePairsOff,)))
