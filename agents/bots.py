@@ -80,6 +80,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from agents.base import Agent
 from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, NUM_CARDS, RANK, SPADE_MASK, SUIT_MASK
 from cassino_env.core import check_numba_cache, popcount
 from cassino_env.rules import RuleSet
@@ -673,14 +674,17 @@ class RandomBot:
         return np.argmax(np.cumsum(mask, axis=1) > pick[:, None], axis=1).astype(np.int64)
 
 
-def make_bot(name: str, rules: RuleSet) -> RandomBot | ScriptedBot:
-    """A scripted bot by name: ``random``, ``greedy``, ``beginner``, ``intermediate`` or ``advanced``.
+def make_bot(name: str, rules: RuleSet) -> Agent:
+    """A bot by name: any spec of the agent table (:data:`agents.registry.ENTRIES`) that is a name alone, as
+    :data:`agents.registry.BOT_NAMES` lists them (``random``, ``greedy``, ``beginner``, ``intermediate``,
+    ``advanced``, ``pimc``, ...).
 
     Raises:
-        ValueError: for another name.
+        ValueError: for another name (the message lists the bots).
     """
-    if name == "random":
-        return RandomBot()
-    if name in STYLES:
-        return ScriptedBot(name, rules)
-    raise ValueError(f"unknown bot {name!r}; bots are random, {', '.join(STYLES)}")
+    from agents.registry import ENTRIES, bot_names
+
+    entry = ENTRIES.get(name) if isinstance(name, str) else None
+    if entry is None or not entry.bare:
+        raise ValueError(f"unknown bot {name!r}; bots are {', '.join(bot_names())}")
+    return entry.make(rules, None, name)

@@ -32,6 +32,7 @@ import numpy as np
 
 from agents.base import slice_obs
 from agents.bots import RandomBot, make_bot
+from agents.registry import MAX_SIMULATIONS
 from cassino_env import core
 from cassino_env.determinize import determinize, moves_of, take
 from cassino_env.rules import RuleSet
@@ -56,8 +57,10 @@ class PIMCAgent:
     def __init__(self, rules: RuleSet, simulations: int = DEFAULT_SIMULATIONS, min_samples: int = 8,
                  rollout: str = "advanced", match_bonus: float = 10.0, max_games: int = 16384,
                  name: str | None = None) -> None:
-        if simulations < 1:
-            raise ValueError(f"simulations must be positive, got {simulations}")
+        if isinstance(simulations, bool) or not isinstance(simulations, int | np.integer) \
+                or not 1 <= simulations <= MAX_SIMULATIONS:
+            raise ValueError(f"simulations must be an integer 1..{MAX_SIMULATIONS} (agents.registry.MAX_SIMULATIONS: "
+                             f"rollouts per decision are stepped as one batch), got {simulations!r:.40}")
         self.rules = rules
         self.simulations = int(simulations)
         self.min_samples = int(min_samples)

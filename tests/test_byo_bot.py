@@ -16,6 +16,8 @@ from train.evaluate import evaluate
 BOT = '''\
 import numpy as np
 
+from agents.registry import agent_factory
+
 
 class MostCards:
     """Plays the capture that takes the most table cards, else the first listed move (README's example)."""
@@ -39,12 +41,32 @@ class Nameless:
         return np.argmax(obs["action_mask"], axis=1)
 
 
+@agent_factory
 def make(rules):
     return MostCards(rules)
 
 
+@agent_factory
 def no_rules():
     return MostCards(None)
+
+
+CALLS = []
+
+
+def unmarked(rules):
+    CALLS.append(rules)
+    return MostCards(rules)
+
+
+class NoInit:
+    name = "no-init"
+
+    def act(self, obs, rng):
+        return np.argmax(obs["action_mask"], axis=1)
+
+
+PLAYER = MostCards(None)
 
 
 class NoAct:
@@ -82,6 +104,18 @@ def test_a_user_bot_loads_by_import_path_and_plays_an_evaluation(user_package: P
     assert pair["match_win_rate_a"] > 0.5  # taking cards beats random play
 
 
+def test_an_agent_object_is_used_as_it_is_and_an_unmarked_function_is_never_called(user_package: Path) -> None:
+    """Issue 27 item 12: ``os:system`` was called with the RuleSet. Only classes with ``act``, agent objects and
+    functions marked ``@agent_factory`` yield an agent; anything else is refused before any call."""
+    rules = make_rules("classic")
+    player = make_agent("userbots.mybot:PLAYER", rules)
+    mybot = sys.modules["userbots.mybot"]
+    assert player is mybot.PLAYER
+    with pytest.raises(AgentSpecError, match="not an agent class"):
+        make_agent("userbots.mybot:unmarked", rules)
+    assert mybot.CALLS == []
+
+
 def test_a_nameless_agent_is_named_by_its_spec(user_package: Path) -> None:
     assert make_agent("userbots.mybot:Nameless", make_rules("classic")).name == "userbots.mybot:Nameless"
 
@@ -90,9 +124,13 @@ def test_a_nameless_agent_is_named_by_its_spec(user_package: Path) -> None:
     ("userbots.nosuch:Bot", "no module named 'userbots.nosuch'"),
     ("nosuchpackage.bots:Bot", "no module named 'nosuchpackage'"),
     ("userbots.mybot:Missing", "has no attribute 'Missing'"),
-    ("userbots.mybot:NOT_CALLABLE", "not a class or factory"),
+    ("userbots.mybot:NOT_CALLABLE", "NOT_CALLABLE is a int, not an agent class"),
     ("userbots.mybot:no_rules", "must take one argument, the RuleSet"),
-    ("userbots.mybot:NoAct", "without an act"),
+    ("userbots.mybot:NoInit", "must take one argument, the RuleSet"),
+    ("userbots.mybot:NoAct", "a class without an act method"),
+    ("userbots.mybot:unmarked", "unmarked is a function, not an agent class .* marked @agents.registry.agent_factory"),
+    ("os:system", "system is a builtin_function_or_method, not an agent class"),
+    ("os.path:join", "join is a function, not an agent class"),
     ("userbots.mybot:", "MODULE:OBJECT"),
     ("user-bots:Bot", "MODULE:OBJECT"),
 ])

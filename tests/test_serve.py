@@ -136,7 +136,7 @@ def test_network_probabilities(client: TestClient) -> None:
     ({"opponent": "json:loads"}, "opponent: 'json:loads' is not offered"),  # was a 500: json.loads(rules) ran
     ({"opponent": "os:getcwd"}, "opponent: 'os:getcwd' is not offered"),  # was: os imported at a request's word
     ({"opponent": f"pimc:{MAX_WEB_SIMULATIONS + 1}"}, f"opponent: pimc:N here takes at most {MAX_WEB_SIMULATIONS}"),
-    ({"opponent": "pimc:1000000000"}, "opponent: pimc:N here takes at most"),  # was accepted: hours a move
+    ({"opponent": "pimc:1000000000"}, "opponent: pimc:N needs a positive number of at most"),  # was: hours a move
     ({"opponent": "pimc:x"}, "opponent: pimc:N needs a positive number"), ({"opponent": "pimc:0"}, "opponent: "),
     ({"opponent": ""}, "opponent: '' is not offered"),  # was taken silently as the default
     ({"opponent": "pretrained:../matsuda"}, "opponent: unknown pretrained agent"),

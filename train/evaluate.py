@@ -295,9 +295,9 @@ def _ray_connected(address: str) -> Iterator[Any]:
 
     Raises:
         ValueError: naming ``ray_address`` (a :class:`train.config.ConfigError`), when Ray is not installed or there
-            is no cluster at ``address`` (:func:`train.rollout.connect_ray`).
+            is no cluster at ``address`` (:func:`train.ray_cluster.connect_ray`).
     """
-    from train.rollout import connect_ray  # one connection rule for eval and train (a HOST:PORT checked at once)
+    from train.ray_cluster import connect_ray  # one connection rule for eval and train (a HOST:PORT checked at once)
 
     started = connect_ray(address)
     import ray
@@ -415,12 +415,8 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
     OpenSkill ratings.
 
     Args:
-        agents: comma-separated agent specs: a scripted bot (random, greedy, ... advanced), pimc, pimc:N (N
-            simulations per move; ismcts and ismcts:N are aliases), checkpoint:PATH, pretrained:NAME (trained
-            networks, which play a two-seat deal's last round exactly), policy:SPEC (the network of SPEC alone),
-            endgame:SPEC (any agent with the exact last round), or your own bot as an import path MODULE:OBJECT
-            (mypkg.mybot:MyBot, a class or factory taking the rules: see agents/base.py); ladder stands for every
-            scripted bot, weakest first.
+        agents: comma-separated agent specs (agents.registry; docs/bots.md): {agent_specs}. Your own bot
+            MODULE:OBJECT is a class with act(obs, rng) taking the rules (mypkg.mybot:MyBot, see agents/base.py).
         deals: deal budget per pair (at least this many deals, seats swapped included).
         preset: rule preset of docs/rules.md section 6: classic, matsuda, cicera, bga, stadium or royal.
         num_players: seats, one the preset allows (default its first: 2, or 4 for cicera); 4 and 6 play
@@ -445,7 +441,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             ray. Results differ from a run without boards_per_task for agents that draw random numbers.
     """
     from cassino_env.rules import make_rules
-    from train.cli import bad_input, error
+    from train.errors import bad_input, error
     from train.records import GameRecorder, RecordWriter
 
     specs = [s.strip() for s in agents.split(",") if s.strip()]

@@ -236,11 +236,16 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
 
     Raises:
         SeedError: a seed outside 0 <= seed < 2**63 (checked before anything is shown).
+        ValueError: ``deals`` below 0, a seat the rules do not have.
+        agents.base.AgentMoveError: the agent returned a move that is not a listed move index.
     """
     from cassino_env.errors import check_seed
 
     seed = check_seed(seed)  # first: a bad seed costs no imports
+    if isinstance(deals, bool) or not isinstance(deals, (int, np.integer)) or deals < 0:
+        raise ValueError(f"deals: expected an integer >= 0 (0: play the match to its end), got {deals!r}")
 
+    from agents.base import one_move
     from agents.registry import make_agent
     from cassino_env.vector import CassinoVectorEnv, resolve_rules
 
@@ -263,7 +268,7 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
                 action = _ask(env.state, obs, inp, out, seat, agent.name, ascii_only)
                 print(f"  you play: {_move_text(obs, action)}", file=out)
             else:
-                action = int(agent.act(obs, rng)[0])
+                action = one_move(agent.act(obs, rng), int(np.asarray(obs["action_mask"][0]).sum()), agent.name)
                 print(f"  {_seat_name(cur, seat, agent.name, rules)} plays: {_move_text(obs, action)}", file=out)
             obs, _, _, _, info = env.step(np.array([action], dtype=np.int64))
             res = info["result"]
@@ -287,16 +292,13 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
 
 def main(opponent: str = "advanced", preset: str = "classic", num_players: int | None = None, seat: int = 0,
          seed: int = 0, deals: int = 0, ascii: bool = False) -> int:
-    """Play Cassino in the terminal against an agent (a bot, pimc, checkpoint:PATH, pretrained:NAME, policy:SPEC or
-    endgame:SPEC).
+    """Play Cassino in the terminal against an agent: a bot ({bots}), a trained network or your own.
 
     Moves are chosen by number or typed as text, e.g. "capture 3C 5H with 8S", "trail 8S", "build 9 with 2C on 7D".
     An illegal move is answered with the rule it breaks. Each deal ends with its score.
 
     Args:
-        opponent: agent spec: random, greedy, beginner, intermediate, advanced, pimc, pimc:N, checkpoint:PATH,
-            pretrained:NAME (e.g. pretrained:classic), policy:SPEC (the network alone), endgame:SPEC (the exact last
-            round).
+        opponent: agent spec (agents.registry; e.g. pretrained:classic): {agent_specs}.
         preset: rule preset of docs/rules.md section 6.
         num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
         seat: your seat; seat 0 moves first.
@@ -304,7 +306,7 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
         deals: stop after this many deals (0: play the whole match).
         ascii: draw cards as 10D rather than 10♦.
     """
-    from train.cli import bad_input
+    from train.errors import bad_input
 
     with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError: all ValueErrors
         return play_session(opponent, preset, num_players=num_players, seat=seat, seed=seed, deals=deals,

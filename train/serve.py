@@ -321,7 +321,13 @@ class LiveGame:
         if probabilities:
             probs = move_probabilities(self.agent, self.obs)
             options = self.legal() if probs is not None else None
-        action = int(np.asarray(self.agent.act(self.obs, self.rng))[0])
+        from agents.base import AgentMoveError, one_move
+
+        try:
+            action = one_move(self.agent.act(self.obs, self.rng), int(np.asarray(self.obs["action_mask"][0]).sum()),
+                              self.spec)
+        except AgentMoveError as exc:  # an agent the operator allowed returned 0.7, None, an array: the server's fault
+            raise RequestError(f"opponent: {exc}", 500) from None
         entry = self._play(action)
         out = self.state()
         out["last"] = {**entry, "probabilities": probs, "options": options, "chosen": action}
@@ -390,37 +396,36 @@ def parse_json(raw: bytes) -> Any:
 def check_opponent(spec: str, allowed: tuple[str, ...] = ()) -> str:
     """``spec`` if the web app may build it: a bot of the ladder, ``pimc``/``ismcts`` (``:N`` up to
     :data:`MAX_WEB_SIMULATIONS`), ``pretrained:NAME``, one of the specs the operator ``allowed`` at start-up, or
-    ``endgame:SPEC`` / ``policy:SPEC`` of one of those (:mod:`agents.registry`).
-    Anything else (``checkpoint:PATH``, an import path ``MODULE:OBJECT``) would let a request read any file or import
-    any module, so it is refused unless allowed.
+    ``endgame:SPEC`` / ``policy:SPEC`` of one of those. The spec is read by :func:`agents.registry.parse_spec` (the
+    one strict parser of budgets; nesting bounded, no recursion). Anything else (``checkpoint:PATH``, an import path
+    ``MODULE:OBJECT``) would let a request read any file or import any module, so it is refused unless allowed.
 
     Raises:
-        RequestError: naming the field ``opponent`` and what is offered.
+        RequestError: naming the field ``opponent`` and what is offered (a malformed spec: what is wrong with it).
     """
-    from agents.registry import LADDER, SEARCH_NAMES
+    from agents.registry import AgentSpecError, UnknownAgentError, ladder, parse_spec, search_names
 
     spec = spec.strip()
-    name, sep, arg = spec.partition(":")
-    if spec in allowed or name in LADDER or name == "pretrained":
-        return spec  # a ladder bot given an argument, or an unknown pretrained name: make_agent says what is wrong
-    inner_offered = False
-    if name in ("endgame", "policy") and arg.strip():  # the exact last round, or the network alone, of one offered
-        try:
-            check_opponent(arg, allowed)
-            inner_offered = True
-        except RequestError as exc:
-            if "simulations" in str(exc):
-                raise  # pimc:N over the limit: that message says it
-    if inner_offered:
+    if spec in allowed:
         return spec
-    if name in SEARCH_NAMES:
-        if not sep or (arg.isdigit() and len(arg) < 8 and int(arg) <= MAX_WEB_SIMULATIONS):
+    try:
+        chain = parse_spec(spec).chain()
+    except UnknownAgentError:
+        chain = []  # not offered (below)
+    except AgentSpecError as exc:  # a bad budget, nesting too deep, a missing argument: what is wrong with it
+        raise RequestError(f"opponent: {exc}") from None
+    for node in chain:  # outermost first: endgame:/policy: of an offered spec is offered
+        if node.spec in allowed:
             return spec
-        if arg.isdigit():
-            raise RequestError(f"opponent: {name}:N here takes at most {MAX_WEB_SIMULATIONS} simulations, got "
-                               f"{excerpt(arg)}")
-        return spec  # not a number: make_agent says so
-    offered = [*LADDER, "pimc[:N]", "pretrained:NAME", *allowed, "endgame:SPEC or policy:SPEC of these"]
+        if node.entry is not None and node.entry.takes == "spec":
+            continue
+        if node.budget is not None and node.budget > MAX_WEB_SIMULATIONS:
+            raise RequestError(f"opponent: {node.name}:N here takes at most {MAX_WEB_SIMULATIONS} simulations, got "
+                               f"{excerpt(node.arg)}")
+        if node.name in (*ladder(), *search_names(), "pretrained"):
+            return spec
+        break
+    offered = [*ladder(), "pimc[:N]", "pretrained:NAME", *allowed, "endgame:SPEC or policy:SPEC of these"]
     raise RequestError(f"opponent: {excerpt(spec)} is not offered by this server; agents are {', '.join(offered)} "
                        "(the operator may allow more: cassino serve --allow-agent SPEC)")
 
@@ -731,11 +736,11 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
     Args:
         host: the address to listen on; the default 127.0.0.1 lets only this machine connect.
         port: the TCP port (0: any free port).
-        allow_agent: agent specs the page may ask for besides the bots, pimc[:N] up to 20000 and pretrained:NAME
-            (checkpoint:PATH, MODULE:OBJECT, a larger pimc:N), each exactly as it will be asked for; the page can
-            name no other file or module.
+        allow_agent: agent specs the page may ask for besides the bots ({bots}; pimc:N up to 20000) and
+            pretrained:NAME (checkpoint:PATH, MODULE:OBJECT, a larger pimc:N), each exactly as it will be asked for;
+            the page can name no other file or module. Agent specs: {agent_specs}.
     """
-    from train.cli import error
+    from train.errors import error
 
     try:
         import starlette  # noqa: F401
