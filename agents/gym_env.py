@@ -7,9 +7,11 @@ can act inside the PettingZoo AEC env (:func:`aec_action`) and for the other sea
 
 :class:`CassinoGymEnv` is a ``gymnasium.Env``: one seat (the learner) is played by the caller, every other seat by
 an agent; the rewards of the other seats' turns are gathered into the learner's next step. It has
-``action_masks()`` (sb3-contrib's ``MaskablePPO``), both action encodings and registered ids
-(``gymnasium.make("cassino/Classic-v1")``, :mod:`cassino_env.gym`), and its default passes Gymnasium's and
-Stable-Baselines3's ``check_env``.
+``action_masks()`` (sb3-contrib's ``MaskablePPO``), both action encodings, a flat observation (``flat=True``, for
+``"MlpPolicy"``), ``rgb_array`` rendering (``RecordVideo``, SB3's ``make_vec_env``) and registered ids
+(``gymnasium.make("cassino/Classic-v1")`` after ``import agents.gym``, or ``gymnasium.make("agents.gym:cassino/
+Classic-v1")`` with no import: :mod:`agents.gym`), and its default passes Gymnasium's and Stable-Baselines3's
+``check_env``.
 
 >>> import gymnasium, numpy as np
 >>> env = gymnasium.make("cassino/Classic-v1", opponent="greedy", learner_seat=0)
@@ -27,7 +29,6 @@ True
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -36,7 +37,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-import cassino_env.gym  # noqa: F401 - registers the cassino/... ids with gymnasium
+import agents.gym  # noqa: F401 - registers the cassino/... ids with gymnasium
 from agents.base import Agent
 from agents.registry import AgentSpecError, make_agent
 from cassino_env.actions import (
@@ -48,7 +49,7 @@ from cassino_env.actions import (
     card_value_id,
     resolve_actions,
 )
-from cassino_env.aec import raw_env
+from cassino_env.aec import raw_env, resolve_illegal_reward
 from cassino_env.errors import PositionError, check_seed, excerpt
 from cassino_env.obs import MOVE_FEATURES, encode, fill_move_rows, obs_high, obs_size, public_view
 from cassino_env.rules import RuleSet
@@ -143,11 +144,10 @@ def as_agent(opponent: OpponentLike, rules: RuleSet) -> Agent:
 def _agent_move(agent: Agent, state, rng: np.random.Generator) -> int:
     """The listed move index ``agent`` plays for the seat to move of a one-game core state (checked legal)."""
     obs = state_obs(state)
-    move = int(np.asarray(agent.act(obs, rng)).reshape(-1)[0])
-    if not 0 <= move < int(state.num_moves[0]):
-        raise IllegalActionError(f"agent {getattr(agent, 'name', agent)!r} chose move {move}, not one of the "
-                                 f"{int(state.num_moves[0])} listed moves")
-    return move
+    from .base import one_move  # the one check of an agent's moves (0.7, None, an array: refused, not truncated)
+
+    return one_move(agent.act(obs, rng), int(state.num_moves[0]), str(getattr(agent, "name", agent)),
+                    error=IllegalActionError)
 
 
 def aec_action(agent: Agent, env, rng: np.random.Generator) -> int:
@@ -172,9 +172,16 @@ class CassinoGymEnv(gymnasium.Env):
     """One seat of a Cassino game as a single-agent Gymnasium environment; an agent plays every other seat.
 
     Observation: ``Dict(observation=Box(float32[D]), action_mask=Box(int8[A]))``, plus ``moves`` int8[A, 56] when
-    ``with_moves`` (the AEC env's observation of the learner, module docstring of :mod:`cassino_env.aec`). Action:
+    ``with_moves`` (the AEC env's observation of the learner, module docstring of :mod:`cassino_env.aec`); with
+    ``flat=True`` the ``Box(float32[D])`` vector alone (what SB3's ``"MlpPolicy"`` takes; the ``Flat`` ids). Action:
     ``Discrete(A)``, A = 524 (``card_value``, the default: ids mean the same in every state, as MLP policies need) or
-    ``max_moves`` (``moves``). ``action_masks()`` returns the mask as bool[A]; ``info["action_mask"]`` holds it too.
+    ``max_moves`` (``moves``).
+
+    Masks: ``action_masks()`` returns bool[A] (sb3-contrib's convention; safe to index with), the observation's and
+    ``info["action_mask"]`` int8[A] (the space's dtype, as PettingZoo's); all three hold the same legal actions. Once
+    the episode is over the mask is all zeros (nobody is to move): a terminal observation, e.g. the one
+    ``gymnasium.make_vec`` returns before its next-step autoreset, has no legal action, and the action passed on that
+    autoreset step is ignored.
 
     Reward: the learner's reward of the AEC env (``reward="points"``: its side's deal points minus the other sides'
     mean, at the end of each deal; ``"win"``: +1/-1 at the end of a match), summed over its own move and the other
@@ -196,7 +203,10 @@ class CassinoGymEnv(gymnasium.Env):
         illegal_action: ``"terminate"`` (default: the episode ends with ``illegal_reward`` and
             ``info["illegal_action"]`` says why; what Gymnasium's and SB3's checkers need, as they play random,
             unmasked actions) or ``"raise"`` (an ``IllegalActionError``, nothing changes).
-        illegal_reward: the learner's reward for an illegal action under ``"terminate"``.
+        illegal_reward: the learner's reward for an illegal action under ``"terminate"``; default (None) minus the
+            most points a side can take in a deal (``cassino_env.aec.deal_points_bound``: -35 in two-player
+            classic; -1 with ``reward="win"``), so an illegal move never pays better than losing a whole deal.
+        flat: the observation is the float32[D] vector alone (default False: the Dict above).
 
     Raises:
         EnvConfigError, RulesError, AgentSpecError: a bad argument (the message names it).
@@ -206,26 +216,29 @@ class CassinoGymEnv(gymnasium.Env):
     ``reset(options={"position": ...})`` starts from a position (:meth:`cassino_env.aec.raw_env.reset`).
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 1}
 
     def __init__(self, rules: str | RuleSet | Mapping[str, Any] = "classic", num_players: int | None = None,
                  opponent: OpponentLike | Sequence[OpponentLike] = "advanced", learner_seat: int | None = None,
                  action_encoding: str = "card_value", with_moves: bool | None = None, reward: str = "points",
-                 episode: str = "deal", illegal_action: str = "terminate", illegal_reward: float = -1.0,
-                 max_moves: int = MAX_MOVES, prune: bool = True, render_mode: str | None = None) -> None:
+                 episode: str = "deal", illegal_action: str = "terminate", illegal_reward: float | None = None,
+                 max_moves: int = MAX_MOVES, prune: bool = True, render_mode: str | None = None,
+                 flat: bool = False) -> None:
         if action_encoding not in ENCODINGS:
             raise EnvConfigError(f"action_encoding={action_encoding!r} is not one of {list(ENCODINGS)}")
         if illegal_action not in ILLEGAL_ACTIONS:
             raise EnvConfigError(f"illegal_action={illegal_action!r} is not one of {list(ILLEGAL_ACTIONS)}")
-        for name, flag in (("with_moves", with_moves), ("prune", prune)):
+        for name, flag in (("with_moves", with_moves), ("prune", prune), ("flat", flat)):
             if not (isinstance(flag, bool | np.bool_) or (name == "with_moves" and flag is None)):
                 raise EnvConfigError(f"{name} must be True or False, got {type(flag).__name__} {excerpt(flag)}")
-        if (isinstance(illegal_reward, bool) or not isinstance(illegal_reward, int | float | np.integer | np.floating)
-                or not math.isfinite(illegal_reward)):
-            raise EnvConfigError(f"illegal_reward must be a finite number, got {type(illegal_reward).__name__} "
-                                 f"{excerpt(illegal_reward)}")
+        if flat and with_moves:
+            raise EnvConfigError("flat=True and with_moves=True: a flat observation is the vector alone, without the "
+                                 "moves block (use the Dict observation for it)")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise EnvConfigError(f"render_mode={render_mode!r} is not None or one of {self.metadata['render_modes']}")
         self._aec = raw_env(rules=rules, num_players=num_players, render_mode=render_mode, reward=reward,
                             episode=episode, max_moves=max_moves, prune=prune)
+        illegal_reward = resolve_illegal_reward(illegal_reward, self._aec.rules, reward)
         self.rules = self._aec.rules
         P, S = self.rules.num_players, self.rules.num_sides
         bad_seat = isinstance(learner_seat, bool) or not isinstance(learner_seat, int | np.integer)
@@ -242,7 +255,8 @@ class CassinoGymEnv(gymnasium.Env):
             self.opponents = [one] * (P - 1)
         self.action_encoding = action_encoding
         self._encoding = ENCODINGS.index(action_encoding)
-        self.with_moves = action_encoding == "moves" if with_moves is None else bool(with_moves)
+        self.flat = bool(flat)
+        self.with_moves = action_encoding == "moves" and not self.flat if with_moves is None else bool(with_moves)
         self.illegal_action, self.illegal_reward = illegal_action, float(illegal_reward)
         self.render_mode = render_mode
         A = NUM_CARD_VALUE_ACTIONS if self._encoding else self._aec.max_moves
@@ -252,7 +266,7 @@ class CassinoGymEnv(gymnasium.Env):
                       "action_mask": spaces.Box(low=0, high=1, shape=(A,), dtype=np.int8)}
         if self.with_moves:
             obs_spaces["moves"] = spaces.Box(low=-1, high=52, shape=(A, MOVE_FEATURES), dtype=np.int8)
-        self.observation_space = spaces.Dict(obs_spaces)
+        self.observation_space = obs_spaces["observation"] if self.flat else spaces.Dict(obs_spaces)
         self.action_space = spaces.Discrete(A)
         self._to_move = np.full(A, -1, dtype=np.int32)
         self._mask = np.zeros(A, dtype=np.int8)
@@ -282,7 +296,7 @@ class CassinoGymEnv(gymnasium.Env):
         return float(aec.rewards[aec.possible_agents[self._seat]])
 
     # -- observation -------------------------------------------------------------------------------------------------
-    def _observe(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def _observe(self) -> tuple[dict[str, np.ndarray] | np.ndarray, dict[str, Any]]:
         aec, st = self._aec, self._aec.core_state
         acting = not self._done and aec.agent_selection == aec.possible_agents[self._seat]
         if acting:
@@ -300,7 +314,7 @@ class CassinoGymEnv(gymnasium.Env):
                                 "overflow": bool(acting and st.overflow[0])}
         if self._deal_points is not None:
             info["deal_points"] = self._deal_points
-        return obs, info
+        return (obs["observation"] if self.flat else obs), info
 
     def action_masks(self) -> np.ndarray:
         """bool[A]: the learner's legal actions now (all False once the episode is over)."""
@@ -372,8 +386,9 @@ class CassinoGymEnv(gymnasium.Env):
         info["illegal_action"] = msg
         return obs, self.illegal_reward, True, False, info
 
-    def render(self) -> str | None:
-        """The AEC env's rendering (``ansi``: the text; ``human``: printed); None without a render_mode."""
+    def render(self) -> str | np.ndarray | None:
+        """The AEC env's rendering (``ansi``: the text; ``human``: printed; ``rgb_array``: an image of the table,
+        uint8[480, 720, 3]); None without a render_mode."""
         if self.render_mode is None:
             gymnasium.logger.warn("You are calling render method without specifying any render mode.")
             return None

@@ -45,8 +45,8 @@ True
 
 ``` python
 cassino_env.env(rules="classic", num_players=None, render_mode=None, action_encoding="moves", reward="points",
-                episode="deal", illegal_action="raise", illegal_reward=-1.0, max_moves=512, prune=True,
-                mask_in_info=True, with_moves=True)
+                episode="deal", illegal_action="raise", illegal_reward=None, max_moves=512, prune=True,
+                mask_in_info=False, with_moves=True, observation_key="observation")
 ```
 
 `rules`: a preset name of ``docs/rules.md`` 6 (`"classic"`, `"matsuda"`, `"cicera"`, `"bga"`, `"stadium"`, `"royal"`),
@@ -56,7 +56,8 @@ a `RuleSet` (`cassino_env.make_rules`, any switches of ``docs/rules.md`` 3) or a
 `num_players`: seats, a count the preset allows (``docs/rules.md`` 6; `RulesError` otherwise); default the preset's
 first (2; 4 for cicera).
 
-`render_mode`: `None`, `"ansi"` (`render()` returns the text) or `"human"` (prints it, also after every step).
+`render_mode`: `None`, `"ansi"` (`render()` returns the text), `"human"` (prints it, also after every step) or
+`"rgb_array"` (`render()` returns an image of the table, uint8[480, 720, 3]: `cassino_env.render_image`).
 
 `action_encoding`: `"moves"` (action i = the i-th listed legal move) or `"card_value"` (a fixed table of 524 ids),
 see Action Space.
@@ -67,9 +68,12 @@ see Action Space.
 
 `illegal_action`: `"raise"` (an illegal action raises `IllegalActionError`, a `ValueError`, naming the action and
 why; nothing changes) or `"terminate"` (the game ends: every agent is terminated, not truncated; the offender's
-side gets `illegal_reward`, the other sides 0; `infos[offender]["illegal_action"]` says why).
+side gets `illegal_reward`, every other side an equal share of its opposite, so rewards stay zero-sum;
+`infos[offender]["illegal_action"]` says why).
 
-`illegal_reward`: the penalty of `illegal_action="terminate"`, default -1.0.
+`illegal_reward`: the penalty of `illegal_action="terminate"`. The default (None) costs at least as much as the worst
+deal: with `reward="points"` minus `deal_points_bound(rules)`, the most points one side can take in a deal (35 in
+two-player classic), so no illegal move ever pays better than playing on; with `reward="win"` -1 (a lost match).
 
 `max_moves`: the width M of the legal-move list (default `cassino_env.actions.MAX_MOVES` = 512, chosen by
 measurement: ``scripts/measure_moves.py``). A longer list keeps its first M moves in canonical order (trails first,
@@ -79,11 +83,15 @@ so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of r
 
 `prune`: drop captures strictly contained in another capture with the same card (the core's default).
 
-`mask_in_info`: also put the mask in `infos[agent]["action_mask"]` (default True). False keeps it only in the
-observation, as PettingZoo's classic games do: TorchRL's `PettingZooWrapper(env, use_mask=True)` needs that.
+`mask_in_info`: also put the mask in `infos[agent]["action_mask"]` (default False: the mask is only in the
+observation, as in PettingZoo's classic games; TorchRL's `PettingZooWrapper(env, use_mask=True)` needs that). True is
+for code that reads the mask from `infos`.
 
 `with_moves`: include the `moves` block in the observation and its space (default True). False leaves it out: an
 adapter that copies the whole observation every step (TorchRL) then copies D + A numbers instead of D + 57 A.
+
+`observation_key`: the key of the float32 vector in the observation dict, `"observation"` (default, PettingZoo's) or
+`"observations"` (what RLlib's action-masking module reads; `cassino_env.rllib.env_creator` sets it).
 
 ### Observation Space
 
@@ -114,7 +122,7 @@ nobody is). `position()` gives the same as a dict of card-id lists (`cassino_env
 #### Legal Actions Mask
 
 The legal actions of the agent to move are `observation["action_mask"]`, int8[A] with 1 for a legal action; the same
-mask is in `info["action_mask"]` (unless `mask_in_info=False`). As in PettingZoo, the mask is all zeros for every agent
+mask is in `info["action_mask"]` with `mask_in_info=True`. As in PettingZoo, the mask is all zeros for every agent
 that is not to move, and for every agent once the episode is over. (The batched layers differ: the core's `legal_mask`
 and the vector env's `action_mask` always have a player to move, since finished games reset in the same step.)
 
@@ -146,7 +154,8 @@ itemised in `last_result.deal_items` (`cassino_env.core.ITEMS`).
 | `"points"` | end of every deal    | side s's deal points minus the mean deal points of the other sides (zero-sum) |
 | `"win"`    | end of the match     | +1 for the winning side, -1 for every other side                             |
 
-Illegal actions with `illegal_action="terminate"`: `illegal_reward` (-1.0) to the offender's side, 0 to the others.
+Illegal actions with `illegal_action="terminate"`: `illegal_reward` to the offender's side (default: minus the most
+points a side can take in a deal, or -1 with `reward="win"`), and `-illegal_reward / (S - 1)` to each other side.
 Rewards are the same as `cassino_env.vector` (`vector.step_rewards`). Episodes end by termination only (truncation is
 always False).
 
@@ -167,6 +176,11 @@ explicit position.
   The `mask_in_info` and `with_moves` arguments (for adapters such as TorchRL's `PettingZooWrapper`: the mask only in
   the observation, no `moves` block); their defaults keep the observation, infos and rewards as they were, so the
   version stays v1.
+  Defaults an RL library expects: `mask_in_info` defaults to False (the mask only in the observation, as PettingZoo's
+  classic games); `illegal_action="terminate"` costs at least a whole deal's points by default, the other sides
+  sharing its opposite (zero-sum; it was -1.0 to the offender's side, 0 to the others); `render_mode="rgb_array"`;
+  `observation_key`. Observations, the rewards of legal play and the move tables are unchanged, so a trained policy
+  sees the same game and the version stays v1 (`cassino_env.version`: checkpoints keep loading).
 """
 
 from __future__ import annotations
@@ -213,7 +227,42 @@ if __doc__:  # None under python -OO
     __doc__ = fill_doc(__doc__)  # the observation's index table and sizes, from cassino_env.obs.BLOCKS
 
 ILLEGAL_ACTIONS = ("raise", "terminate")
-RENDER_MODES = ("ansi", "human")
+RENDER_MODES = ("ansi", "human", "rgb_array")
+OBSERVATION_KEYS = ("observation", "observations")
+
+
+def deal_points_bound(rules: RuleSet) -> int:
+    """The most points one side can take in one deal under ``rules`` (docs/rules.md 5), an upper bound: every fixed
+    item (most cards and spades, the casinos, aces or the jack of hearts, a whole napula), plus a sweep and Cicera's
+    in-play points (at most 3 a play, 5.3) on every card the side plays.
+
+    >>> from cassino_env.rules import make_rules
+    >>> deal_points_bound(make_rules("classic")), deal_points_bound(make_rules("cicera"))
+    (35, 115)
+    """
+    if rules.scoring == "cicera":
+        fixed = 2 + 1 + 13 + 1 + 1 + 1  # most cards, most spades, napula (A to K), 2S, 10D, JH
+    else:
+        fixed = 3 + 1 + 2 + 1 + 4  # most cards, most spades, 10D, 2S, four aces (bga's ties share no more)
+    plays = (52 - rules.table_cards) // rules.num_players * (rules.num_players // rules.num_sides)
+    per_play = rules.sweep_points + (3 if rules.in_play_bonuses else 0)
+    return fixed + per_play * plays
+
+
+def resolve_illegal_reward(illegal_reward: float | None, rules: RuleSet, reward: str) -> float:
+    """The penalty of an illegal action under ``illegal_action="terminate"``: ``illegal_reward`` checked, or the
+    default for None (``-deal_points_bound(rules)`` with ``reward="points"``, -1 with ``"win"``).
+
+    Raises:
+        EnvConfigError: ``illegal_reward`` is not None or a finite number.
+    """
+    if illegal_reward is None:
+        return -1.0 if reward == "win" else -float(deal_points_bound(rules))
+    if (isinstance(illegal_reward, bool) or not isinstance(illegal_reward, (int, float, np.integer, np.floating))
+            or not np.isfinite(illegal_reward)):
+        raise EnvConfigError(f"illegal_reward must be None or a finite number, got {type(illegal_reward).__name__} "
+                             f"{excerpt(illegal_reward)}")
+    return float(illegal_reward)
 
 
 class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
@@ -297,13 +346,14 @@ class raw_env(AECEnv, EzPickle):
 
     def __init__(self, rules: str | RuleSet | Mapping[str, Any] = "classic", num_players: int | None = None,
                  render_mode: str | None = None, action_encoding: str = "moves", reward: str = "points",
-                 episode: str = "deal", illegal_action: str = "raise", illegal_reward: float = -1.0,
-                 max_moves: int = MAX_MOVES, prune: bool = True, mask_in_info: bool = True,
-                 with_moves: bool = True) -> None:
+                 episode: str = "deal", illegal_action: str = "raise", illegal_reward: float | None = None,
+                 max_moves: int = MAX_MOVES, prune: bool = True, mask_in_info: bool = False,
+                 with_moves: bool = True, observation_key: str = "observation") -> None:
         EzPickle.__init__(self, rules=rules, num_players=num_players, render_mode=render_mode,
                           action_encoding=action_encoding, reward=reward, episode=episode,
                           illegal_action=illegal_action, illegal_reward=illegal_reward, max_moves=max_moves,
-                          prune=prune, mask_in_info=mask_in_info, with_moves=with_moves)
+                          prune=prune, mask_in_info=mask_in_info, with_moves=with_moves,
+                          observation_key=observation_key)
         super().__init__()
         check_reward_episode(reward, episode)
         if action_encoding not in ENCODINGS:
@@ -318,12 +368,13 @@ class raw_env(AECEnv, EzPickle):
         for name, flag in (("prune", prune), ("mask_in_info", mask_in_info), ("with_moves", with_moves)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise EnvConfigError(f"{name} must be True or False, got {type(flag).__name__} {flag!r:.40}")
-        if (isinstance(illegal_reward, bool) or not isinstance(illegal_reward, (int, float, np.integer, np.floating))
-                or not np.isfinite(illegal_reward)):
-            raise EnvConfigError(f"illegal_reward must be a finite number, got {illegal_reward!r:.40}")
+        if observation_key not in OBSERVATION_KEYS:
+            raise EnvConfigError(f"observation_key={observation_key!r:.40} is not one of {list(OBSERVATION_KEYS)}")
         self.rules = resolve_rules(rules, num_players)
         self.action_encoding, self.reward, self.episode = action_encoding, reward, episode
-        self.illegal_action, self.illegal_reward = illegal_action, float(illegal_reward)
+        self.illegal_action = illegal_action
+        self.illegal_reward = resolve_illegal_reward(illegal_reward, self.rules, reward)
+        self.observation_key = observation_key
         self.max_moves, self.prune, self.render_mode = int(max_moves), bool(prune), render_mode
         self.mask_in_info, self.with_moves = bool(mask_in_info), bool(with_moves)
         P, S = self.rules.num_players, self.rules.num_sides
@@ -337,7 +388,7 @@ class raw_env(AECEnv, EzPickle):
         self._obs_dim = D
         high = obs_high(P, S)
         self.observation_spaces = {a: spaces.Dict({
-            "observation": spaces.Box(low=0.0, high=high, shape=(D,), dtype=np.float32),
+            observation_key: spaces.Box(low=0.0, high=high, shape=(D,), dtype=np.float32),
             "action_mask": spaces.Box(low=0, high=1, shape=(A,), dtype=np.int8),
             **({"moves": spaces.Box(low=-1, high=52, shape=(A, MOVE_FEATURES), dtype=np.int8)} if with_moves else {}),
         }) for a in self.possible_agents}
@@ -529,6 +580,9 @@ class raw_env(AECEnv, EzPickle):
         for p, name in enumerate(self.possible_agents):
             self.rewards[name] = self.illegal_reward if p % self._S == seat % self._S else 0.0
         self._rewarded = True
+        for p, name in enumerate(self.possible_agents):  # the other sides share the opposite: zero-sum
+            if p % self._S != seat % self._S:
+                self.rewards[name] = -self.illegal_reward / (self._S - 1)
         self._terminate((seat + 1) % self._P)
         self.infos[agent]["illegal_action"] = msg
         self._accumulate_rewards()
@@ -559,11 +613,11 @@ class raw_env(AECEnv, EzPickle):
         mask = self._mask.copy() if acting else np.zeros_like(self._zeros)
         if not self.with_moves:
             encode_kernel(self._viewer, out, *self._obs_args)
-            return {"observation": out[0], "action_mask": mask}
+            return {self.observation_key: out[0], "action_mask": mask}
         moves = np.empty((self.num_actions, MOVE_FEATURES), dtype=np.int8)
         _observe_one(self._viewer, out, *self._tables, self._to_move if acting else self._no_moves, moves,
                      *self._obs_args)
-        return {"observation": out[0], "action_mask": mask, "moves": moves}
+        return {self.observation_key: out[0], "action_mask": mask, "moves": moves}
 
     def state(self) -> np.ndarray:
         """float32[D + 53 P + 52]: the full privileged state (module docstring, "Observation Space")."""
@@ -632,12 +686,20 @@ class raw_env(AECEnv, EzPickle):
         return i
 
     # -- render ------------------------------------------------------------------------------------------------------
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         """``ansi``: the text of the table, builds with owners, the viewer's (agent to move) hand and scores;
-        ``human``: print it. Returns None (with a warning) when no render_mode was given."""
+        ``human``: print it; ``rgb_array``: the same as an image, uint8[480, 720, 3] (:mod:`cassino_env.render_image`;
+        the empty felt before the first reset). Returns None (with a warning) when no render_mode was given."""
         if self.render_mode is None:
             gymnasium.logger.warn("You are calling render method without specifying any render mode.")
             return None
+        if self.render_mode == "rgb_array":
+            from .render_image import HEIGHT, WIDTH, render_rgb
+
+            if self.core_state is None:
+                return np.zeros((HEIGHT, WIDTH, 3), dtype=np.uint8)
+            return render_rgb(self.core_state, 0, viewer=self._seat if self._seat >= 0 else None,
+                              names=self.possible_agents, last_move=self._last_move, title=self.metadata["name"])
         if self.core_state is None:
             return None if self.render_mode == "human" else ""
         text = render_text(self.core_state, 0, viewer=self._seat if self._seat >= 0 else None,
@@ -651,4 +713,5 @@ class raw_env(AECEnv, EzPickle):
         """Nothing to release."""
 
 
-__all__ = ["ILLEGAL_ACTIONS", "ActionTextError", "IllegalActionError", "env", "raw_env"]
+__all__ = ["ILLEGAL_ACTIONS", "OBSERVATION_KEYS", "RENDER_MODES", "ActionTextError", "IllegalActionError",
+           "deal_points_bound", "env", "raw_env", "resolve_illegal_reward"]

@@ -398,7 +398,7 @@ def _aec_play(rules: RuleSet, encoding: str, episodes: int, seed: int, check: bo
     where0 = f"{_name(rules)} AEC env ({encoding})"
     P, S = rules.num_players, rules.num_sides
     D = obs_size(P, S)
-    e = make_env(rules=rules, action_encoding=encoding)
+    e = make_env(rules=rules, action_encoding=encoding, mask_in_info=True)  # the infos' masks are checked too
     raw = e.unwrapped
     A = raw.num_actions
     rng = np.random.default_rng(seed + 2)

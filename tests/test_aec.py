@@ -205,7 +205,7 @@ def test_unseeded_resets_differ_and_never_touch_global_rng():
 @pytest.mark.parametrize("share", SWEEP)
 def test_hundreds_of_episodes_keep_the_contract(preset, n, share):
     """Episodes end by termination only, in one deal; masks, infos and move rows agree; rewards are zero-sum."""
-    e = cassino_env.env(rules=preset, num_players=n)
+    e = cassino_env.env(rules=preset, num_players=n, mask_in_info=True)  # the infos' masks are checked too
     raw = e.unwrapped
     rnd = random.Random(n)
     S = raw.rules.num_sides
@@ -354,10 +354,11 @@ def test_illegal_action_terminate_mode(reward):
     e.step(MAX_MOVES - 1)  # player_1: not a listed move
     assert all(e.terminations.values())
     assert not any(e.truncations.values())
-    assert e.rewards == {"player_0": 0.0, "player_1": -2.5, "player_2": 0.0, "player_3": -2.5}
+    # the offender's side pays, the other side gets the opposite: zero-sum (the other side got 0.0)
+    assert e.rewards == {"player_0": 2.5, "player_1": -2.5, "player_2": 2.5, "player_3": -2.5}
     assert "illegal" in e.infos["player_1"]["illegal_action"]
     total = _play_episode(e, random.Random(0))
-    assert total == {"player_0": 0.0, "player_1": -2.5, "player_2": 0.0, "player_3": -2.5}
+    assert total == {"player_0": 2.5, "player_1": -2.5, "player_2": 2.5, "player_3": -2.5}
     assert not e.agents
     e.reset()  # a cut-short game is not continued: a new one starts
     assert e.agent_selection == "player_0"

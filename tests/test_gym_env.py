@@ -1,4 +1,4 @@
-"""The single-agent Gymnasium env (agents/gym_env.py), its registered ids (cassino_env/gym.py), agents acting inside
+"""The single-agent Gymnasium env (agents/gym_env.py), its registered ids (agents/gym.py), agents acting inside
 the AEC env (state_obs, aec_action, move_action) and the AEC env's adapter options (mask_in_info, with_moves)."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import cassino_env
 from agents.bots import make_bot
+from agents.gym import IDS, gym_id
 from agents.gym_env import CassinoGymEnv, aec_action, move_action, state_obs
 from agents.registry import AgentSpecError
 from cassino_env.actions import IllegalActionError, card_value_id
 from cassino_env.errors import PositionError, SeedError
-from cassino_env.gym import IDS, gym_id
 from cassino_env.rules import PRESETS, make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError
 
@@ -36,7 +36,7 @@ def play_out(env, pick=lambda legal, rng: int(legal[0]), seed=0):
 
 
 def test_every_preset_has_an_id_that_gymnasium_makes():
-    assert len(IDS) == len(PRESETS)
+    assert len(IDS) == 2 * len(PRESETS)
     for preset in PRESETS:
         env = gymnasium.make(gym_id(preset), opponent="random")
         assert env.unwrapped.rules.preset == preset
@@ -45,7 +45,7 @@ def test_every_preset_has_an_id_that_gymnasium_makes():
         assert info["action_mask"].any()
     assert gym_id("classic") == "cassino/Classic-v1"
     # the module:id form imports the registering module itself
-    assert gymnasium.make("cassino_env.gym:cassino/Royal-v1", opponent="random").unwrapped.rules.preset == "royal"
+    assert gymnasium.make("agents.gym:cassino/Royal-v1", opponent="random").unwrapped.rules.preset == "royal"
     with pytest.raises(KeyError, match="unknown preset"):
         gym_id("poker")
     for bad in ("poker", ["classic"]):  # was a bare KeyError (not a ValueError); a list was a TypeError
@@ -159,13 +159,12 @@ def test_an_opponent_that_plays_an_unlisted_move_is_named():
                                                ({"action_encoding": "ids"}, "action_encoding"),
                                                ({"illegal_action": "ignore"}, "illegal_action"),
                                                ({"illegal_reward": "x"}, "illegal_reward"),
-                                               ({"illegal_reward": None}, "illegal_reward"),
                                                ({"illegal_reward": float("nan")}, "illegal_reward"),
                                                ({"illegal_reward": True}, "illegal_reward"),
                                                ({"with_moves": "no"}, "with_moves"), ({"prune": "no"}, "prune"),
                                                ({"with_moves": 0}, "with_moves")])
 def test_bad_arguments_name_the_field(kwargs, field):
-    """illegal_reward "x" and None escaped as float()'s own errors and nan was taken; with_moves="no" and
+    """illegal_reward "x" escaped as float()'s own error and nan was taken; with_moves="no" and
     prune="no" were taken as True."""
     with pytest.raises(EnvConfigError, match=f"^{field}"):
         CassinoGymEnv(opponent="random", **kwargs)
@@ -187,7 +186,7 @@ def test_illegal_actions_terminate_or_raise():
     obs, _ = env.reset(seed=0)
     illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
     obs, reward, done, _, info = env.step(illegal)
-    assert (reward, done) == (-1.0, True) and "illegal" in info["illegal_action"]
+    assert (reward, done) == (-35.0, True) and "illegal" in info["illegal_action"]  # -deal_points_bound(classic)
     assert not env.action_masks().any()
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
@@ -270,8 +269,8 @@ def test_move_action_maps_a_move_index_to_its_card_value_id():
 
 
 def test_aec_adapter_options_mask_in_info_and_with_moves():
-    plain = cassino_env.env()
-    lean = cassino_env.env(mask_in_info=False, with_moves=False)
+    plain = cassino_env.env(mask_in_info=True)
+    lean = cassino_env.env(with_moves=False)  # mask_in_info=False is the default
     assert "moves" not in lean.observation_space("player_0").spaces
     for e in (plain, lean):
         e.reset(seed=6)
@@ -286,7 +285,7 @@ def test_aec_adapter_options_mask_in_info_and_with_moves():
         a = None if terminated else int(rng.choice(np.flatnonzero(obs["action_mask"])))
         lean.step(a)
         plain.step(a)
-    for kw in ({"mask_in_info": False}, {"with_moves": False}):
+    for kw in ({"mask_in_info": True}, {"with_moves": False}):
         api_test(cassino_env.env(**kw), num_cycles=200)
 
 

@@ -5,13 +5,12 @@
 
 ``ray[rllib]`` (about 520 MB with its dependencies) pins its own gymnasium version, so it goes in a virtual
 environment of its own (above: one that sees the project's installed packages, torch included, and adds ray in front
-of them; CI does the same, ``.ci/run``). The AEC env is wrapped by RLlib's ``PettingZooEnv``, which pays every seat
-its end-of-deal reward (it steps through the finished seats). RLlib's action-masking module
-(``ActionMaskingTorchRLModule``, from RLlib's examples) reads the observation keys ``observations`` and
-``action_mask``: the AEC env's ``observation`` is renamed (``RenameObservation``, the example's one piece of glue),
-the env is made with ``mask_in_info=False, with_moves=False`` (a lean observation) and with
-``illegal_action="terminate"``, so RLlib's env pre-check, which steps unmasked random actions, passes. Every agent id
-maps to the one module ``shared``. At the end the module plays ``--eval-deals`` deals against ``--opponent``
+of them; CI does the same, ``.ci/run``). The env is :func:`cassino_env.rllib.env_creator`, registered with
+``register_env`` as RLlib's docs do for any PettingZoo env: RLlib's ``PettingZooEnv`` over the AEC env made with the
+observation key RLlib's action-masking module reads (``observations``, next to ``action_mask``), no ``moves`` block
+and ``illegal_action="terminate"``, so RLlib's env pre-check, which steps unmasked random actions, passes. No glue:
+the module is RLlib's own ``ActionMaskingTorchRLModule`` (from RLlib's examples) and every agent id maps to the one
+module ``shared``. At the end the module plays ``--eval-deals`` deals against ``--opponent``
 (:func:`agents.gym_env.play_deals`) and the script prints its deal win rate.
 """
 
@@ -19,33 +18,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
 
 import numpy as np
-from gymnasium import spaces
-from pettingzoo.utils import BaseWrapper
-
-
-class RenameObservation(BaseWrapper):
-    """The AEC env with its observation key ``observation`` renamed ``observations`` (what RLlib's module reads)."""
-
-    def observation_space(self, agent: str) -> spaces.Dict:
-        space = self.env.observation_space(agent)
-        return spaces.Dict({"observations": space["observation"], "action_mask": space["action_mask"]})
-
-    def observe(self, agent: str) -> dict[str, np.ndarray]:
-        obs = self.env.observe(agent)
-        return {"observations": obs["observation"], "action_mask": obs["action_mask"]}
-
-
-def make_env(config: dict[str, Any] | None = None):
-    """RLlib's MultiAgentEnv over the AEC env (classic, two players, ``card_value`` ids)."""
-    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
-
-    import cassino_env
-
-    return PettingZooEnv(RenameObservation(cassino_env.env(action_encoding="card_value", mask_in_info=False,
-                                                           with_moves=False, illegal_action="terminate")))
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -67,14 +41,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
     from ray.tune.registry import register_env
 
+    import cassino_env.rllib
     from agents.gym_env import play_deals
 
     torch.set_num_threads(args.threads)
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    register_env("cassino_classic", make_env)
+    register_env("cassino", cassino_env.rllib.env_creator)
     config = (
         PPOConfig()
-        .environment("cassino_classic")
+        .environment("cassino", env_config={"rules": "classic"})
         .multi_agent(policies={"shared"}, policy_mapping_fn=lambda agent_id, episode, **kw: "shared")
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={"shared": RLModuleSpec(
             module_class=ActionMaskingTorchRLModule, model_config={"fcnet_hiddens": [128, 128]})}))
