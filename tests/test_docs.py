@@ -207,8 +207,17 @@ def test_the_wheel_holds_the_documents_and_cassino_docs_reads_them(tmp_path):
     import sys
     import zipfile
 
+    import shutil
+
+    src = tmp_path / "src"  # a copy, links kept as links, so the build leaves nothing in the checkout (build/)
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "docs", "cassino_env", "agents", "train"):
+        copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy2
+        kwargs = {"symlinks": True, "ignore": shutil.ignore_patterns("__pycache__")} if (ROOT / name).is_dir() else {}
+        copy(ROOT / name, src / name, **kwargs)
+    assert (src / "cassino_env" / "docs" / "rules.md").is_symlink()
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), str(ROOT)], check=True, capture_output=True, timeout=600)
+                    str(tmp_path), str(src)], check=True, capture_output=True, timeout=600)
     (wheel,) = tmp_path.glob("cassino_rl-*.whl")
     with zipfile.ZipFile(wheel) as z:
         for name in ("rules.md", "interchange.md"):
