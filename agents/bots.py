@@ -55,7 +55,7 @@ bot               strategy (weights in :data:`STYLES`)
                   cards (``keep``)
 ================  ======================================================================================
 
-Measured ladder (classic, two players, duplicate matches; see the README's evaluation table): each level beats the
+Measured ladder (classic, two players, duplicate matches; see docs/evaluation.md): each level beats the
 one below it. ``Style.race_aware`` (stop valuing cards or spades once "most" is decided) is available but measured
 no better, so no level uses it. Every preset and player count (``cassino eval --agents ladder``, 600 deals a pair,
 seed 1): greedy beats random by 3.5-6.2 points a deal (16.7 in cicera), beginner beats greedy (0.6-5.1), and

@@ -37,7 +37,7 @@ from cassino_env import core
 from cassino_env.determinize import determinize, moves_of, take
 from cassino_env.rules import RuleSet
 
-#: Rollouts per decision of ``pimc`` (the README reports the measured time per decision).
+#: Rollouts per decision of ``pimc`` (docs/evaluation.md reports the measured time per decision).
 DEFAULT_SIMULATIONS = 4000
 
 

@@ -18,7 +18,7 @@ A :class:`Move` is ``(kind, card, value, cards)``:
 The canonical order is trails, captures, builds; then played card id; then the sorted card list (a prefix first);
 then value — exactly ``sorted(moves, key=Move.sort_key)``.
 
-Decisions where docs/rules.md is silent (also in the README):
+Decisions where docs/rules.md is silent (also in docs/presets.md):
 
 * Dealing a deal: ``deck[:table_cards]`` face up, then ``hand_size``-card blocks to each seat starting after the
   dealer; the rest is the stock, front first.
@@ -330,7 +330,7 @@ class Game:
         others = self._nontrail_moves()
         first = next(others, None)
         if first is None and not allowed:
-            yield from trails  # the 4.4 obligations block every move: any trail is allowed (decided here, README)
+            yield from trails  # the 4.4 obligations block every move: any trail is allowed (decided here, docs/presets.md)
             return
         if first is not None:
             yield first
@@ -343,7 +343,7 @@ class Game:
         if self.to_move is None:
             return []
         moves = sorted((m for m in self._candidates() if self._obligation_error(m) is None), key=Move.sort_key)
-        if not moves:  # the 4.4 obligations block every move: any trail is allowed (decided here, README)
+        if not moves:  # the 4.4 obligations block every move: any trail is allowed (decided here, docs/presets.md)
             moves = [Move(TRAIL, c) for c in sorted(self.hands[self.to_move])]
         return moves
 

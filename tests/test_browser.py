@@ -6,7 +6,7 @@ the deal replayed move by move from its seed, then opens the game's record in th
 
 Skipped, with the reason, only where chromium is not installed (``apt-get install -y chromium``); under CI
 (``CI`` set, as .ci/run runs) a missing browser is a failure. ``CASSINO_SCREENSHOT=docs/screenshot_serve.png``
-also saves a screenshot of the page in mid-deal (the README's picture).
+also saves a screenshot of the page in mid-deal (the picture of docs/web.md).
 """
 
 from __future__ import annotations

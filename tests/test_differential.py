@@ -277,7 +277,7 @@ def test_random_preset_positions_match_reference(preset, num_players, prune, sha
 
 def test_stuck_owner_may_trail_in_both_engines():
     """Royal: seat 0's one ace covers its builds of 1 and 14, so 4.4 bars every capture and trail; any trail is then
-    legal (README decision)."""
+    legal (decision of docs/presets.md)."""
     from cassino_env.cards import card_id as cid
     from cassino_env.reference import Build, Game
 

@@ -266,7 +266,7 @@ def brute_force_moves(g: Game) -> set[Move]:
         owned = [b.value for b in mine if not b.cards & set(m.cards)] + ([m.value] if m.kind == BUILD else [])
         if all(v in left for v in owned):  # 4.4: never own a build without a card that captures it
             legal.add(m)
-    if not legal:  # 4.4 blocks every move (an owner without a capturing card): any trail (README decision)
+    if not legal:  # 4.4 blocks every move (an owner without a capturing card): any trail (decision of docs/presets.md)
         legal = {m for m in moves if m.kind == TRAIL}
     return legal
 

@@ -104,7 +104,7 @@ def moves(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FIL
           limit: int | None = None) -> int:
     """Print the legal moves of a position, one JSON object a line, in canonical order, each as soon as it is found.
 
-    The position is one JSON object in the format of the README's "Rules oracle" section, e.g.
+    The position is one JSON object in the format of docs/interchange.md, e.g.
     {"rules": "classic", "to_move": 0, "hands": [["8S"], ["2C"]], "loose": ["AH", "5D", "3C"]}.
     Moves come trails first, then captures, then builds, e.g. {"action": "capture", "card": "8S", "take": ["3C", "5D"]}.
     A file larger than 1 MiB, not UTF-8, not JSON, or a malformed position is an error (exit code 2).

@@ -385,7 +385,7 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
 @njit(cache=True)
 def _no_move_trails(b, u64, i8, i16, m8, mvc, cfg):
     """docs/rules.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
-    written by hand with an owner lacking a capturing card): every trail is legal (decided here, README)."""
+    written by hand with an owner lacking a capturing card): every trail is legal (decided here, docs/presets.md)."""
     nmcol = cfg[CFG_P] + cfg[CFG_S]
     p = i8[b, CUR]
     if p >= 0 and i16[b, nmcol] == 0:
