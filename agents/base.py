@@ -66,3 +66,65 @@ def act_one(agent: Agent, obs: dict[str, Any], rng: np.random.Generator) -> int:
     batched = {k: ({kk: np.asarray(vv)[None] for kk, vv in v.items()} if isinstance(v, dict) else np.asarray(v)[None])
                for k, v in obs.items()}
     return int(agent.act(batched, rng)[0])
+
+
+class AgentMoveError(RuntimeError, ValueError):
+    """An agent returned moves that are not listed move indices (a float, a bool, text, None, an array of the wrong
+    length, an unlisted index): the message names the agent, the game and the value. A ``ValueError`` (bad input:
+    ``error:`` and exit 2 at the command line) and, as before, a ``RuntimeError``."""
+
+
+def integer_moves(actions: Any, name: str, games: np.ndarray | None = None,
+                  error: type[Exception] = AgentMoveError) -> np.ndarray:
+    """int64[n]: an agent's moves, which must be integers (a numpy integer array, or ints); a float (0.7), a string
+    ("0"), a bool or None is refused, not rounded or parsed into some move.
+
+    Args:
+        actions: what ``agent.act`` returned.
+        name: the agent's name, for the message.
+        games: the game number of each move, for the message (when it has their shape).
+        error: the exception raised (default :class:`AgentMoveError`).
+
+    Raises:
+        AgentMoveError: naming the agent, the game and the value (an excerpt).
+    """
+    from cassino_env.errors import excerpt
+
+    try:
+        a = np.asarray(actions) if not isinstance(actions, (str, bytes)) else np.asarray([actions], dtype=object)
+    except (ValueError, TypeError) as exc:  # a ragged list, an object numpy cannot read
+        raise error(f"agent {name!r} returned moves that are not an array of integer indices: {excerpt(actions)} "
+                    f"({exc})") from None
+    if a.dtype == object:  # a list mixing kinds: every item must be an int
+        bad = [i for i, x in enumerate(a.reshape(-1)) if isinstance(x, bool) or not isinstance(x, (int, np.integer))]
+    elif a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        bad = list(range(a.size))
+    else:
+        bad = []
+    if bad:
+        i = bad[0]
+        game = int(games.reshape(-1)[i]) if games is not None and a.shape == games.shape else None
+        raise error(f"agent {name!r} returned a move that is not an integer index: {excerpt(a.reshape(-1)[i])} "
+                    f"(dtype {a.dtype}{'' if game is None else f', game {game}'}); moves are int64 indices into the "
+                    "move table")
+    try:
+        return a.astype(np.int64)
+    except OverflowError as exc:  # a Python int beyond int64
+        raise error(f"agent {name!r} returned a move index beyond int64: {exc}") from None
+
+
+def one_move(actions: Any, num_moves: int, name: str, error: type[Exception] = AgentMoveError) -> int:
+    """The one move an agent returned for a one-game observation, checked as :func:`integer_moves` does: exactly
+    one integer, a listed move ``0 <= move < num_moves``.
+
+    Raises:
+        AgentMoveError: (or ``error``) naming the agent and the value.
+    """
+    a = integer_moves(actions, name, error=error).reshape(-1)
+    if a.size != 1:
+        raise error(f"agent {name!r} returned {a.size} moves for one game")
+    move = int(a[0])
+    if not 0 <= move < num_moves:
+        raise error(f"agent {name!r} chose move {move}, not one of the {num_moves} listed moves")
+    return move
+

@@ -36,7 +36,53 @@ from typing import Any
 
 import numpy as np
 
+from .errors import CassinoError, excerpt
 from .rules import make_rules
+
+#: The largest batch :func:`run` times, per engine: the core's state is about 2.6 KB a game (1M games: 2.7 GB), the
+#: vector environment's observations about 75 KB a game (65,536 games: 4.9 GB), the reference engine's Python games
+#: a few KB each.
+MAX_BATCH = {"core": 1 << 20, "vector": 1 << 16, "reference": 1 << 16, "aec": 1 << 16}
+#: The longest time :func:`run` spends at one batch size, seconds.
+MAX_SECONDS = 3600.0
+
+
+class BenchError(CassinoError):
+    """A benchmark option out of range (a batch size, the seconds, the threads, the engine): names the option."""
+
+
+def check_options(engine: str, batch: Iterable[int], seconds: float, threads: int, mode: str = "kernel") -> list[int]:
+    """The batch sizes of :func:`run`, with its options checked before anything is compiled or timed.
+
+    Raises:
+        BenchError: naming the option: an unknown engine or mode, a batch size not an integer
+            1..:data:`MAX_BATCH` (0 and -5 hung, 10**11 was a memory traceback), seconds not a finite number in
+            (0, :data:`MAX_SECONDS`] (inf never ended; nan, -1 and 0 were taken), threads not an integer
+            1..numba's ``NUMBA_NUM_THREADS`` (1000 was a numba traceback).
+    """
+    import numba
+
+    if engine not in MAX_BATCH:
+        raise BenchError(f"engine: expected one of {', '.join(MAX_BATCH)}, got {excerpt(engine)}")
+    if mode not in ("kernel", "api"):
+        raise BenchError(f"mode: expected 'kernel' or 'api', got {excerpt(mode)}")
+    sizes = list(batch)
+    top = MAX_BATCH[engine]
+    if not sizes:
+        raise BenchError("batch: expected at least one batch size")
+    for b in sizes:
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= top:
+            raise BenchError(f"batch: expected batch sizes 1..{top:,} (games stepped together, engine {engine}), got "
+                             f"{excerpt(b)}")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.floating, np.integer)) or not (
+            0 < float(seconds) <= MAX_SECONDS):
+        raise BenchError(f"seconds: expected a number of seconds in (0, {MAX_SECONDS:g}] per batch size, got "
+                         f"{excerpt(seconds)}")
+    most = int(numba.config.NUMBA_NUM_THREADS)
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= most:
+        raise BenchError(f"threads: expected 1..{most} (numba's NUMBA_NUM_THREADS on this machine), got "
+                         f"{excerpt(threads)}")
+    return [int(b) for b in sizes]
 
 
 def machine() -> dict[str, Any]:
@@ -276,14 +322,18 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
         peers: after the rows, time OpenSpiel's hearts in this process and print each row's ratio to it
             (``ratio_to_openspiel_hearts`` in the rows); says so when ``open_spiel`` is not installed.
 
+    Raises:
+        BenchError: an option out of range (:func:`check_options`), before anything is timed.
+        cassino_env.errors.RulesError: an unknown preset or a player count it does not allow.
+
     Returns:
         The rows printed, as dicts, each with the :func:`machine` keys (``cpu``, ``cores``, ``cores_usable``,
         ``python``, ``numba``); with one thread in kernel mode also ``path`` and both drivers' rates; the vector
         env's rows also ``copy`` (False).
     """
+    sizes = check_options(engine, [batch] if isinstance(batch, (int, np.integer)) else batch, seconds, threads, mode)
     rules = make_rules(preset, num_players=num_players)
     num_players = rules.num_players
-    sizes = [batch] if isinstance(batch, int) else list(batch)
     rows = []
     info = machine()
     if not json:

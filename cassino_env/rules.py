@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import RulesError
+from .errors import RulesError, excerpt
 
 _CHOICES: dict[str, tuple[Any, ...]] = {
     "num_players": (2, 3, 4, 6),
@@ -82,17 +82,18 @@ class RuleSet:
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
-                raise RulesError(f"{name}={getattr(self, name)!r} is not one of {list(choices)} (docs/rules.md 3)")
+                raise RulesError(f"{name}={excerpt(getattr(self, name))} is not one of {list(choices)} "
+                                 "(docs/rules.md 3)")
         for name in ("partnerships", "ace_high", "raise_own_build", "raise_with_table_cards", "sweep_on_last_play",
                      "in_play_bonuses"):
             if not isinstance(getattr(self, name), bool):
-                raise RulesError(f"{name} must be true or false, got {getattr(self, name)!r} (docs/rules.md 3)")
+                raise RulesError(f"{name} must be true or false, got {excerpt(getattr(self, name))} (docs/rules.md 3)")
         for name, low in (("table_cards", 0), ("hand_size", 1), ("sweep_points", 0), ("target", 1)):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise RulesError(f"{name} must be an integer >= {low}, got {v!r} (docs/rules.md 3)")
+                raise RulesError(f"{name} must be an integer >= {low}, got {excerpt(v)} (docs/rules.md 3)")
             if v > 2**31 - 1:  # the batched core keeps points in machine integers: 10**30 overflowed there
-                raise RulesError(f"{name} must be at most 2147483647, got {v!r} (docs/rules.md 3)")
+                raise RulesError(f"{name} must be at most 2147483647, got {excerpt(v)} (docs/rules.md 3)")
         if self.partnerships and self.num_players not in (4, 6):
             raise RulesError(f"partnerships need 4 or 6 players, not num_players={self.num_players} (docs/rules.md 3)")
         per_round = self.hand_size * self.num_players
@@ -186,7 +187,7 @@ def make_rules(preset: str | RuleSet | Mapping[str, Any] = "classic", num_player
             integer: ``2.0`` and ``True`` are refused), or a bad switch value.
     """
     if num_players is not None and (isinstance(num_players, bool) or not hasattr(num_players, "__index__")):
-        raise RulesError(f"num_players must be an integer, got {type(num_players).__name__} {num_players!r} "
+        raise RulesError(f"num_players must be an integer, got {type(num_players).__name__} {excerpt(num_players)} "
                          "(docs/rules.md 6)")
     if num_players is not None:
         num_players = int(num_players)  # a numpy integer is a count too
@@ -215,7 +216,7 @@ def make_rules(preset: str | RuleSet | Mapping[str, Any] = "classic", num_player
             num_players = spec.pop("num_players")
         return make_rules(name, num_players, **{**spec, **overrides})
     if not isinstance(preset, str) or preset not in PRESETS:
-        raise RulesError(f"unknown preset {preset!r}; known presets: {', '.join(PRESETS)} (docs/rules.md 6)")
+        raise RulesError(f"unknown preset {excerpt(preset)}; known presets: {', '.join(PRESETS)} (docs/rules.md 6)")
     counts, values = PRESETS[preset]
     n = counts[0] if num_players is None else num_players
     if n not in counts:
@@ -234,7 +235,7 @@ def _build(spec: dict[str, Any]) -> RuleSet:
     known = {f.name for f in dataclasses.fields(RuleSet) if f.init}
     unknown = sorted(set(spec) - known)
     if unknown:
-        raise RulesError(f"unknown rule switch {unknown[0]!r}; switches are {sorted(known - {'preset'})} "
+        raise RulesError(f"unknown rule switch {excerpt(unknown[0])}; switches are {sorted(known - {'preset'})} "
                          "(docs/rules.md 3)")
     return RuleSet(**spec)
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CassinoError
+from .errors import CassinoError, excerpt
 
 #: Session lengths Trump Stadium offers: the first side to win 1, 2 or 3 matches.
 SESSION_WINS = (1, 2, 3)
@@ -65,7 +65,7 @@ def check_session_wins(wins_needed: int) -> int:
             or int(wins_needed) not in SESSION_WINS:
         raise SessionError(f"a session is won by the first side to win {', '.join(map(str, SESSION_WINS[:-1]))} or "
                            f"{SESSION_WINS[-1]} matches (Trump Stadium's sessions, docs/rules.md 6), "
-                           f"not {wins_needed!r}")
+                           f"not {excerpt(wins_needed)}")
     return int(wins_needed)
 
 
@@ -130,7 +130,7 @@ class Session:
                                f"{self.wins_needed}); start a new session")
         if isinstance(match_winner, bool) or not isinstance(match_winner, (int, np.integer)) \
                 or not 0 <= match_winner < self.num_sides:
-            raise SessionError(f"match winner must be a side 0..{self.num_sides - 1}, got {match_winner!r}")
+            raise SessionError(f"match winner must be a side 0..{self.num_sides - 1}, got {excerpt(match_winner)}")
         side = int(match_winner)
         self._wins[side] += 1
         self.matches += 1

@@ -110,38 +110,29 @@ class GameLog:
 
 
 def _integer_moves(actions: Any, rows: np.ndarray, name: str) -> np.ndarray:
-    """int64[n]: an agent's moves, which must be integers (a numpy integer array, or ints); a float (0.7), a string
-    ("0") or a bool is refused, not rounded or parsed into some move.
+    """int64[n]: an agent's moves, checked by :func:`agents.base.integer_moves` (integers only: a float, a string,
+    a bool or None is refused, not rounded or parsed into some move).
 
     Raises:
-        RuntimeError: naming the agent, the game and the value.
+        agents.base.AgentMoveError: naming the agent, the game and the value.
     """
-    a = np.asarray(actions)
-    if a.dtype == object:  # a list mixing kinds: every item must be an int
-        bad = [i for i, x in enumerate(a.reshape(-1)) if isinstance(x, bool) or not isinstance(x, (int, np.integer))]
-    elif a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
-        bad = list(range(a.size))
-    else:
-        bad = []
-    if bad:
-        i = bad[0]
-        game = int(rows[i]) if a.shape == rows.shape else None
-        raise RuntimeError(f"agent {name!r} returned a move that is not an integer index: {a.reshape(-1)[i]!r} "
-                           f"(dtype {a.dtype}{'' if game is None else f', game {game}'}); moves are int64 indices "
-                           "into the move table")
-    return a.astype(np.int64)
+    from agents.base import integer_moves
+
+    return integer_moves(actions, name, rows)
 
 
 def _check_actions(actions: np.ndarray, obs: dict[str, Any], rows: np.ndarray, name: str) -> None:
+    from agents.base import AgentMoveError
+
     a = np.asarray(actions)
     if a.shape != rows.shape:
-        raise RuntimeError(f"agent {name!r} returned {a.shape} actions for {rows.size} games")
+        raise AgentMoveError(f"agent {name!r} returned {a.shape} actions for {rows.size} games")
     mask = obs["action_mask"][rows]
     ok = (a >= 0) & (a < mask.shape[1])
     ok[ok] = mask[np.flatnonzero(ok), a[ok]] != 0
     if not ok.all():
         g = int(rows[np.flatnonzero(~ok)[0]])
-        raise RuntimeError(f"agent {name!r} played an illegal move index in game {g}")
+        raise AgentMoveError(f"agent {name!r} played an illegal move index in game {g}")
 
 
 def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_agent: np.ndarray,
@@ -158,7 +149,8 @@ def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_
 
     Args:
         max_moves: width of the move table (default the vector env's).
-        check_legal: raise RuntimeError when an agent returns a wrong number of moves or an illegal one.
+        check_legal: raise :class:`agents.base.AgentMoveError` (a ``RuntimeError`` and a ``ValueError``) when an
+            agent returns a wrong number of moves or an illegal one.
         progress: an object with ``update(deals)`` (a tqdm bar), told each step's finished deals; or None.
         recorder: a :class:`train.records.GameRecorder` that records every game's moves and deals, or None.
     """

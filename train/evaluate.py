@@ -68,6 +68,7 @@ import numpy as np
 
 from agents.base import Agent
 from agents.registry import LADDER, expand_specs
+from cassino_env.errors import excerpt
 from cassino_env.rules import RuleSet
 from cassino_env.session import check_session_wins
 from train.arena import (
@@ -101,6 +102,12 @@ __all__ = [
 
 
 # --- the whole evaluation: every pair in the arena, summarised --------------------------------------------------------
+
+
+#: The most games :func:`evaluate` steps together (``batch_games``): about 4.9 GB of observations.
+MAX_BATCH_GAMES = 1 << 16
+#: The files ``cassino eval`` writes into its ``--out-dir``.
+REPORT_FILES = ("eval.json", "eval.csv", "eval.md", "heatmap.png")
 
 
 def summarize_pair(name_a: str, name_b: str, rec: PairRecord) -> dict[str, Any]:
@@ -189,9 +196,9 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         are fitted to the match results.
 
     Raises:
-        ValueError: fewer than two agents, a deal budget below 1, a seed out of range, ``boards_per_task`` not
-            an integer 1 .. 2**32, or ``ray_address`` without Ray installed, with no cluster there or with a
-            ``recorder``.
+        ValueError: fewer than two agents, a deal budget below 1, a seed out of range, ``batch_games`` not an
+            integer 1 .. :data:`MAX_BATCH_GAMES`, ``boards_per_task`` not an integer 1 .. 2**32, or
+            ``ray_address`` without Ray installed, with no cluster there or with a ``recorder``.
         agents.registry.AgentSpecError: an unknown agent spec.
         cassino_env.errors.CassinoError: an unknown preset, a player count it does not allow, a bad session length.
     """
@@ -206,6 +213,10 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         raise ValueError("evaluation needs at least two agents")
     if deals < 1:
         raise ValueError(f"deals must be at least 1, got {deals}")
+    if isinstance(batch_games, bool) or not isinstance(batch_games, (int, np.integer)) or not (
+            1 <= batch_games <= MAX_BATCH_GAMES):
+        raise ValueError(f"batch_games: expected games stepped together 1..{MAX_BATCH_GAMES:,} (the vector "
+                         f"environment holds about 75 KB a game), got {excerpt(batch_games)}")
     boards_per_task = check_boards_per_task(boards_per_task)
     agents = [make_agent(s, rules) if isinstance(s, str) else s for s in agent_specs]
     names = _unique_names([s.strip() if isinstance(s, str) and not s.startswith("checkpoint:") else a.name
@@ -445,11 +456,20 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
     from train.records import GameRecorder, RecordWriter
 
     specs = [s.strip() for s in agents.split(",") if s.strip()]
-    for folder in ([] if out_dir is None else [out_dir, *out_dir.parents]):  # checked before hours of play
-        if folder.exists():
-            if not folder.is_dir():
-                return error(f"out_dir {out_dir}: {folder} exists and is not a folder")
-            break
+    try:
+        for folder in ([] if out_dir is None else [out_dir, *out_dir.parents]):  # checked before hours of play
+            if folder.exists():
+                if not folder.is_dir():
+                    return error(f"out_dir {excerpt(str(out_dir))}: {excerpt(str(folder))} exists and is not a "
+                                 "folder")
+                break
+    except OSError as exc:  # a name too long, no permission
+        return error(f"out_dir {excerpt(str(out_dir))}: {exc.strerror or exc}")
+    if save_games is not None and out_dir is not None:  # the report would overwrite the records
+        clash = _clashing_output(save_games, out_dir)
+        if clash is not None:
+            return error(f"save_games {excerpt(str(save_games))} is the report's {clash} in out_dir "
+                         f"{excerpt(str(out_dir))} (which holds {', '.join(REPORT_FILES)}); save the games elsewhere")
     with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError, a bad seed: all ValueErrors
         rules = make_rules(preset, num_players, **({} if target is None else {"target": target}))
         with RecordWriter(save_games) if save_games is not None else contextlib.nullcontext() as writer:
@@ -465,10 +485,15 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # e.g. a file where a parent folder should be
         return error(f"out_dir {out_dir}: cannot create the folder: {exc.strerror or exc}")
-    (out_dir / "eval.json").write_text(json_module.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "eval.csv").write_text(to_csv(report), encoding="utf-8")
-    (out_dir / "eval.md").write_text(format_markdown(report) + "\n", encoding="utf-8")
-    save_heatmap(report, out_dir / "heatmap.png")
+    from agents.files import atomic_write_text
+
+    try:  # each file atomically, a link kept a link, a device or FIFO written directly (agents.files)
+        atomic_write_text(out_dir / "eval.json", json_module.dumps(report, indent=2) + "\n")
+        atomic_write_text(out_dir / "eval.csv", to_csv(report))
+        atomic_write_text(out_dir / "eval.md", format_markdown(report) + "\n")
+        save_heatmap(report, out_dir / "heatmap.png")
+    except OSError as exc:  # a full disk, an output that is a folder or a socket
+        return error(f"out_dir {excerpt(str(out_dir))}: cannot write the report: {exc.strerror or exc}")
     if json:
         print(json_module.dumps(report))
     else:
@@ -477,3 +502,21 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         if save_games is not None:
             print(f"wrote {recorder.games} game records to {save_games} (check them: cassino replay {save_games})")
     return 0
+
+
+def _clashing_output(save_games: Path, out_dir: Path) -> str | None:
+    """The report file of ``out_dir`` (:data:`REPORT_FILES`) that ``save_games`` names, or None: the same name after
+    symbolic links are followed, or the same existing file (a hard link)."""
+    import os
+
+    try:
+        mine = os.path.realpath(save_games)
+        for name in REPORT_FILES:
+            theirs = out_dir / name
+            if os.path.realpath(theirs) == mine or (theirs.exists() and save_games.exists()
+                                                     and os.path.samefile(theirs, save_games)):
+                return name
+    except OSError:  # a name that cannot be looked at: writing it will say why
+        return None
+    return None
+

@@ -210,9 +210,12 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
         players = f", {config['num_players']} players" if config.get("num_players") else ""
         title += f" ({config['preset']}{players})"
     fig = draw_run(scalars, title, config)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    from agents.files import atomic_write
+
+    try:  # atomically, a link kept a link, a device or FIFO written directly (agents.files)
+        atomic_write(out, lambda f: fig.savefig(f, format=out.suffix[1:].lower() or None, dpi=100))
+    finally:
+        plt.close(fig)
     return out
 
 
@@ -224,9 +227,9 @@ def main(run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="R
         run_dir: the run folder written by cassino train (it holds events.out.tfevents.* files).
         out: the PNG to write (default RUN_DIR/learning_curves.png).
     """
-    from train.cli import bad_input
+    from train.errors import bad_input
 
-    with bad_input(FileNotFoundError) as failed:
+    with bad_input(OSError) as failed:  # no event files (FileNotFoundError), or an output that cannot be written
         path = plot_run(run_dir, out)
     if failed.code:
         return failed.code

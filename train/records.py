@@ -163,7 +163,9 @@ class GameRecorder:
 
 class RecordWriter:
     """Writes records to a JSON Lines file atomically: to ``PATH.tmp``, renamed to ``PATH`` when the ``with`` block
-    ends without an error (and removed when it fails), so a failed run leaves no half-written file.
+    ends without an error (and removed when it fails), so a failed run leaves no half-written file. A symbolic link
+    stays a link (its target is written so), a character device or a FIFO (``/dev/null``, a named pipe) is written
+    directly (:func:`agents.files.write_target`).
 
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "games.jsonl"
@@ -174,20 +176,32 @@ class RecordWriter:
     """
 
     def __init__(self, path: str | Path) -> None:
-        """Raises: RecordError: ``path`` is empty or names a folder (checked before anything is played)."""
+        """Raises: RecordError: ``path`` is empty, names a folder or another file that cannot be written (a socket,
+        a block device, a link that loops), or cannot be looked at (a name too long); checked before anything is
+        played."""
+        from agents.files import write_target
+
         self.path = Path(path)
-        if not str(path) or not self.path.name or self.path.is_dir():
+        if not str(path) or not self.path.name or _is_dir(self.path):
             raise RecordError(f"save_games: {excerpt(str(path))} is a folder, not a file name; name a file "
                               "such as games.jsonl")
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            self.target, self.atomic = write_target(self.path)
+        except OSError as exc:
+            raise RecordError(f"save_games: cannot write {excerpt(str(path))}: {exc.strerror or exc}") from None
+        name = self.target.name
+        self.tmp = self.target.with_name(f"{name}.tmp" if len(name) <= 250 else f".{name[:200]}.tmp")
         self._file: IO[str] | None = None
 
     def __enter__(self) -> RecordWriter:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.tmp.open("w", encoding="utf-8")
+            if self.atomic:
+                self.target.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.tmp.open("w", encoding="utf-8")
+            else:
+                self._file = self.target.open("w", encoding="utf-8")
         except OSError as exc:
-            raise RecordError(f"save_games: cannot write {self.path}: {exc.strerror or exc}") from None
+            raise RecordError(f"save_games: cannot write {excerpt(str(self.path))}: {exc.strerror or exc}") from None
         return self
 
     def write(self, record: Mapping[str, Any]) -> None:
@@ -200,20 +214,30 @@ class RecordWriter:
         try:
             self._file.write(json_module.dumps(record, separators=(",", ":")) + "\n")
         except OSError as exc:
-            raise RecordError(f"save_games: cannot write {self.path}: {exc.strerror or exc}") from None
+            raise RecordError(f"save_games: cannot write {excerpt(str(self.path))}: {exc.strerror or exc}") from None
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._file is not None
         try:
             self._file.close()  # the last flush: a full disk may say so only now
-            if exc is None:
-                os.replace(self.tmp, self.path)
+            if exc is None and self.atomic:
+                os.replace(self.tmp, self.target)
         except OSError as err:  # a full disk, or PATH became a folder: no PATH.tmp left behind
-            self.tmp.unlink(missing_ok=True)
+            if self.atomic:
+                self.tmp.unlink(missing_ok=True)
             if exc is None:
-                raise RecordError(f"save_games: cannot write {self.path}: {err.strerror or err}") from None
-        if exc is not None:
+                raise RecordError(f"save_games: cannot write {excerpt(str(self.path))}: {err.strerror or err}") \
+                    from None
+        if exc is not None and self.atomic:
             self.tmp.unlink(missing_ok=True)
+
+
+def _is_dir(path: Path) -> bool:
+    """``path`` is a folder (a name that cannot be looked at is not: writing it says why)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 # --- replaying --------------------------------------------------------------------------------------------------------
@@ -286,6 +310,19 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
+def _move_excerpt(move: Any, limit: int = 200) -> str:
+    """A move as JSON for an error message, cut in the middle past ``limit`` characters (a 5 MB move was quoted
+    whole)."""
+    try:
+        text = json_module.dumps(move)
+    except (TypeError, ValueError, RecursionError):
+        return excerpt(move)
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return f"{text[:half]}...{text[-half:]} ({len(text)} characters)"
+
+
 def check_record(record: Any, game: int | None = None) -> RuleSet:
     """Check a record's fields (not its moves); returns its RuleSet.
 
@@ -297,13 +334,14 @@ def check_record(record: Any, game: int | None = None) -> RuleSet:
         raise RecordError(f"{where}: a record is a JSON object, not {type(record).__name__}")
     unknown = sorted(set(record) - _FIELDS)
     if unknown:
-        raise RecordError(f"{where}: {unknown[0]}: unknown field; fields are {', '.join(sorted(_FIELDS))}")
+        name = unknown[0] if len(unknown[0]) <= 80 else excerpt(unknown[0])
+        raise RecordError(f"{where}: {name}: unknown field; fields are {', '.join(sorted(_FIELDS))}")
     missing = sorted({"format", "version", "rules", "num_players", "seed", "play", "seats", "deals"} - set(record))
     if missing:
         raise RecordError(f"{where}: {missing[0]}: required field is missing")
     if record["format"] != FORMAT:
         raise RecordError(f"{where}: format: expected {FORMAT!r}, got {excerpt(record['format'])}")
-    if record["version"] != VERSION:
+    if not _is_int(record["version"]) or record["version"] != VERSION:  # true and 1.0 equal 1 but are not it
         raise RecordError(f"{where}: version: this code reads version {VERSION}, got {excerpt(record['version'])}")
     n = record["num_players"]
     if not _is_int(n):
@@ -392,7 +430,7 @@ def replay(record: Mapping[str, Any], game: int | None = None, positions: bool =
                 movers.append(int(g.to_move))
                 g.apply(move)
             except CassinoError as exc:  # MoveFormatError (a field) or IllegalMoveError (the rule)
-                raise RecordError(f"{here} ({json_module.dumps(mv)}): {exc}") from None
+                raise RecordError(f"{here} ({_move_excerpt(mv)}): {exc}") from None
             kept.append(move_to_dict(move))
         if not g.is_deal_over():
             raise RecordError(f"{where}: the record ends after {len(moves)} moves, but the deal is not over "
@@ -437,6 +475,20 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
     yield from parse_lines(text)
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of JSON Lines ``text``: split at ``\\n`` only (a ``\\r`` before it dropped), not at the other line
+    breaks ``str.splitlines`` knows (U+2028, U+0085, form feed...), which JSON strings may hold raw; a final newline
+    ends the last line.
+
+    >>> split_lines('{"a": "x\u2028y"}\\r\\n{}\\n')
+    ['{"a": "x\u2028y"}', '{}']
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
     """(game number from 1, parsed JSON) for each line of JSON Lines ``text``.
 
@@ -444,7 +496,7 @@ def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
         RecordError: an empty line or one that is not JSON (nested too deeply or a number too long to read
             included), naming the game (its line).
     """
-    lines = text.splitlines()
+    lines = split_lines(text)
     if not lines:
         raise RecordError("no records: the file is empty")
     for n, line in enumerate(lines, start=1):
@@ -545,7 +597,7 @@ def main(file: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="FILE
         file: the JSON Lines file; - reads standard input.
         json: print the summary as one JSON object.
     """
-    from train.cli import bad_input
+    from train.errors import bad_input
 
     with bad_input() as failed:
         games = replay_file(file)

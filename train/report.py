@@ -150,6 +150,10 @@ def save_heatmap(report: dict[str, Any], path: Path) -> None:
     of 50%."""
     import matplotlib.pyplot as plt
 
+    from agents.files import atomic_write
+
     fig = heatmap_figure(report)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:  # atomically, a link kept a link, a device or FIFO written directly (agents.files)
+        atomic_write(path, lambda f: fig.savefig(f, format=Path(path).suffix[1:].lower() or None, dpi=120))
+    finally:
+        plt.close(fig)

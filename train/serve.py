@@ -39,8 +39,11 @@ request                                     answer
 A malformed request (not JSON, an unknown or mistyped field, a move that is not listed, a step when it is your turn, an
 unknown agent spec or preset, an agent the server does not offer) is answered with status 400 and ``{"error": message}``
 naming the field; an unknown game with 404, a body over the size limit (or a record of more than
-:data:`MAX_VIEWER_DEALS` deals) with 413, and a request that another site's page
-sends (its ``Origin`` is not this server) with 403.
+:data:`MAX_VIEWER_DEALS` deals) with 413, a request that another site's page
+sends (its ``Origin`` is not this server) with 403, and one whose ``Host`` header names another host than the address
+served (DNS rebinding: another site's name that resolves to this machine, :func:`host_allowed`) with 403 too. A step
+beyond :data:`MAX_MOVES_IN_FLIGHT` agent moves being computed is answered 503 at once (``Retry-After: 1``), and an
+agent (one the operator allowed) that returns something other than a listed move index with 500, naming it.
 """
 
 from __future__ import annotations
@@ -79,6 +82,12 @@ PLAYS = ("deal", "match")
 #: The most simulations a ``pimc:N`` opponent may take per decision here (a larger one would hold the server for
 #: minutes a move); the operator may allow a larger one by name (``cassino serve --allow-agent pimc:N``).
 MAX_WEB_SIMULATIONS = 20_000
+#: The most agent moves (``POST /api/games/{id}/step``: a search of up to :data:`MAX_WEB_SIMULATIONS` simulations, a
+#: network's forward pass) computed at once; one more is answered 503 at once (it would hold one of the server's
+#: threads for as long, and 45 of them kept even ``POST /api/games`` waiting two minutes).
+MAX_MOVES_IN_FLIGHT = 8
+#: Host names that always name this machine's loopback addresses.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 class RequestError(ValueError):
@@ -367,6 +376,11 @@ class LiveGame:
 # --- requests ---------------------------------------------------------------------------------------------------------
 
 
+def _field(name: str, limit: int = 80) -> str:
+    """A field name for an error message: as it is, or an excerpt past ``limit`` characters."""
+    return name if len(name) <= limit else excerpt(name, limit)
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
@@ -442,7 +456,7 @@ def game_options(body: Mapping[str, Any], allowed: tuple[str, ...] = ()) -> tupl
     """
     for k, v in body.items():
         if k not in _GAME_FIELDS:
-            raise RequestError(f"{k}: unknown field; fields are {', '.join(_GAME_FIELDS)}")
+            raise RequestError(f"{_field(k)}: unknown field; fields are {', '.join(_GAME_FIELDS)}")
         want = _GAME_FIELDS[k]
         if v is not None and (not isinstance(v, want) or isinstance(v, bool)):
             raise RequestError(f"{k}: expected {'an integer' if want is int else 'a string'}, got "
@@ -469,10 +483,17 @@ def game_options(body: Mapping[str, Any], allowed: tuple[str, ...] = ()) -> tupl
 class Server:
     """The app's state: the games being played and the record files opened, each under a random id."""
 
-    def __init__(self, allow: Sequence[str] = ()) -> None:
+    def __init__(self, allow: Sequence[str] = (), *, served: tuple[str, int] | None = None,
+                 max_moves_in_flight: int = MAX_MOVES_IN_FLIGHT) -> None:
         """``allow``: agent specs offered besides the built-in ones (:func:`check_opponent`), as the operator
-        names them at start-up (``cassino serve --allow-agent checkpoint:runs/x.pt``)."""
+        names them at start-up (``cassino serve --allow-agent checkpoint:runs/x.pt``). ``served``: the address and
+        port the server listens on; requests whose ``Host`` header names another host are refused
+        (:func:`host_allowed`: DNS rebinding); None accepts any (an app mounted elsewhere, tests).
+        ``max_moves_in_flight``: agent moves computed at once (:data:`MAX_MOVES_IN_FLIGHT`); beyond it 503."""
         self.allowed = tuple(s.strip() for s in allow)
+        self.served = served
+        self.max_moves_in_flight = int(max_moves_in_flight)
+        self.moves_in_flight = threading.BoundedSemaphore(self.max_moves_in_flight)
         self.games: OrderedDict[str, LiveGame] = OrderedDict()
         self.records: OrderedDict[str, list[str]] = OrderedDict()  # each file as its lines of text
         self.lock = threading.Lock()
@@ -495,11 +516,12 @@ class Server:
         with self.lock:
             game = self.games.get(game_id)
         if game is None:
-            raise RequestError(f"no game {game_id!r} (games are kept while the server runs; start a new one)", 404)
+            raise RequestError(f"no game {excerpt(game_id)} (games are kept while the server runs; start a new "
+                               "one)", 404)
         return game
 
     def open_records(self, text: str) -> tuple[str, list[dict[str, Any]]]:
-        from train.records import RecordError, check_record, parse_lines
+        from train.records import RecordError, check_record, parse_lines, split_lines
 
         listed = []
         try:
@@ -515,7 +537,7 @@ class Server:
         except RecordError as exc:
             raise RequestError(str(exc)) from None
         rid = self.new_id()
-        lines = text.splitlines()  # as parse_lines numbers them
+        lines = split_lines(text)  # as parse_lines numbers them (at \n only: a raw U+2028 is no line break)
         with self.lock:
             self.records[rid] = lines
             while len(self.records) > MAX_RECORD_FILES:
@@ -528,7 +550,7 @@ class Server:
         with self.lock:
             records = self.records.get(rid)
         if records is None:
-            raise RequestError(f"no record file {rid!r} open (open it again)", 404)
+            raise RequestError(f"no record file {excerpt(rid)} open (open it again)", 404)
         if not 1 <= n <= len(records):
             raise RequestError(f"game: expected 1..{len(records)}, got {n}", 404)
         num, rec = n, json.loads(records[n - 1])  # checked when the file was opened
@@ -561,6 +583,63 @@ def _move_text(move: Mapping[str, Any]) -> str:
     if move["action"] == "capture":
         return f"capture {' '.join(move['take'])} with {move['card']}" + (" as 14" if move.get("ace") == 14 else "")
     return f"build {move['value']} with {move['card']} on {' '.join(move['use'])}"
+
+
+def split_host(header: str) -> tuple[str, int | None] | None:
+    """``(host, port)`` of a ``Host`` header (``localhost:8000``, ``[::1]:8000``, ``127.0.0.1``); None when it is
+    malformed. The host is lower-cased, an IPv6 literal without its brackets."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        host, sep, rest = header[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            return None
+        port_text = rest[1:] if rest else None
+    else:
+        host, sep, port_text = header.partition(":")
+        port_text = port_text if sep else None
+    if not host or (port_text is not None and not (port_text.isascii() and port_text.isdigit()
+                                                    and len(port_text) <= 5)):
+        return None
+    return host, None if port_text is None else int(port_text)
+
+
+def host_allowed(header: str | None, served: tuple[str, int]) -> bool:
+    """Whether a request's ``Host`` header names the address the server listens on (``served``: host, port), so a
+    page of another site cannot reach it through a name of its own that resolves here (DNS rebinding): the port must
+    be the served one (80 when the header names none) and the host the served address; on a loopback address also
+    ``localhost``, ``127.0.0.1`` and ``::1``; on every interface (``0.0.0.0``, ``::``) any IP address, ``localhost``
+    and this machine's host name."""
+    import ipaddress
+
+    parsed = split_host(header or "")
+    if parsed is None:
+        return False
+    host, port = parsed
+    listen, listen_port = served[0].strip().lower().strip("[]"), served[1]
+    if (80 if port is None else port) != listen_port:
+        return False
+    if host == listen:
+        return True
+    wildcard = listen in ("0.0.0.0", "::")
+    loopback = listen in LOOPBACK_NAMES or _is_loopback(listen)
+    if (loopback or wildcard) and host in LOOPBACK_NAMES:
+        return True
+    if wildcard:
+        try:
+            ipaddress.ip_address(host)
+            return True
+        except ValueError:
+            return host in {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return False
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 # --- the app ----------------------------------------------------------------------------------------------------------
@@ -607,7 +686,7 @@ def create_app(server: Server | None = None) -> Any:
     def only(body: Mapping[str, Any], *fields: str) -> None:
         for k in body:
             if k not in fields:
-                raise RequestError(f"{k}: unknown field; fields are {', '.join(fields) or 'none'}")
+                raise RequestError(f"{_field(k)}: unknown field; fields are {', '.join(fields) or 'none'}")
 
     async def locked(game: LiveGame, fn: Any, *args: Any) -> Any:
         def run() -> Any:
@@ -655,7 +734,13 @@ def create_app(server: Server | None = None) -> Any:
         probs = body.get("probabilities", False)
         if not isinstance(probs, bool):
             raise RequestError(f"probabilities: expected true or false, got {json.dumps(probs)[:40]}")
-        return JSONResponse(await locked(game, game.step, probs))
+        if not state.moves_in_flight.acquire(blocking=False):  # answered at once, not queued behind the searches
+            raise RequestError(f"step: the server is busy computing {state.max_moves_in_flight} agent moves; try "
+                               "again in a moment", 503)
+        try:
+            return JSONResponse(await locked(game, game.step, probs))
+        finally:
+            state.moves_in_flight.release()
 
     async def next_deal(request: Request) -> Response:
         game = state.game(request.path_params["gid"])
@@ -690,7 +775,8 @@ def create_app(server: Server | None = None) -> Any:
 
     async def request_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestError)
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse({"error": str(exc)}, status_code=exc.status,
+                            headers={"Retry-After": "1"} if exc.status == 503 else None)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -712,7 +798,23 @@ def create_app(server: Server | None = None) -> Any:
         Route("/api/records/{rid}/{n}", replayed),
         Mount("/static", StaticFiles(directory=WEB_DIR), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={RequestError: request_error, HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={RequestError: request_error, HTTPException: http_error})
+    if state.served is None:
+        return app
+    served = state.served
+
+    async def checked_host(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
+            if not host_allowed(header, served):  # DNS rebinding: another site's name for this address
+                shown = f"[{served[0]}]" if ":" in served[0] else served[0]
+                answer = JSONResponse({"error": f"host: requests for {excerpt(header)} are refused; this server "
+                                                f"answers as {shown}:{served[1]}"}, status_code=403)
+                await answer(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return checked_host
 
 
 def free_port(host: str, port: int = 0) -> int:
@@ -749,6 +851,10 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
         return error(f"cassino serve needs the web extra: pip install 'cassino-rl[web]' ({exc})")
     if not 0 <= port <= 65535:
         return error(f"port: expected 0..65535, got {port}")
+    if not host.strip():  # "" listened on every interface and printed http://:8799/
+        return error("host: expected an address to listen on (127.0.0.1: this machine only; 0.0.0.0: every "
+                     "interface), got an empty one")
+    host = host.strip()
     if any(not spec.strip() for spec in allow_agent):
         return error("allow-agent: expected agent specs, got an empty one")
     try:
@@ -759,6 +865,7 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
     print(f"Cassino is served at http://{shown}:{port}/  (Ctrl+C stops it)", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}: other machines can reach the server", file=sys.stderr)
-    config = uvicorn.Config(create_app(Server(allow_agent)), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(create_app(Server(allow_agent, served=(host, port))), host=host, port=port,
+                            log_level="warning")
     uvicorn.Server(config).run()
     return 0
