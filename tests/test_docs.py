@@ -203,11 +203,10 @@ def test_cassino_docs_prints_a_cited_section_the_whole_file_or_its_path(capsys):
 def test_the_wheel_holds_the_documents_and_cassino_docs_reads_them(tmp_path):
     """`pip wheel` replaces the links by the files' bytes; an installed wheel (no clone next to it) prints a cited
     section."""
+    import shutil
     import subprocess
     import sys
     import zipfile
-
-    import shutil
 
     src = tmp_path / "src"  # a copy, links kept as links, so the build leaves nothing in the checkout (build/)
     src.mkdir()
@@ -231,3 +230,50 @@ def test_the_wheel_holds_the_documents_and_cassino_docs_reads_them(tmp_path):
     where, first = done.stdout.splitlines()[:2]
     assert Path(where) == tmp_path / "site" / "cassino_env" / "docs" / "rules.md"
     assert first == "### 4.4 Owner obligations"
+
+
+# -- the documentation site (mkdocs.yml; CI builds it with `mkdocs build --strict`) ---------------------------------
+
+
+def _nav_pages(nav) -> list[str]:
+    out = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        out += _nav_pages(value) if isinstance(value, list) else [value]
+    return out
+
+
+def test_the_site_lists_every_page_and_has_an_api_reference():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = _nav_pages(config["nav"])
+    pages = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
+    assert sorted(nav) == pages, "every docs/ page is in mkdocs.yml's nav, and every nav entry is a page"
+    assert len(pages) >= 8
+    for page in ("rules.md", "interchange.md", "environments.md", "training.md", "benchmarks.md", "ecosystem.md",
+                 "records.md", "getting-started.md"):
+        assert page in nav, page
+    api = [p for p in nav if p.startswith("api/")]
+    blocks = [line for p in api for line in (ROOT / "docs" / p).read_text(encoding="utf-8").splitlines()
+              if line.startswith("::: ")]
+    assert {"::: cassino_env.rules", "::: cassino_env.vector", "::: agents.registry"} <= set(blocks)
+    for block in blocks:  # each names an importable module, as mkdocstrings needs
+        module = block.split()[1]
+        assert (ROOT / module.replace(".", "/")).with_suffix(".py").is_file() or \
+            (ROOT / module.replace(".", "/") / "__init__.py").is_file(), block
+    assert config["theme"]["name"] == "material" and config.get("strict") is True
+
+
+def test_doctest_examples_render_as_code_on_the_site():
+    """scripts/griffe_doctests.py fences each doctest example (from its first >>> to the blank line after it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("griffe_doctests", ROOT / "scripts" / "griffe_doctests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = 'Args:\n    x: the mask.\n\n    >>> obs["mask"][0]\n    1\n\nAfter.\n\n```python\n>>> kept\n```'
+    assert module.fence_doctests(text).splitlines() == [
+        "Args:", "    x: the mask.", "", "    ```pycon", '    >>> obs["mask"][0]', "    1", "    ```", "", "After.", "",
+        "```python", ">>> kept", "```"]
+    assert module.fence_doctests(">>> 1\n1").splitlines() == ["```pycon", ">>> 1", "1", "```"]
