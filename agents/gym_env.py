@@ -61,13 +61,14 @@ OpponentLike = str | Agent | Callable[[dict[str, Any], np.random.Generator], Any
 ILLEGAL_ACTIONS = ("raise", "terminate")
 
 
-def state_obs(state, with_view: bool = True) -> dict[str, Any]:
+def state_obs(state, with_view: bool = True, blocks: Sequence[str] | None = None) -> dict[str, Any]:
     """The observation dict an agent reads (the vector env's, :mod:`cassino_env.vector`) for the seat to move in every
     game of a core state.
 
     Args:
         state: a :class:`cassino_env.core.State` with B games (the AEC env's ``core_state`` has B = 1).
         with_view: add ``view`` (:func:`cassino_env.obs.public_view`), which the bots and the search bot read.
+        blocks: the observation's blocks (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``).
 
     Returns:
         ``observation`` float32[B, D], ``action_mask`` int8[B, M], ``current_player`` int8[B], ``move_kind``,
@@ -75,7 +76,7 @@ def state_obs(state, with_view: bool = True) -> dict[str, Any]:
     """
     slots = np.arange(state.max_moves)[None, :]
     out = {
-        "observation": encode(state, state.current_player),
+        "observation": encode(state, state.current_player, blocks=blocks),
         "action_mask": (slots < state.num_moves[:, None]).astype(np.int8),
         "current_player": state.current_player.copy(),
         "move_kind": state.move_kind.copy(),
@@ -207,6 +208,8 @@ class CassinoGymEnv(gymnasium.Env):
             most points a side can take in a deal (``cassino_env.aec.deal_points_bound``: -35 in two-player
             classic; -1 with ``reward="win"``), so an illegal move never pays better than losing a whole deal.
         flat: the observation is the float32[D] vector alone (default False: the Dict above).
+        blocks: the learner's observation blocks, in order (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``);
+            each opponent reads what it was made for (a trained network its checkpoint's blocks).
 
     Raises:
         EnvConfigError, RulesError, AgentSpecError: a bad argument (the message names it).
@@ -223,7 +226,7 @@ class CassinoGymEnv(gymnasium.Env):
                  action_encoding: str = "card_value", with_moves: bool | None = None, reward: str = "points",
                  episode: str = "deal", illegal_action: str = "terminate", illegal_reward: float | None = None,
                  max_moves: int = MAX_MOVES, prune: bool = True, render_mode: str | None = None,
-                 flat: bool = False) -> None:
+                 flat: bool = False, blocks: Sequence[str] | None = None) -> None:
         if action_encoding not in ENCODINGS:
             raise EnvConfigError(f"action_encoding={action_encoding!r} is not one of {list(ENCODINGS)}")
         if illegal_action not in ILLEGAL_ACTIONS:
@@ -237,7 +240,8 @@ class CassinoGymEnv(gymnasium.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise EnvConfigError(f"render_mode={render_mode!r} is not None or one of {self.metadata['render_modes']}")
         self._aec = raw_env(rules=rules, num_players=num_players, render_mode=render_mode, reward=reward,
-                            episode=episode, max_moves=max_moves, prune=prune)
+                            episode=episode, max_moves=max_moves, prune=prune, blocks=blocks)
+        self.obs_blocks = self._aec.obs_blocks
         illegal_reward = resolve_illegal_reward(illegal_reward, self._aec.rules, reward)
         self.rules = self._aec.rules
         P, S = self.rules.num_players, self.rules.num_sides
@@ -260,8 +264,8 @@ class CassinoGymEnv(gymnasium.Env):
         self.illegal_action, self.illegal_reward = illegal_action, float(illegal_reward)
         self.render_mode = render_mode
         A = NUM_CARD_VALUE_ACTIONS if self._encoding else self._aec.max_moves
-        self.num_actions, self.obs_size = A, obs_size(P, S)
-        obs_spaces = {"observation": spaces.Box(low=0.0, high=obs_high(P, S), shape=(self.obs_size,),
+        self.num_actions, self.obs_size = A, obs_size(P, S, self.obs_blocks)
+        obs_spaces = {"observation": spaces.Box(low=0.0, high=obs_high(P, S, self.obs_blocks), shape=(self.obs_size,),
                                                 dtype=np.float32),
                       "action_mask": spaces.Box(low=0, high=1, shape=(A,), dtype=np.int8)}
         if self.with_moves:
@@ -305,7 +309,8 @@ class CassinoGymEnv(gymnasium.Env):
         else:
             self._to_move[:] = -1
             self._mask[:] = 0
-        obs = {"observation": encode(st, np.array([self._seat]))[0], "action_mask": self._mask.copy()}
+        obs = {"observation": encode(st, np.array([self._seat]), blocks=self.obs_blocks)[0],
+               "action_mask": self._mask.copy()}
         if self.with_moves:
             moves = np.empty((self.num_actions, MOVE_FEATURES), dtype=np.int8)
             fill_move_rows(st.move_kind[0], st.move_card[0], st.move_value[0], st.move_cards[0], self._to_move, moves)

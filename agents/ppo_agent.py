@@ -24,6 +24,8 @@ key                   meaning
 ``network``           :class:`agents.policy.NetworkShape` as a dict (``obs_dim``, ``hidden``, ``embed``,
                       ``move_features``, ``critic``, ``critic_dim``)
 ``model``             the network's ``state_dict``
+``obs_blocks``        the observation's block names, in order (:mod:`cassino_env.obs`); a checkpoint without it
+                      was trained on ``DEFAULT_BLOCKS``
 ``optimizer``         the optimiser's ``state_dict`` (training checkpoints)
 ``train``             training state (``train/ppo_selfplay.py``): iteration, global step, wall time, RNG states,
                       opponent pool, environment state, config
@@ -49,7 +51,7 @@ from __future__ import annotations
 import math
 import pickle
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +59,7 @@ import numpy as np
 import torch
 
 from cassino_env.errors import excerpt
-from cassino_env.obs import obs_size
+from cassino_env.obs import DEFAULT_BLOCKS, ObsBlocksError, check_blocks, encode_view, obs_size
 from cassino_env.rules import RuleSet, make_rules
 from cassino_env.version import ENV_NAME
 
@@ -87,10 +89,17 @@ class PPOAgent:
         rules: the rules it plays (needed by a network with move features, and by ``endgame``).
         endgame: play the last round of a two-seat deal exactly (:mod:`agents.endgame`; the network's move is kept
             wherever it is as good as the best). ``checkpoint:`` and ``pretrained:`` agents have it on.
+        blocks: the observation blocks the network reads (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``; a
+            checkpoint's ``obs_blocks``). When they are not the default, or the env's observation has another
+            length, the agent encodes its own observation from ``obs["view"]`` (:func:`cassino_env.obs.encode_view`).
     """
 
     def __init__(self, policy: CassinoPolicy, deterministic: bool = True, name: str = "ppo",
-                 rules: RuleSet | None = None, endgame: bool = False) -> None:
+                 rules: RuleSet | None = None, endgame: bool = False, blocks: Sequence[str] | None = None) -> None:
+        self.blocks = check_blocks(blocks)
+        if self.blocks != DEFAULT_BLOCKS and rules is None:
+            raise ValueError("a network on other observation blocks than the default needs the rules it plays: "
+                             "PPOAgent(..., rules=...)")
         self.policy = policy.eval()
         self.deterministic = deterministic
         self.name = name
@@ -123,6 +132,7 @@ class PPOAgent:
             return np.zeros(0, dtype=np.int64)
         if feats is None and self.featurizer is not None:
             feats = self.featurizer(obs)
+        obs = self._own_observation(obs)
         logits = self.policy.logits(MoveBatch.from_obs(obs, feats))
         actions = sample_actions(logits, rng, self.deterministic).astype(np.int64)
         if self.endgame:
@@ -132,9 +142,24 @@ class PPOAgent:
         return actions
 
 
+    def _own_observation(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """``obs`` with ``observation`` of this network's blocks: as given for the default blocks of the right
+        length, else encoded from ``obs["view"]``."""
+        width = np.shape(obs["observation"])[-1]
+        if self.blocks == DEFAULT_BLOCKS and width == self.policy.shape.obs_dim:
+            return obs
+        if "view" not in obs or self.rules is None:
+            raise ValueError(f"{self.name} reads observations of blocks {list(self.blocks)} (length "
+                             f"{self.policy.shape.obs_dim}), the env gives length {width}: make the env with "
+                             "with_view=True (the agent encodes its own) or with blocks= of the agent")
+        return {**obs, "observation": encode_view(obs["view"], self.rules, self.blocks)}
+
+
 def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
-                    optimizer: torch.optim.Optimizer | None = None, train: dict[str, Any] | None = None) -> Path:
-    """Write a checkpoint (format in the module docstring) atomically (:func:`atomic_write`).
+                    optimizer: torch.optim.Optimizer | None = None, train: dict[str, Any] | None = None,
+                    blocks: Sequence[str] | None = None) -> Path:
+    """Write a checkpoint (format in the module docstring) atomically (:func:`atomic_write`); ``blocks``: the
+    observation blocks the policy reads (None: ``DEFAULT_BLOCKS``), recorded as ``obs_blocks``.
 
     Returns:
         The path written.
@@ -149,6 +174,7 @@ def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
         "num_players": rules.num_players,
         "rules": rules.to_dict(),
         "network": policy.shape.to_dict(),
+        "obs_blocks": list(check_blocks(blocks)),
         "model": policy.state_dict(),
         "optimizer": None if optimizer is None else optimizer.state_dict(),
         "train": train,
@@ -331,6 +357,28 @@ def _check_fields(data: dict[str, Any], path: Path) -> None:
     for key in ("optimizer", "train"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise CheckpointError(f"{path}: {key} must be a mapping or null, got {type(data[key]).__name__}")
+    checkpoint_blocks(data, path)
+
+
+def checkpoint_blocks(data: dict[str, Any], path: str | Path = "<checkpoint>") -> tuple[str, ...]:
+    """The observation blocks a checkpoint dict was trained on: its ``obs_blocks``, or ``DEFAULT_BLOCKS`` for a
+    checkpoint that predates the field.
+
+    Raises:
+        CheckpointError: ``obs_blocks`` is not a list of distinct block names known here (a block registered in
+            the training session must be registered again: :func:`cassino_env.obs.register_block`).
+    """
+    blocks = data.get("obs_blocks")
+    if blocks is None:
+        return DEFAULT_BLOCKS
+    if not isinstance(blocks, list | tuple) or len(blocks) > 1000:
+        raise CheckpointError(f"{path}: obs_blocks must be a list of observation block names, got "
+                              f"{type(blocks).__name__}")
+    try:
+        return check_blocks(list(blocks))
+    except ObsBlocksError as exc:
+        raise CheckpointError(f"{path}: obs_blocks: {exc} (a block added with cassino_env.obs.register_block must be "
+                              "registered before the checkpoint loads)") from None
 
 
 def expected_tensors(shape: NetworkShape) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
@@ -383,10 +431,11 @@ def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
         rules = make_rules(data["rules"])
     except (ValueError, TypeError, KeyError) as exc:
         raise CheckpointError(f"{path}: rules: not a valid rule set: {exc}") from None
-    need = obs_size(rules.num_players, rules.num_sides)
+    blocks = checkpoint_blocks(data, path)
+    need = obs_size(rules.num_players, rules.num_sides, blocks)
     if shape.obs_dim != need:
         raise CheckpointError(f"{path}: network reads observations of length {shape.obs_dim}, the environment "
-                              f"gives {need}")
+                              f"gives {need} (observation blocks {', '.join(blocks)})")
     if shape.move_features:
         from .features import NUM_MOVE_FEATURES
 
@@ -432,7 +481,7 @@ def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True,
     """
     data = read_checkpoint(path, rules)
     return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=checkpoint_name(path),
-                    rules=rules, endgame=endgame)
+                    rules=rules, endgame=endgame, blocks=checkpoint_blocks(data, path))
 
 
 def checkpoint_name(path: str | Path) -> str:

@@ -99,7 +99,7 @@ def parse_count(text: object, *, what: str, cap: int, low: int = 1) -> int:
     """
     size = "a positive number" if low == 1 else f"a number of at least {low}"
     rule = f"{what} needs {size} of at most {cap}, in digits 0-9 only (no sign, spaces or _), got {excerpt(text)}"
-    if not isinstance(text, str) or not _DIGITS.fullmatch(text) or len(text) > len(str(cap)):
+    if not isinstance(text, str) or not _DIGITS.fullmatch(text) or len(text.lstrip("0")) > len(str(cap)):
         raise AgentSpecError(rule)
     n = int(text)
     if not low <= n <= cap:
@@ -477,6 +477,18 @@ register(Entry("policy", _policy, "the network alone of SPEC (checkpoint:PATH or
 register(Entry("endgame", _endgame, "any agent with the exact last round of a two-seat deal (endgame:advanced)",
                takes="spec", arg_required=True))
 # --- search (helper SRCH) ---
+def _search(rules: RuleSet, arg: str, spec: str) -> Agent:
+    from agents.search import SearchSpecError, make_search_agent
+
+    try:
+        return make_search_agent(rules, arg, name=spec)
+    except SearchSpecError as exc:
+        raise AgentSpecError(str(exc)) from None
+
+
+register(Entry("search", _search, "determinised search guided by a trained network (SPEC: pretrained:NAME or "
+               "checkpoint:PATH; N rollouts per decision, default 4000, the time of pimc; docs/search.md)",
+               takes="text", arg_required=True, arg_name="SPEC[:N]"))
 
 
 # --- your own agents: import paths ---------------------------------------------------------------------------------

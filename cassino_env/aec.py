@@ -46,7 +46,7 @@ True
 ``` python
 cassino_env.env(rules="classic", num_players=None, render_mode=None, action_encoding="moves", reward="points",
                 episode="deal", illegal_action="raise", illegal_reward=None, max_moves=512, prune=True,
-                mask_in_info=False, with_moves=True, observation_key="observation")
+                mask_in_info=False, with_moves=True, observation_key="observation", blocks=None)
 ```
 
 `rules`: a preset name of ``docs/rules.md`` 6 (`"classic"`, `"matsuda"`, `"cicera"`, `"bga"`, `"stadium"`, `"royal"`),
@@ -92,6 +92,9 @@ adapter that copies the whole observation every step (TorchRL) then copies D + A
 
 `observation_key`: the key of the float32 vector in the observation dict, `"observation"` (default, PettingZoo's) or
 `"observations"` (what RLlib's action-masking module reads; `cassino_env.rllib.env_creator` sets it).
+
+`blocks`: the observation's blocks, in order (`cassino_env.obs`: leave some out, reorder them, add registered
+ones); None (default) is `cassino_env.obs.DEFAULT_BLOCKS`, the table below.
 
 ### Observation Space
 
@@ -186,7 +189,7 @@ explicit position.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium
@@ -217,7 +220,19 @@ from .actions import (
 from .cards import card_text
 from .errors import PositionError, check_seed, excerpt
 from .interchange import check_core_position
-from .obs import MOVE_FEATURES, encode_kernel, encoder_inputs, fill_doc, fill_move_rows, obs_high, obs_size
+from .obs import (
+    MOVE_FEATURES,
+    ObsBlocksError,
+    encode_kernel,
+    encoder_inputs,
+    encoder_params,
+    fill_added,
+    fill_doc,
+    fill_move_rows,
+    layout_of,
+    obs_high,
+    public_view,
+)
 from .render import render_text
 from .rules import RuleSet
 from .vector import EnvConfigError, check_reward_episode, resolve_rules, step_rewards
@@ -348,12 +363,13 @@ class raw_env(AECEnv, EzPickle):
                  render_mode: str | None = None, action_encoding: str = "moves", reward: str = "points",
                  episode: str = "deal", illegal_action: str = "raise", illegal_reward: float | None = None,
                  max_moves: int = MAX_MOVES, prune: bool = True, mask_in_info: bool = False,
-                 with_moves: bool = True, observation_key: str = "observation") -> None:
+                 with_moves: bool = True, observation_key: str = "observation",
+                 blocks: Sequence[str] | None = None) -> None:
         EzPickle.__init__(self, rules=rules, num_players=num_players, render_mode=render_mode,
                           action_encoding=action_encoding, reward=reward, episode=episode,
                           illegal_action=illegal_action, illegal_reward=illegal_reward, max_moves=max_moves,
                           prune=prune, mask_in_info=mask_in_info, with_moves=with_moves,
-                          observation_key=observation_key)
+                          observation_key=observation_key, blocks=blocks)
         super().__init__()
         check_reward_episode(reward, episode)
         if action_encoding not in ENCODINGS:
@@ -384,9 +400,14 @@ class raw_env(AECEnv, EzPickle):
         self._encoding = 0 if action_encoding == "moves" else 1
         A = self.max_moves if self._encoding == 0 else NUM_CARD_VALUE_ACTIONS
         self.num_actions = A
-        D = obs_size(P, S)
+        try:
+            self._layout = layout_of(P, S, blocks)
+        except ObsBlocksError as exc:
+            raise EnvConfigError(str(exc)) from None
+        self.obs_blocks = self._layout.blocks
+        D = self._layout.size
         self._obs_dim = D
-        high = obs_high(P, S)
+        high = obs_high(P, S, self.obs_blocks)
         self.observation_spaces = {a: spaces.Dict({
             observation_key: spaces.Box(low=0.0, high=high, shape=(D,), dtype=np.float32),
             "action_mask": spaces.Box(low=0, high=1, shape=(A,), dtype=np.int8),
@@ -461,7 +482,7 @@ class raw_env(AECEnv, EzPickle):
         st = self.core_state
         # the kernels' array arguments, bound once per state (views stay valid: the core steps in place)
         tables = (st.move_kind, st.move_card, st.move_value, st.move_cards)
-        self._obs_args = encoder_inputs(st)
+        self._obs_args = encoder_inputs(st, encoder_params(self.rules, self.obs_blocks))
         self._tables = tables
         self._res = core.result_rows(st)
         self._step_args = (self._act, self._res, *core.kernel_args(st), self._encoding, st.num_moves, *tables,
@@ -608,16 +629,23 @@ class raw_env(AECEnv, EzPickle):
         ``with_moves`` is False)."""
         p = self.agent_name_mapping[agent]
         acting = p == self._seat
-        out = np.empty((1, self._obs_dim), dtype=np.float32)
+        out = np.empty((1, self._layout.width), dtype=np.float32)
         self._viewer[0] = p
         mask = self._mask.copy() if acting else np.zeros_like(self._zeros)
         if not self.with_moves:
             encode_kernel(self._viewer, out, *self._obs_args)
-            return {self.observation_key: out[0], "action_mask": mask}
+            return {self.observation_key: self._finish_obs(out), "action_mask": mask}
         moves = np.empty((self.num_actions, MOVE_FEATURES), dtype=np.int8)
         _observe_one(self._viewer, out, *self._tables, self._to_move if acting else self._no_moves, moves,
                      *self._obs_args)
-        return {self.observation_key: out[0], "action_mask": mask, "moves": moves}
+        return {self.observation_key: self._finish_obs(out), "action_mask": mask, "moves": moves}
+
+    def _finish_obs(self, out: np.ndarray) -> np.ndarray:
+        """float32[D] of the encoder's buffer ``out`` (float32[1, width]): the registered blocks filled in from the
+        observed seat's public view, the kernel's left-out blocks cut off (the default blocks: ``out[0]``)."""
+        if self._layout.added:
+            fill_added(out, public_view(self.core_state, self._viewer), self.rules, self._layout)
+        return out[0] if self._layout.width == self._obs_dim else out[0, :self._obs_dim].copy()
 
     def state(self) -> np.ndarray:
         """float32[D + 53 P + 52]: the full privileged state (module docstring, "Observation Space")."""
@@ -625,7 +653,12 @@ class raw_env(AECEnv, EzPickle):
         P, D = self._P, self._obs_dim
         out = np.zeros((1, D + 53 * P + 52), dtype=np.float32)
         self._viewer[0] = 0
-        encode_kernel(self._viewer, out[:, :D], *self._obs_args)
+        if self._layout.default:
+            encode_kernel(self._viewer, out[:, :D], *self._obs_args)
+        else:
+            buf = np.empty((1, self._layout.width), dtype=np.float32)
+            encode_kernel(self._viewer, buf, *self._obs_args)
+            out[0, :D] = self._finish_obs(buf)
         bits = np.arange(52, dtype=np.uint64)
         out[0, D:D + 52 * P] = ((st.hand[0][:, None] >> bits) & np.uint64(1)).reshape(-1)
         stock = st.stock(0)

@@ -17,15 +17,34 @@ that one list (the table below is generated from it at import; the same table is
 
 {obs_table}
 
-To add a block: add a :class:`Block` to :data:`BLOCKS` and write it in :func:`encode_kernel` at
-``params[AT.<name>]``; everything else follows.
+**Selecting blocks** (as OpenSpiel's observers take their pieces): every environment (``CassinoVectorEnv``, the AEC
+env, the Gymnasium env) and every agent that reads the vector (a trained network: the checkpoint records its
+``obs_blocks``) takes a list of block names, ``blocks=``; None is :data:`DEFAULT_BLOCKS`, today's list, which a
+checkpoint without the field was trained on. The list may leave blocks out or reorder them; the layout, the size,
+the bounds and the encoder's offsets follow from it (:func:`layout_of`). The default list runs the encoder kernel
+exactly as before; another list writes the kernel's blocks it leaves out past the end of the vector (a buffer
+:attr:`Layout.width` wide, of which the observation is the first :attr:`Layout.size` columns).
+
+**Adding a block** is opt-in, so shipped checkpoints keep loading: write a :class:`Block` whose ``fill`` computes
+it from the seat's public view (:func:`public_view`: what that seat may know, nothing else) and register it, then
+ask for it::
+
+    def fill_capture_count(view, rules):  # float32[B, 1]: cards this seat's side captured, / 52
+        ...
+    register_block(Block("my_count", 1, 0, 0, "cards captured by my side / 52", fill=fill_capture_count))
+    env = CassinoVectorEnv(8, blocks=(*DEFAULT_BLOCKS, "my_count"))
+
+(tests/test_obs.py does this.) A block that every run should have would be written in :func:`encode_kernel` and
+added to :data:`BLOCKS` and to :data:`DEFAULT_BLOCKS` only with retrained checkpoints.
 """
 
 from __future__ import annotations
 
 import functools
 from collections import namedtuple
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -33,6 +52,7 @@ from numba import njit
 from .cards import SPADE_MASK
 from .core import lowbit as _lowbit
 from .core import popcount as _popcount
+from .errors import CassinoError, excerpt
 from .rules import RuleSet
 
 NUM_VALUES = 14  # build values 1..14 (14: ace high, docs/rules.md 3)
@@ -47,6 +67,9 @@ class Block:
         base, per_seat, per_side: its length for P seats and S sides is ``base + per_seat * P + per_side * S``.
         meaning: what an entry holds (1.0 = yes unless stated).
         high: the upper bound of its entries in the observation space (the lower bound is 0).
+        fill: for a block outside the encoder kernel (:func:`register_block`): ``fill(view, rules)`` returns its
+            entries for every game, float32[B, length], from :func:`public_view` of the seat observed (rows of
+            games with nobody to observe are zeroed afterwards). None for the kernel's blocks (:data:`BLOCKS`).
     """
 
     name: str
@@ -55,6 +78,7 @@ class Block:
     per_side: int
     meaning: str
     high: float = 1.0
+    fill: Callable[[dict[str, np.ndarray], RuleSet], Any] | None = field(default=None, compare=False)
 
     def length(self, num_players: int, num_sides: int) -> int:
         """The block's length for P seats and S sides."""
@@ -92,6 +116,146 @@ BLOCKS: tuple[Block, ...] = (
           "side can still reach), then most spades (docs/rules.md 5)"),
 )
 
+#: The block list of every environment and agent unless told otherwise, and the list a checkpoint without an
+#: ``obs_blocks`` field was trained on: the kernel's blocks in order (tests/test_obs.py pins it; never change it).
+DEFAULT_BLOCKS: tuple[str, ...] = tuple(b.name for b in BLOCKS)
+
+
+class ObsBlocksError(CassinoError):
+    """A block list that is not a list of distinct known block names, or a block that cannot be registered."""
+
+
+_KERNEL = {b.name: b for b in BLOCKS}
+#: Blocks added with :func:`register_block` (outside the encoder kernel), by name.
+ADDED_BLOCKS: dict[str, Block] = {}
+
+
+def register_block(block: Block, *, replace: bool = False) -> Block:
+    """Make ``block`` (one with a ``fill``) available to block lists; returns it.
+
+    Raises:
+        ObsBlocksError: no ``fill``, a name already taken (unless ``replace``; a kernel block's name never), or
+            lengths that are not non-negative integers with at least one entry.
+    """
+    if not isinstance(block, Block) or not callable(block.fill):
+        raise ObsBlocksError("register_block takes a Block with fill=f(view, rules) (the kernel writes the others)")
+    if not isinstance(block.name, str) or not block.name.isidentifier() or block.name in _KERNEL:
+        raise ObsBlocksError(f"block name {block.name!r}: an identifier, not one of the kernel's blocks")
+    if block.name in ADDED_BLOCKS and not replace:
+        raise ObsBlocksError(f"block {block.name!r} is registered already")
+    sizes = (block.base, block.per_seat, block.per_side)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes) or not any(sizes):
+        raise ObsBlocksError(f"block {block.name!r}: base, per_seat and per_side are integers >= 0, not all 0")
+    ADDED_BLOCKS[block.name] = block
+    functools_clear()
+    return block
+
+
+def unregister_block(name: str) -> None:
+    """Remove a block added with :func:`register_block` (a test's, a session's)."""
+    ADDED_BLOCKS.pop(name, None)
+    functools_clear()
+
+
+def known_blocks() -> dict[str, Block]:
+    """Every block a list may name: the kernel's (:data:`BLOCKS`), then the registered ones."""
+    return {**_KERNEL, **ADDED_BLOCKS}
+
+
+def check_blocks(blocks: Sequence[str] | None) -> tuple[str, ...]:
+    """A block list as a tuple of names: None is :data:`DEFAULT_BLOCKS`.
+
+    Raises:
+        ObsBlocksError: not a list of strings (a single string included), empty, a name listed twice, or an
+            unknown name (the message lists the known ones).
+    """
+    if blocks is None:
+        return DEFAULT_BLOCKS
+    if isinstance(blocks, str | bytes) or not isinstance(blocks, Sequence):
+        raise ObsBlocksError(f"blocks: a list of block names such as {list(DEFAULT_BLOCKS[:2])}, got "
+                             f"{type(blocks).__name__} {excerpt(blocks)}")
+    names = tuple(blocks)
+    if not names:
+        raise ObsBlocksError("blocks: at least one block")
+    known = known_blocks()
+    for name in names:
+        if not isinstance(name, str) or name not in known:
+            raise ObsBlocksError(f"blocks: unknown block {excerpt(name)}; blocks are {', '.join(known)}")
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise ObsBlocksError(f"blocks: {twice!r} is listed twice")
+    return names
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each block of a block list lies for P seats and S sides (:func:`layout_of`).
+
+    Attributes:
+        blocks: the block names, in order.
+        size: D, the observation's length.
+        width: the encoder's buffer width: D, plus the kernel's blocks the list leaves out (written past D).
+        starts: ``{block: (start, length)}`` of the listed blocks.
+        added: ``(Block, start, length)`` of the listed blocks outside the kernel (filled from the public view).
+        kernel_starts: the start of each kernel block (:data:`BLOCKS` order) in the buffer.
+        high: float32[D], the upper bounds (read-only).
+    """
+
+    blocks: tuple[str, ...]
+    size: int
+    width: int
+    starts: dict[str, tuple[int, int]]
+    added: tuple[tuple[Block, int, int], ...]
+    kernel_starts: tuple[int, ...]
+    high: np.ndarray
+
+    @property
+    def default(self) -> bool:
+        """True for :data:`DEFAULT_BLOCKS` (the encoder writes the observation as it always did)."""
+        return self.blocks == DEFAULT_BLOCKS
+
+
+def layout_of(num_players: int, num_sides: int, blocks: Sequence[str] | None = None) -> Layout:
+    """The :class:`Layout` of ``blocks`` (None: :data:`DEFAULT_BLOCKS`) for P seats and S sides.
+
+    Raises:
+        ObsBlocksError: a bad block list (:func:`check_blocks`).
+    """
+    return _layout(int(num_players), int(num_sides), check_blocks(blocks))
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(P: int, S: int, names: tuple[str, ...]) -> Layout:
+    known = known_blocks()
+    starts, added, at = {}, [], 0
+    for name in names:
+        block = known[name]
+        n = block.length(P, S)
+        starts[name] = (at, n)
+        if block.fill is not None:
+            added.append((block, at, n))
+        at += n
+    size = at
+    kernel = []
+    for block in BLOCKS:
+        if block.name in starts:
+            kernel.append(starts[block.name][0])
+        else:  # left out: written past the observation, never read
+            kernel.append(at)
+            at += block.length(P, S)
+    high = np.empty(size, dtype=np.float32)
+    for name, (a, n) in starts.items():
+        high[a:a + n] = known[name].high
+    high.flags.writeable = False
+    return Layout(names, size, at, starts, tuple(added), tuple(kernel), high)
+
+
+def functools_clear() -> None:
+    """Forget the cached layouts and encoder parameters (after the registered blocks change)."""
+    _layout.cache_clear()
+    _params_of.cache_clear()
+
+
 #: The rule numbers at the front of the encoder's parameter array (:func:`encoder_params`), then each block's start.
 RULE_PARAMS = ("P", "S", "hand_size", "target", "table_cards", "rounds_per_deal")
 #: Index of each entry of the encoder's parameter array by name: ``params[AT.hand]`` is the start of ``hand``,
@@ -99,44 +263,38 @@ RULE_PARAMS = ("P", "S", "hand_size", "target", "table_cards", "rounds_per_deal"
 AT = namedtuple("EncoderParams", RULE_PARAMS + tuple(b.name for b in BLOCKS))(*range(len(RULE_PARAMS) + len(BLOCKS)))
 
 
-def obs_layout(num_players: int, num_sides: int) -> dict[str, tuple[int, int]]:
-    """``{block: (start, length)}`` of the observation vector for P seats and S sides (:data:`BLOCKS`, in order)."""
-    out, start = {}, 0
-    for block in BLOCKS:
-        n = block.length(num_players, num_sides)
-        out[block.name] = (start, n)
-        start += n
-    return out
+def obs_layout(num_players: int, num_sides: int, blocks: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+    """``{block: (start, length)}`` of the observation vector for P seats and S sides (``blocks``, in order; None:
+    :data:`DEFAULT_BLOCKS`)."""
+    return dict(layout_of(num_players, num_sides, blocks).starts)
 
 
-def obs_size(num_players: int, num_sides: int) -> int:
-    """D, the length of the observation vector."""
-    return sum(block.length(num_players, num_sides) for block in BLOCKS)
+def obs_size(num_players: int, num_sides: int, blocks: Sequence[str] | None = None) -> int:
+    """D, the length of the observation vector of ``blocks`` (None: :data:`DEFAULT_BLOCKS`)."""
+    return layout_of(num_players, num_sides, blocks).size
 
 
-def obs_high(num_players: int, num_sides: int) -> np.ndarray:
-    """float32[D]: the upper bounds of the observation vector (each block's ``high``; the lower bound is 0)."""
-    high = np.empty(obs_size(num_players, num_sides), dtype=np.float32)
-    for block, (a, n) in zip(BLOCKS, obs_layout(num_players, num_sides).values(), strict=True):
-        high[a:a + n] = block.high
-    return high
+def obs_high(num_players: int, num_sides: int, blocks: Sequence[str] | None = None) -> np.ndarray:
+    """float32[D]: the upper bounds of the observation vector (each block's ``high``; the lower bound is 0), a fresh
+    array."""
+    return layout_of(num_players, num_sides, blocks).high.copy()
 
 
-def encoder_params(rules: RuleSet) -> np.ndarray:
-    """int64[len(AT)]: the parameters :func:`encode_kernel` reads (names and order: :data:`AT`), a fresh array."""
-    return _params(rules).copy()
+def encoder_params(rules: RuleSet, blocks: Sequence[str] | None = None) -> np.ndarray:
+    """int64[len(AT)]: the parameters :func:`encode_kernel` reads (names and order: :data:`AT`) for ``blocks``, a
+    fresh array."""
+    return _params(rules, blocks).copy()
 
 
-@functools.lru_cache(maxsize=64)
-def _params_of(P: int, S: int, H: int, target: int, T: int, R: int) -> np.ndarray:
-    starts = [a for a, _ in obs_layout(P, S).values()]
-    return np.array([P, S, H, target, T, R, *starts], dtype=np.int64)
+@functools.lru_cache(maxsize=256)
+def _params_of(P: int, S: int, H: int, target: int, T: int, R: int, names: tuple[str, ...]) -> np.ndarray:
+    return np.array([P, S, H, target, T, R, *_layout(P, S, names).kernel_starts], dtype=np.int64)
 
 
-def _params(rules: RuleSet) -> np.ndarray:
-    """The shared (cached: never written) parameter array of ``rules``."""
+def _params(rules: RuleSet, blocks: Sequence[str] | None = None) -> np.ndarray:
+    """The shared (cached: never written) parameter array of ``rules`` and ``blocks``."""
     return _params_of(rules.num_players, rules.num_sides, rules.hand_size, rules.target, rules.table_cards,
-                      rules.rounds_per_deal)
+                      rules.rounds_per_deal, check_blocks(blocks))
 
 
 def _formula(const: int, per_seat: int, per_side: int) -> str:
@@ -321,22 +479,89 @@ def encoder_inputs(state, params: np.ndarray | None = None) -> tuple:
             state.last_capturer, params)
 
 
-def encode(state, viewer: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def encode(state, viewer: np.ndarray, out: np.ndarray | None = None,
+           blocks: Sequence[str] | None = None) -> np.ndarray:
     """Encode the observation of seat ``viewer[b]`` in every game ``b`` of a core state.
 
     Args:
         state: a :class:`cassino_env.core.State` with B games.
         viewer: int[B] — the seat whose view to encode (a row of zeros where it is negative).
         out: optional float32[B, D] buffer to fill.
+        blocks: the block list (None: :data:`DEFAULT_BLOCKS`).
 
     Returns:
-        float32[B, D], D = :func:`obs_size` (layout in the module docstring).
+        float32[B, D], D = :func:`obs_size` of ``blocks`` (layout in the module docstring).
+
+    Raises:
+        ObsBlocksError: a bad block list.
     """
     rules: RuleSet = state.rules
+    viewer = np.asarray(viewer, dtype=np.int64)
+    lay = layout_of(rules.num_players, rules.num_sides, blocks)
+    if lay.width == lay.size and not lay.added:
+        if out is None:
+            out = np.empty((state.batch_size, lay.size), dtype=np.float32)
+        encode_kernel(viewer, out, *encoder_inputs(state, _params(rules, lay.blocks)))
+        return out
+    buf = np.empty((state.batch_size, lay.width), dtype=np.float32)
+    encode_kernel(viewer, buf, *encoder_inputs(state, _params(rules, lay.blocks)))
+    if lay.added:
+        fill_added(buf, public_view(state, viewer), rules, lay)
     if out is None:
-        out = np.empty((state.batch_size, obs_size(rules.num_players, rules.num_sides)), dtype=np.float32)
-    encode_kernel(np.asarray(viewer, dtype=np.int64), out, *encoder_inputs(state))
+        return np.ascontiguousarray(buf[:, :lay.size])
+    out[...] = buf[:, :lay.size]
     return out
+
+
+def fill_added(out: np.ndarray, view: dict[str, np.ndarray], rules: RuleSet, layout: Layout) -> None:
+    """Write the registered blocks of ``layout`` (:attr:`Layout.added`) into ``out`` (float32[B, >= D]) from the
+    public view of the seat observed in each game; rows whose viewer is negative get zeros.
+
+    Raises:
+        ObsBlocksError: a block's ``fill`` returned an array of another shape, or values that are not finite.
+    """
+    if not layout.added:
+        return
+    nobody = np.asarray(view["viewer"]) < 0
+    B = out.shape[0]
+    for block, a, n in layout.added:
+        values = np.asarray(block.fill(view, rules), dtype=np.float32)
+        if values.shape != (B, n):
+            raise ObsBlocksError(f"block {block.name!r}: fill returned shape {values.shape}, not ({B}, {n})")
+        if not np.isfinite(values).all():
+            raise ObsBlocksError(f"block {block.name!r}: fill returned values that are not finite")
+        out[:, a:a + n] = values
+        out[nobody, a:a + n] = 0.0
+
+
+def encode_view(view: dict[str, np.ndarray], rules: RuleSet, blocks: Sequence[str] | None = None) -> np.ndarray:
+    """float32[B, D]: the observation of ``blocks`` computed from a public view (:func:`public_view`, the vector
+    env's ``obs["view"]``) rather than the state: equal to :func:`encode` of the state the view was taken from (what
+    the seat may know is all the encoding reads). Agents trained on other blocks than the env's use it.
+
+    Raises:
+        ObsBlocksError: a bad block list.
+    """
+    lay = layout_of(rules.num_players, rules.num_sides, blocks)
+    P = rules.num_players
+    viewer = np.asarray(view["viewer"]).astype(np.int64)
+    B = viewer.shape[0]
+    sizes = np.asarray(view["hand_sizes"]).astype(np.uint64)
+    hand = np.where(sizes > 0, (np.uint64(1) << sizes) - np.uint64(1), np.uint64(0))  # only their sizes are read
+    rows = np.flatnonzero(viewer >= 0)
+    hand[rows, viewer[rows]] = np.asarray(view["hand"], dtype=np.uint64)[rows]
+    args = (np.ascontiguousarray(hand.reshape(B, P)),
+            *(np.array(view[k], dtype=t) for k, t in (
+                ("loose", np.uint64), ("build_cards", np.uint64), ("build_value", np.int8),
+                ("build_owner", np.int8), ("captured", np.uint64), ("sweeps", np.int16), ("in_play", np.int16),
+                ("match_scores", np.int16))),
+            (52 - np.asarray(view["stock_size"]).astype(np.int64)).astype(np.int8),
+            *(np.array(view[k], dtype=np.int8) for k in ("dealer", "last_trail", "last_capturer")),
+            _params(rules, lay.blocks))
+    buf = np.empty((B, lay.width), dtype=np.float32)
+    encode_kernel(viewer, buf, *args)
+    fill_added(buf, view, rules, lay)
+    return buf if lay.width == lay.size else np.ascontiguousarray(buf[:, :lay.size])
 
 
 #: Columns of the per-move feature rows (``moves`` observation): kind, played card, value, number of table cards,

@@ -84,7 +84,7 @@ a pure function of that seed and its deal and match counters, so equal seeds and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,9 +95,9 @@ from gymnasium.vector.utils import batch_space
 from . import _vector_kernels as VK
 from . import core
 from .actions import MAX_MOVES
-from .core.kernel_api import CFG_GENERAL, CHUNK, NITEMS, R_POINTS, res_layout
+from .core.kernel_api import CHUNK, NITEMS, R_POINTS, res_layout
 from .errors import CassinoError, check_seed
-from .obs import _params, obs_high, obs_size
+from .obs import ObsBlocksError, encoder_params, fill_added, layout_of, obs_high, obs_size, public_view
 from .rules import RuleSet, make_rules
 
 REWARDS = ("points", "win")
@@ -158,7 +158,8 @@ def _box(low: float, high: Any, shape: tuple[int, ...], dtype: type) -> spaces.B
     return spaces.Box(low=lo, high=hi, shape=shape, dtype=dtype)
 
 
-def observation_spaces(rules: RuleSet, max_moves: int, build_slots: int, with_view: bool) -> spaces.Dict:
+def observation_spaces(rules: RuleSet, max_moves: int, build_slots: int, with_view: bool,
+                       blocks: Sequence[str] | None = None) -> spaces.Dict:
     """The observation space of one game (the module docstring's table, without the batch axis).
 
     Bounds: card sets ``0 .. 2**52 - 1``; seats ``0 .. P - 1`` (``-1``: none, where the table says so); card ids
@@ -168,7 +169,7 @@ def observation_spaces(rules: RuleSet, max_moves: int, build_slots: int, with_vi
     P, S, M, K = rules.num_players, rules.num_sides, max_moves, build_slots
     seat, u64 = P - 1, np.uint64
     out: dict[str, spaces.Space] = {
-        "observation": _box(0.0, obs_high(P, S), (obs_size(P, S),), np.float32),
+        "observation": _box(0.0, obs_high(P, S, blocks), (obs_size(P, S, blocks),), np.float32),
         "action_mask": _box(0, 1, (M,), np.int8),
         "current_player": _box(0, seat, (), np.int8),
         "move_kind": _box(-1, 2, (M,), np.int8),
@@ -225,6 +226,8 @@ class CassinoVectorEnv(VectorEnv):
             of a buffer of the env or of its state that the next :meth:`step` (or :meth:`reset`) overwrites, some
             of them not contiguous; same shapes, dtypes and values. Copy what you keep. This skips the copies
             (the move tables alone are 11 bytes per move slot per game) and is the fastest way to step.
+        blocks: the observation's blocks, in order (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``, the fused
+            step as it always was). Another list may leave blocks out, reorder them or add registered ones.
 
     Attributes:
         single_observation_space, observation_space: ``gymnasium.spaces.Dict`` of one game / of B games.
@@ -232,6 +235,7 @@ class CassinoVectorEnv(VectorEnv):
             with ``action_mask == 1`` are legal).
         metadata: ``{"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}``.
         copy: the constructor's ``copy`` (False: :meth:`step` and :meth:`observe` return read-only views).
+        obs_blocks: the observation's block names (the constructor's ``blocks``); ``obs_size`` its length D.
 
     Raises:
         EnvConfigError, RulesError: for bad arguments (the message names the argument).
@@ -243,7 +247,7 @@ class CassinoVectorEnv(VectorEnv):
     def __init__(self, num_envs: int, rules: str | RuleSet = "classic", num_players: int | None = None,
                  seed: int = 0, max_moves: int = MAX_MOVES, prune: bool = True, reward: str = "points",
                  episode: str = "deal", parallel: bool = False, with_view: bool = True,
-                 reward_seat: int | None = None, copy: bool = True) -> None:
+                 reward_seat: int | None = None, copy: bool = True, blocks: Sequence[str] | None = None) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
             raise EnvConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
         if isinstance(max_moves, bool) or not isinstance(max_moves, int | np.integer) or not 1 <= max_moves <= 32767:
@@ -265,15 +269,20 @@ class CassinoVectorEnv(VectorEnv):
         self.reward, self.episode, self.parallel, self.with_view = reward, episode, parallel, with_view
         self.num_players = self.rules.num_players
         self.num_sides = self.rules.num_sides
-        self.obs_size = obs_size(self.num_players, self.num_sides)
+        try:
+            self._layout = layout_of(self.num_players, self.num_sides, blocks)
+        except ObsBlocksError as exc:
+            raise EnvConfigError(str(exc)) from None
+        self.obs_blocks = self._layout.blocks
+        self.obs_size = self._layout.size
         self._seed = seed
         self.state: core.State | None = None
         self.copy = copy
-        self._obs_buf = np.empty((num_envs, self.obs_size), dtype=np.float32)
+        self._obs_buf = np.empty((num_envs, self._layout.width), dtype=np.float32)
         self._alloc_buffers()
         # The build slots K (a property of the rule set) from a one-game state, so the spaces exist before reset().
         slots = core.init(self.rules, np.zeros(1, dtype=np.int64), max_moves=1, prune=prune).build_cards.shape[1]
-        self.single_observation_space = observation_spaces(self.rules, max_moves, slots, with_view)
+        self.single_observation_space = observation_spaces(self.rules, max_moves, slots, with_view, self.obs_blocks)
         self.single_action_space = spaces.Discrete(max_moves)
         self._batched: dict[str, spaces.Space] = {}
 
@@ -402,7 +411,11 @@ class CassinoVectorEnv(VectorEnv):
         st = self.state
         if st is not self._bound:
             self._bind(st)
-        return int(self._kernel(stepped, self._chunk, actions, *self._kargs))
+        bad = int(self._kernel(stepped, self._chunk, actions, *self._kargs))
+        if self._layout.added and bad < 0:  # blocks outside the kernel, from the acting seat's public view
+            view = self._views["view"] if self.with_view else public_view(st)
+            fill_added(self._obs_buf, view, self.rules, self._layout)
+        return bad
 
     def _bind(self, st: core.State) -> None:
         """Bind the kernel's arguments and the returned views to state ``st`` (a new state after reset(), or one
@@ -410,7 +423,7 @@ class CassinoVectorEnv(VectorEnv):
         B, P, S = self.num_envs, self.num_players, self.num_sides
         if st.batch_size != B or st.rules.num_players != P or st.rules.num_sides != S or st.max_moves != self.max_moves:
             raise EnvConfigError(f"env.state must have {B} games of {P} seats and max_moves={self.max_moves}")
-        general = bool(st._cfg[CFG_GENERAL])
+        general = st.general_moves
         if self.parallel:
             import numba
 
@@ -419,12 +432,12 @@ class CassinoVectorEnv(VectorEnv):
         else:
             self._kernel = VK.step_serial_general if general else VK.step_serial_classic
             self._chunk = B
-        self._kargs = (self._res, *core.kernel_args(st), _params(st.rules), self._obs_buf, self._mask, self._mask_n,
-                       self._vu64, self._vi8, self._hsz, self._flags, self._totals, self._rewards,
-                       self.reward == "win")
+        self._kargs = (self._res, *core.kernel_args(st), encoder_params(st.rules, self.obs_blocks), self._obs_buf,
+                       self._mask, self._mask_n, self._vu64, self._vi8, self._hsz, self._flags, self._totals,
+                       self._rewards, self.reward == "win")
         ro = _read_only
         views: dict[str, Any] = {
-            "observation": self._obs_buf,
+            "observation": self._obs_buf if self._layout.width == self.obs_size else self._obs_buf[:, :self.obs_size],
             "action_mask": ro(self._mask),
             "current_player": ro(st.current_player),
             "move_kind": ro(st.move_kind),

@@ -324,8 +324,12 @@ def test_greedy_beats_random_in_every_preset(preset: str, num_players: int) -> N
 
 
 def test_the_ladder_is_one_list() -> None:
-    """``LADDER`` is every scripted bot, weakest first, and ``ladder`` in an agent list expands to it in place."""
-    assert LADDER == ("random", *STYLES)
+    """``LADDER`` is the registry's ranked bots, weakest first (the scripted bots today), and ``ladder`` in an agent
+    list expands to it in place."""
+    from agents.registry import ENTRIES
+
+    ranked = sorted((e for e in ENTRIES.values() if e.rank is not None), key=lambda e: e.rank)
+    assert LADDER == tuple(e.name for e in ranked) == ("random", "greedy", "beginner", "intermediate", "advanced")
     rules = make_rules("classic")
     assert [make_agent(n, rules).name for n in LADDER] == list(LADDER)
     assert expand_specs(["pimc:8", " ladder ", "greedy"]) == ["pimc:8", *LADDER, "greedy"]

@@ -140,6 +140,13 @@ class State:
         return self.rules.num_sides
 
     @property
+    def general_moves(self) -> bool:
+        """True when these rules list moves with the core's general move generator (some rule switch is on), False
+        for the classic one; a kernel of another module picks its step driver by it
+        (:mod:`cassino_env.core.kernel_api`: ``step_range_general`` or ``step_range_classic``)."""
+        return bool(self._cfg[K.CFG_GENERAL])
+
+    @property
     def deal_over(self) -> np.ndarray:
         """bool[B]: the deal is over and nobody is to move (only with ``auto_reset=False``)."""
         return self.current_player < 0
