@@ -330,7 +330,7 @@ class Game:
         others = self._nontrail_moves()
         first = next(others, None)
         if first is None and not allowed:
-            yield from trails  # the 4.4 obligations block every move: any trail is allowed (decided here, docs/presets.md)
+            yield from trails  # 4.4 blocks every move: any trail is allowed (decided here, docs/presets.md)
             return
         if first is not None:
             yield first

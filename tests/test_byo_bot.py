@@ -20,7 +20,7 @@ from agents.registry import agent_factory
 
 
 class MostCards:
-    """Plays the capture that takes the most table cards, else the first listed move (the example of docs/evaluation.md)."""
+    """Plays the capture that takes the most table cards, else the first listed move (docs/evaluation.md's example)."""
 
     name = "most-cards"
 

@@ -581,7 +581,7 @@ def brute_moves(hands, loose, builds, p, prune):
                         ok = splits((a, *lv), v)
                     if ok and keeps(c, cards, v):
                         out.add((2, c, v, tuple(sorted(cards))))
-    if not out:  # docs/rules.md 4.4 blocks every move (an owner without a capturing card): any trail (decision of docs/presets.md)
+    if not out:  # docs/rules.md 4.4 blocks every move (an owner without a capturing card): any trail (docs/presets.md)
         out = {(0, c, 0, ()) for c in hand}
     return sorted(out, key=lambda m: (m[0], m[1], m[3], m[2]))
 

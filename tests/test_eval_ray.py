@@ -99,7 +99,7 @@ def test_chunks_are_whole_independent_and_numbered_globally():
 
 
 def test_without_boards_per_task_each_pair_is_one_generator_in_waves():
-    """The definition the figures of docs/evaluation.md were measured with: pair k is play_pair with default_rng([seed, k])."""
+    """How docs/evaluation.md's figures were measured: pair k is play_pair with default_rng([seed, k])."""
     rules = make_rules("classic")
     specs = ["random", "greedy", "pimc:4"]
     report = evaluate(specs, rules, deals=12, seed=4)

@@ -1,9 +1,9 @@
 """The worked examples of docs/ecosystem.md run at tiny budgets and report what they learned.
 
 Each example's ``main(argv)`` is the script's command line (``python -m train.example_X ARGS``) and returns the
-figures it prints. The budgets here only show that the examples run end to end and that their evaluation is sane; the
-docs/ecosystem.md gives figures of larger budgets. The RLlib example needs its own virtual environment; CI runs it after the
-tests (``.ci/run``).
+figures it prints. The budgets here only show that the examples run end to end and that their evaluation is sane;
+docs/ecosystem.md gives figures of larger budgets. The RLlib example needs its own virtual environment; CI runs it
+after the tests (``.ci/run``).
 """
 
 from __future__ import annotations

@@ -399,8 +399,8 @@ def test_search_agrees_with_the_enumeration(share: float) -> None:
 
 
 def test_search_lets_a_stuck_owner_trail_on_a_crowded_table() -> None:
-    """Decision of docs/presets.md: when the 4.4 obligations block every move (royal: one ace covers builds of 1 and of 14), any
-    trail is legal; on a table of 12 items the search, not the enumeration, answers, and check() agrees."""
+    """Decision of docs/presets.md: when the 4.4 obligations block every move (royal: one ace covers builds of 1 and of
+    14), any trail is legal; on a table of 12 items the search, not the enumeration, answers, and check() agrees."""
     pos = {"rules": "royal", "to_move": 0, "hands": [["AS"], ["2C"]],
            "loose": ["3C", "4C", "5C", "6C", "7C", "8C", "9C", "3D", "4D", "5D"],
            "builds": [{"cards": ["AC", "AD"], "value": 1, "owner": 0},
