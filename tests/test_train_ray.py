@@ -88,7 +88,7 @@ def test_the_workers_together_play_the_runs_mix_of_opponents(tmp_path: Path) -> 
     from agents.policy import NetworkShape
     from train.config import args_to_dict
     from train.ppo_selfplay import POOL, SELF, split_games
-    from train.rollout import RolloutWorker
+    from train.ray_rollouts import RolloutWorker
 
     args = tiny_args(tmp_path, ray_address="local", num_workers=8)
     shape = NetworkShape(obs_dim=1, hidden=4, embed=4).to_dict()  # the games only: no network is run here
@@ -282,7 +282,7 @@ def test_an_address_where_no_cluster_answers_is_one_error_line_at_once(tmp_path:
     import socket
     import time
 
-    from train.rollout import connect_ray
+    from train.ray_cluster import connect_ray
 
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -1,5 +1,20 @@
-"""Training scripts, one per algorithm in the CleanRL manner (run as ``python -m train.<script>``).
+"""Training, evaluation and the front ends, over :mod:`agents` and :mod:`cassino_env` (dependencies run one way, and
+no two modules here import each other: tests/test_layering.py checks).
 
-Each script parses a tyro ``Args`` dataclass, names its run ``{env}__{exp}__{seed}__{time}`` and writes TensorBoard
-scalars under ``runs/``; the networks it trains live in :mod:`agents`.
+By concern:
+
+* **Trainers**, one per algorithm in the CleanRL manner: ``ppo_selfplay`` (self-play PPO, ``cassino train``: the
+  loop and the PPO update) and ``exit`` (expert iteration). Their shared phases are ``run`` (set-up and resume,
+  collect, logs, evaluations during training, checkpoints, the summary); their options ``config`` (``Args`` and the
+  rule of each field, ``ARG_RULES``; YAML configs, the command line, the run folder and its lock).
+* **Rollouts**: ``rollout`` (the games, the opponents and the snapshot pool, per-seat credit and GAE, the state of
+  the games and generators a checkpoint keeps), ``ray_rollouts`` (the same rollouts on Ray actors), ``ray_cluster``
+  (the connection to a Ray cluster, for training and evaluation), ``match_value`` (the match objective's values),
+  ``checkpoints`` (a training checkpoint's state: written, read and checked to resume).
+* **Evaluation**: ``arena`` (the one game loop of every evaluation), ``evaluate`` (``cassino eval``), ``stats`` and
+  ``report`` (intervals, ratings, tables), ``exploit`` (the exploitability probe), ``proxy``, ``plot`` (learning
+  curves).
+* **Front ends**: ``cli`` (the ``cassino`` command), ``errors`` (bad input as one ``error:`` line and exit 2, for
+  every command), ``play`` (the terminal game), ``serve`` and ``web/`` (the web app), ``records`` (game records,
+  ``cassino replay``), ``example_*`` (other RL libraries on these envs).
 """

@@ -4,7 +4,8 @@ The dataclass's defaults are the only source of the built-in values. A YAML conf
 is a mapping of some of its fields, those that differ from the defaults; the command line's options (one per field,
 help from the docstring under the field) override the file, and the file overrides the defaults. A resumed run
 takes the checkpoint's config, overridden by the options given again. The functions take the dataclass (``cls``)
-so that every training script can use them; ``train.ppo_selfplay`` binds them to its ``Args``.
+so that every training script can use them; the self-play trainer's own :class:`Args` (and :data:`ARG_RULES`, the rule
+of each of its fields) is defined at the end of this module, and ``train.ppo_selfplay`` binds the functions to it.
 
 **Validation happens in one place**, the dataclass: ``Args.__post_init__`` runs :func:`validate_fields` over a table
 of per-field rules built from :func:`integer`, :func:`number`, :func:`boolean`, :func:`text`, :func:`names`,
@@ -34,6 +35,9 @@ from typing import Annotated, Any, TypeVar
 import numpy as np
 import tyro
 import yaml
+
+from agents.registry import LADDER, AgentSpecError, check_spec
+from cassino_env.rules import make_rules
 
 #: The folder of the YAML configs.
 CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -579,3 +583,320 @@ def run_dir_of_checkpoint(path: str | Path) -> Path:
 def hparams_table(args: Any) -> str:
     """The options as a Markdown table (TensorBoard's ``hyperparameters`` text)."""
     return "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in args_to_dict(args).items())
+
+
+# ======================================================================================================================
+# The self-play trainer's options (train/ppo_selfplay.py): Args, the rule of every field, their combinations
+# ======================================================================================================================
+#: How past snapshots are drawn for the pool games (:class:`train.rollout.SnapshotPool`).
+POOL_SAMPLING = ("uniform", "pfsp")
+#: :data:`agents.policy.CRITICS`, written out so that reading the options does not import torch (a test checks).
+CRITIC_CHOICES = ("shared", "separate")
+
+
+@dataclasses.dataclass
+class Args:
+    """Self-play PPO options. These defaults are the only built-in values (the default run, classic rules);
+    ``configs/ppo_<preset>.yaml`` hold just the fields that differ from them."""
+
+    # --- experiment -------------------------------------------------------------------------------------------------
+    exp_name: str = "ppo_selfplay"
+    """name of the experiment, the second part of the run name"""
+    seed: int = 1
+    """seed of the networks, the games and every random choice of the run"""
+    threads: int = 2
+    """CPU threads torch may use (torch.set_num_threads); the env runs single-threaded"""
+    run_dir: str | None = None
+    """folder the run writes to; default runs_root/{preset}__{exp_name}__{seed}__{unix time}"""
+    runs_root: str = "runs"
+    """parent folder of the default run folders"""
+    resume: str | None = None
+    """checkpoint to continue from: the run goes on in its own folder (RUN for RUN/checkpoints/X.pt, or run_dir)
+    with its own config, except the options given on this command line (flags and the --config file)"""
+    reuse_run_dir: bool = False
+    """write into a run_dir that is not empty (the run folder of a run not being resumed); off, such a folder is
+    refused. A folder another run is writing to (its lock held) is refused either way"""
+    progress_every_s: float = 30.0
+    """seconds between progress lines on stdout"""
+    max_train_seconds: float = 1140.0
+    """stop training after this many wall-clock seconds of the run, resumed parts included (0: no limit), then save
+    and evaluate as usual; a guard that keeps the default run within 20 minutes on a slow or busy machine"""
+
+    # --- rollout workers on Ray (train/rollout.py) -------------------------------------------------------------------
+    ray_address: str | None = None
+    """play the rollouts on Ray actors of the Ray cluster at this address (--ray; ray.init's: local starts one on
+    this machine, auto joins the running one, also found through RAY_ADDRESS, ray://HOST:10001 a remote one), the
+    PPO update staying here; null: play them in this process. Needs the ray extra"""
+    num_workers: int = 1
+    """with ray_address: the rollout workers (Ray actors, one CPU each), each playing num_envs / num_workers of the
+    games; must divide num_envs. Without ray_address it must be 1"""
+
+    # --- environment ------------------------------------------------------------------------------------------------
+    preset: str = "classic"
+    """rule preset (docs/rules.md 6)"""
+    num_players: int | None = None
+    """seats per game; null: the preset's first allowed count (docs/rules.md 6: 2, or 4 for cicera); 4 and 6 seats play
+    partnerships"""
+    reward: str = "points"
+    """env reward: points (deal margin, zero-sum, every deal) or win (+-1 per match)"""
+    reward_scale: float = 0.1
+    """rewards are multiplied by this before PPO sees them (deal margins are about +-10 points)"""
+    objective: str = "points"
+    """what PPO maximises: points (the deal margin, times reward_scale) or match (at the end of every deal, the change
+    of each side's chance of winning the match, 2 W - 1 from train/match_value.py; a match's rewards add up to +-1,
+    its result; two sides only)"""
+    endgame: bool = False
+    """two seats: play the last round of every deal exactly (agents.endgame, as the trained agents play it), every
+    seat; those moves are not trained on, and the deal's points are credited to each seat's last move before it"""
+    shaping: bool = False
+    """potential-based reward shaping (Ng et al. 1999): pay each change of the banked deal points (agents.features.
+    banked_points) as it happens; with gamma=1 a deal's total reward is unchanged"""
+    max_moves: int = 64
+    """width of the env's move table; the rare longer lists keep their first moves (the core's overflow policy)"""
+
+    # --- PPO --------------------------------------------------------------------------------------------------------
+    total_timesteps: int = 10_000_000
+    """env steps (moves, over all games and seats) to train for"""
+    learning_rate: float = 3e-4
+    """Adam learning rate"""
+    anneal_lr: bool = True
+    """decay the learning rate linearly to 0 over total_timesteps"""
+    num_envs: int = 1024
+    """games stepped together"""
+    num_steps: int = 48
+    """moves per game per rollout; a multiple of the deal length (52 - table_cards, 48) so rollouts hold whole deals"""
+    gamma: float = 1.0
+    """discount per own decision of a seat (1: the undiscounted deal margin; deals are 24 decisions long)"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    num_minibatches: int = 8
+    """minibatches per epoch over the trained transitions of a rollout"""
+    update_epochs: int = 3
+    """epochs over each rollout"""
+    norm_adv: bool = True
+    """normalise advantages per minibatch"""
+    clip_coef: float = 0.2
+    """PPO surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """clip the value loss as in CleanRL"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient (entropy over the legal moves)"""
+    vf_coef: float = 0.5
+    """value loss coefficient"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip"""
+    target_kl: float | None = None
+    """stop an update's epochs early when the approximate KL exceeds this"""
+
+    # --- network ----------------------------------------------------------------------------------------------------
+    hidden: int = 128
+    """width of the observation torso (two layers)"""
+    embed: int = 64
+    """width of the move embeddings and scorer"""
+    move_features: bool = True
+    """give every candidate move the features of agents.features (points it takes, sweep, risk, exposure, ...)"""
+    feature_prior: float = 0.0
+    """with move_features: the untrained policy's logits start at this times the advanced bot's score of each move
+    (logit per point; 0, the default: no hand-written prior, the network learns from a near-uniform start; 2.0 was
+    the default before 2026-12-01 and is kept as a baseline)"""
+    critic: str = "separate"
+    """value estimator: shared (a head on the policy torso) or separate (its own network)"""
+    critic_full_state: bool = True
+    """with critic=separate: the critic also reads every hand and the stock (training only; the policy never does);
+    ignored by the shared critic"""
+
+    # --- opponents --------------------------------------------------------------------------------------------------
+    pool_rate: float = 0.2
+    """share of games in which a past snapshot from the pool plays the other seats"""
+    pool_size: int = 10
+    """snapshots kept in the pool (the newest; the initial weights are the first)"""
+    snapshot_every: int = 500_000
+    """env steps between snapshots added to the pool"""
+    pool_sampling: str = "uniform"
+    """how the pool games' snapshot is drawn each iteration: uniform, or pfsp (by how often the learner loses to it)"""
+    bot_rates: dict[str, float] = dataclasses.field(default_factory=lambda: {"greedy": 0.15, "random": 0.05})
+    """share of games per bot opponent (agents.registry specs); the rest of the games are pure self-play"""
+
+    # --- evaluation and checkpoints ---------------------------------------------------------------------------------
+    eval_every: int | None = None
+    """env steps between evaluations against eval_opponents; null (the default): 1,000,000, or an eighth of the run
+    when that is less (train.config.eval_interval), so a short run still draws a curve of about 8 points and a
+    10M run evaluates every 1M; evaluations fall on rollout ends (at most one per rollout), besides the one at step 0
+    and the one at the end; 0: only at the end"""
+    eval_deals: int = 200
+    """duplicate deals per evaluation and opponent (each played once from every seat)"""
+    eval_opponents: tuple[str, ...] = LADDER
+    """bots evaluated against during training (agents.registry specs; ladder: the bot ladder), logged as
+    eval/winrate_vs_<bot>"""
+    checkpoint_every: int = 1_000_000
+    """env steps between checkpoints (checkpoints/step_N.pt, copied to latest.pt; 0: only final.pt)"""
+    final_eval_deals: int = 2000
+    """deal budget per opponent of the head-to-head evaluation after training (whole matches, seats swapped; 0: skip)"""
+    final_eval_opponents: tuple[str, ...] = LADDER
+    """the bots the final checkpoint is evaluated against (ladder: the bot ladder)"""
+
+    def __post_init__(self) -> None:
+        """Check every field (:data:`ARG_RULES`) and their combinations, whatever built the options: a YAML file, the
+        command line, a resumed checkpoint or Python.
+
+        Raises:
+            ConfigError: naming the field (``ConfigError.field``) and the rule it breaks.
+        """
+        validate_fields(self, ARG_RULES)
+        _check_combination(self)
+
+
+def _agent_spec(ladder: bool) -> typing.Callable[[str, str], None]:
+    """A check of an agent spec by the registry (``agents.registry.check_spec``: names, arguments, budgets, nesting,
+    the form of an import path ``MODULE:OBJECT``); ``agents.registry.make_agent`` builds it when the run starts."""
+
+    def check(name: str, spec: str) -> None:
+        try:
+            check_spec(spec, ladder_ok=ladder)
+        except AgentSpecError as exc:
+            raise ConfigError(f"{name}: {exc}", field=name) from None
+
+    return check
+
+
+#: The rule of every :class:`Args` field (:mod:`train.config`'s rule makers); ``Args.__post_init__`` applies them.
+#: Upper bounds keep a run within what one machine can hold (the network widths, the rollout size; the rollout's
+#: memory is also checked against the machine's, :func:`rollout_bytes`) or within what the engine allows
+#: (``max_moves`` up to 32,767).
+ARG_RULES: dict[str, FieldRule] = {
+    # experiment
+    "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1, want="an integer 0 <= seed < 2**63"),
+    "threads": integer(1, 1024), "run_dir": optional(text()), "runs_root": text(), "resume": optional(text()),
+    "reuse_run_dir": boolean(), "progress_every_s": number(0.0), "max_train_seconds": number(0.0),
+    # rollout workers on Ray
+    "ray_address": optional(text()), "num_workers": integer(1, 4096),
+    # environment
+    "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
+    "reward_scale": number(0.0, lo_open=True), "objective": text(("points", "match")),
+    "shaping": boolean(), "endgame": boolean(), "max_moves": integer(1, 32767),
+    # PPO
+    "total_timesteps": integer(1), "learning_rate": number(0.0, lo_open=True), "anneal_lr": boolean(),
+    "num_envs": integer(1, 2**20), "num_steps": integer(1, 48_000), "gamma": number(0.0, 1.0),
+    "gae_lambda": number(0.0, 1.0), "num_minibatches": integer(1, 2**20), "update_epochs": integer(1, 10_000),
+    "norm_adv": boolean(), "clip_coef": number(0.0, lo_open=True), "clip_vloss": boolean(), "ent_coef": number(0.0),
+    "vf_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True),
+    "target_kl": optional(number(0.0, lo_open=True)),
+    # network
+    "hidden": integer(1, 4096), "embed": integer(1, 4096), "move_features": boolean(), "feature_prior": number(0.0),
+    "critic": text(CRITIC_CHOICES), "critic_full_state": boolean(),
+    # opponents
+    "pool_rate": number(0.0, 1.0), "pool_size": integer(1, 10_000), "snapshot_every": integer(0),
+    "pool_sampling": text(POOL_SAMPLING), "bot_rates": rates(_agent_spec(ladder=False)),
+    # evaluation and checkpoints
+    "eval_every": optional(integer(0)), "eval_deals": integer(1, 100_000),
+    "eval_opponents": names(_agent_spec(ladder=True)), "checkpoint_every": integer(0),
+    "final_eval_deals": integer(0), "final_eval_opponents": names(_agent_spec(ladder=True)),
+}
+
+
+def rollout_bytes(args: Args, num_players: int, num_sides: int, exact: bool = True) -> int:
+    """Bytes of the rollout buffers of a run (``num_steps x num_envs`` rows: observation, move table, features,
+    critic input and the per-move scalars), as the rollout collector (:mod:`train.rollout`) allocates them;
+    ``exact=False``: a bound above it that needs no import of the engine (observation length 1,024, 16 move
+    features, critic input 1,024)."""
+    M = args.max_moves
+    if exact:
+        from agents.features import NUM_MOVE_FEATURES, critic_state_size
+        from cassino_env.obs import obs_size
+
+        D, F, C = obs_size(num_players, num_sides), NUM_MOVE_FEATURES, critic_state_size(num_players)
+    else:
+        D, F, C = 1024, 16, 1024
+    F = F if args.move_features else 0
+    C = C if args.critic_full_state and args.critic == "separate" else 0
+    per_row = 4 * D + M * (1 + 1 + 1 + 8 + 1) + 4 * M * F + 4 * C + 8 + 4 + 4 + 1 + 4 + 1 + 8
+    return args.num_steps * args.num_envs * per_row
+
+
+def _machine_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: no bound
+        return 2**62
+
+
+def _check_combination(args: Args) -> None:
+    """The checks that involve several fields: the rules, the rollout length, the opponent rates, the memory."""
+    try:
+        make_rules(args.preset)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"preset {args.preset!r}: {exc}", field="preset") from None
+    try:
+        rules = make_rules(args.preset, args.num_players)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"num_players={args.num_players!r}: {exc}", field="num_players") from None
+    deal_len = 52 - rules.table_cards
+    if args.num_steps % deal_len:
+        raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "
+                          "(rollouts hold whole deals)", field="num_steps")
+    if args.reward != "points":
+        raise ConfigError(f"reward={args.reward!r}: the trainer plays one deal per episode (rollouts hold whole "
+                          "deals), and the win reward pays only at the end of a match; use reward=points",
+                          field="reward")
+    if args.objective == "match" and rules.num_sides != 2:
+        raise ConfigError(f"objective=match needs two sides; {args.preset} with {rules.num_players} players has "
+                          f"{rules.num_sides}", field="objective")
+    if args.endgame and rules.num_players != 2:
+        raise ConfigError(f"endgame: the exact last round needs two seats; {args.preset} is played by "
+                          f"{rules.num_players}", field="endgame")
+    if args.objective == "match" and args.shaping:
+        raise ConfigError("shaping pays banked deal points, which objective=match does not count: use one of them",
+                          field="shaping")
+    if args.num_workers > 1 and args.ray_address is None:
+        raise ConfigError(f"num_workers={args.num_workers}: rollout workers are Ray actors; give ray_address (--ray "
+                          "ADDRESS) too, or num_workers=1 to play the rollouts here", field="num_workers")
+    if args.num_envs % args.num_workers:
+        raise ConfigError(f"num_workers={args.num_workers} must divide num_envs={args.num_envs} (every worker plays "
+                          "as many games)", field="num_workers")
+    if args.pool_rate + sum(args.bot_rates.values()) > 1 + 1e-9:
+        raise ConfigError(f"pool_rate and bot_rates add up to {args.pool_rate + sum(args.bot_rates.values()):g}: "
+                          "the shares of the games must add up to at most 1", field="bot_rates")
+    have = _machine_bytes()
+    if rollout_bytes(args, rules.num_players, rules.num_sides, exact=False) <= have:
+        return
+    need = rollout_bytes(args, rules.num_players, rules.num_sides)
+    if need > have:
+        raise ConfigError(f"num_envs={args.num_envs} x num_steps={args.num_steps} (max_moves={args.max_moves}): the "
+                          f"rollout buffers would take {need / 2**30:,.1f} GiB, more than this machine's "
+                          f"{have / 2**30:,.1f} GiB of memory", field="num_envs")
+
+
+
+#: The trainer's command-line options: one per :class:`Args` field (``--ray ADDRESS`` for ``ray_address``, as
+#: ``cassino eval``'s).
+TrainOptions = options_type(Args, aliases={"ray_address": ("--ray",)})
+
+
+def check_options(args: Args) -> None:
+    """Check every field of ``args`` and their combinations again (``Args.__post_init__`` does it when an Args is
+    made; this catches one changed since, e.g. by attribute assignment).
+
+    Raises:
+        ConfigError: naming the field and the rule it breaks.
+    """
+    validate_fields(args, ARG_RULES)
+    _check_combination(args)
+
+
+#: The most env steps between two evaluations when ``eval_every`` is left at its default (null).
+EVAL_EVERY_MAX = 1_000_000
+#: The evaluation points (besides the one at step 0) a run gets at least, when ``eval_every`` is left at its default
+#: and the run is long enough to hold that many rollouts.
+EVAL_POINTS = 8
+
+
+def eval_interval(eval_every: int | None, total_steps: int) -> int:
+    """The env steps between evaluations: ``eval_every`` when given, else ``EVAL_EVERY_MAX`` or
+    ``total_steps // EVAL_POINTS`` when that is less (at least 1); 0 means only at the end.
+
+    >>> eval_interval(None, 9_977_856), eval_interval(None, 294_912), eval_interval(0, 294_912)
+    (1000000, 36864, 0)
+    """
+    if eval_every is not None:
+        return eval_every
+    return max(1, min(EVAL_EVERY_MAX, total_steps // EVAL_POINTS))

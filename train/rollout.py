@@ -1,28 +1,31 @@
-"""Rollout collection for :mod:`train.ppo_selfplay`: games, opponents and per-seat credit, apart from the update.
+"""Rollout collection for the self-play trainers: games, opponents and per-seat credit, apart from the update.
 
 A :class:`RolloutCollector` owns a vector env of its own games, which of those games are self-play, against the pool
-snapshot or against a bot (:func:`train.ppo_selfplay.split_games`: the local trainer's split of its games, or a Ray
-worker's share of the run's split of all of them, game ``g`` on worker ``g % N``), the rollout buffers and its
-:class:`train.ppo_selfplay.SeatCredit`. :meth:`RolloutCollector.collect` plays one rollout of ``num_steps`` moves in
-every game with the networks and the generator it is given, runs GAE along each (game, seat) trajectory and returns a
+snapshot or against a bot (:func:`split_games`: the local trainer's split of its games, or a Ray worker's share of the
+run's split of all of them, game ``g`` on worker ``g % N``), the rollout buffers and its :class:`SeatCredit`.
+:meth:`RolloutCollector.collect` plays one rollout of ``num_steps`` moves in every game with the networks and the
+generator it is given, runs GAE along each (game, seat) trajectory (:func:`compute_gae`) and returns a
 :class:`Rollout`: the learner's transitions and the iteration's statistics. The local trainer has one collector over
-all ``num_envs`` games; ``cassino train --ray ADDRESS --num-workers N`` has N :class:`RolloutWorker` Ray actors,
-each a collector over ``num_envs / N`` games with its own copy of the policy and the opponents
-(:class:`RayRollouts`), and the learner on the driver.
+all ``num_envs`` games (:class:`LocalRollouts`); ``cassino train --ray ADDRESS --num-workers N`` has N Ray actors,
+each a collector over ``num_envs / N`` games (:mod:`train.ray_rollouts`), and the learner on the driver.
 
-Seeding of the workers (deterministic from the run's ``seed``): worker 0's games are seeded as the local trainer's
-(``seed * 1_000_003 % 2**62``) and it draws from the driver's own generator, which travels to it with the weights
-and back with the rollout, so a Ray run with one worker is the local run, bit for bit. Worker ``i >= 1`` seeds its
-games and its generator from ``numpy.random.SeedSequence([seed, i])`` (two children). A checkpoint holds worker 0's
-env state in ``train.env_state`` (the local trainer's field) and worker ``i``'s env and generator states in
-``train.workers[i - 1]``.
+Also here, what a rollout needs besides the games: the opponents (:data:`SELF`, :data:`POOL`, :func:`split_games`,
+:func:`rotate_learner_side`, the :class:`SnapshotPool` of past weights, :func:`make_bots`) and the state a
+checkpoint keeps of the games and generators (:func:`env_state`, :func:`restore_env_state`, :func:`rng_state`,
+:func:`set_rng_state`).
 
-Ray is imported only here, and only when a run asks for it (the ``ray`` extra).
+Seeding of the workers (deterministic from the run's ``seed``, :func:`worker_seeds`): worker 0's games are seeded as
+the local trainer's (``seed * 1_000_003 % 2**62``) and it draws from the driver's own generator, which travels to it
+with the weights and back with the rollout, so a Ray run with one worker is the local run, bit for bit. Worker
+``i >= 1`` seeds its games and its generator from ``numpy.random.SeedSequence([seed, i])`` (two children). A
+checkpoint holds worker 0's env state in ``train.env_state`` (the local trainer's field) and worker ``i``'s env and
+generator states in ``train.workers[i - 1]``.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
+import json
 import time
 import typing
 from dataclasses import dataclass, field
@@ -30,22 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from train import ppo_selfplay
-from train.config import ConfigError
-from train.ppo_selfplay import (
-    POOL,
-    SELF,
-    Args,
-    SeatCredit,
-    _env_state,
-    _restore_env_state,
-    _rng_state,
-    _set_rng_state,
-    make_args,
-    make_bots,
-    rotate_learner_side,
-    split_games,
-)
+from train.config import POOL_SAMPLING, Args, ConfigError
 
 if typing.TYPE_CHECKING:
     import torch
@@ -53,6 +41,249 @@ if typing.TYPE_CHECKING:
     from cassino_env.rules import RuleSet
 
 
+# ----------------------------------------------------------------------------------------------------------------------
+# Opponents
+# ----------------------------------------------------------------------------------------------------------------------
+SELF, POOL = 0, 1  # controller ids; bot j is 2 + j
+
+
+def rotate_learner_side(games: np.ndarray, deal_number: int, num_sides: int) -> np.ndarray:
+    """int64[B]: the side the current policy plays in each pool or bot game during its ``deal_number``-th deal.
+
+    It rotates by game and by deal so the learner plays every side (and so every seat: the dealer moves one seat
+    per deal) equally often; the learner plays every seat of its side, the opponent every seat of the others.
+
+    >>> rotate_learner_side(np.arange(4), 0, 2).tolist(), rotate_learner_side(np.arange(4), 1, 2).tolist()
+    ([0, 1, 0, 1], [1, 0, 1, 0])
+    """
+    return (np.asarray(games, dtype=np.int64) + int(deal_number)) % num_sides
+
+
+def split_games(num_envs: int, pool_rate: float, bot_rates: dict[str, float]) -> np.ndarray:
+    """int64[B]: the controller of each game's non-learner seats: SELF, POOL or 2 + index of the bot.
+
+    Games are split in fixed blocks (not drawn) so the mix is exact every rollout: the first games are self-play.
+
+    Raises:
+        ConfigError: rates that are negative or add up to more than 1.
+    """
+    rates = [pool_rate, *bot_rates.values()]
+    if any(r < 0 for r in rates) or sum(rates) > 1 + 1e-9:
+        raise ConfigError(f"pool_rate and bot_rates must be >= 0 and add up to at most 1, got {rates}")
+    counts = [int(round(r * num_envs)) for r in rates]
+    n_self = num_envs - sum(counts)
+    if n_self < 0:
+        counts[-1] += n_self
+        n_self = 0
+    ctrl = np.full(num_envs, SELF, dtype=np.int64)
+    start = n_self
+    for j, n in enumerate(counts):
+        ctrl[start:start + n] = POOL + j
+        start += n
+    return ctrl
+
+
+class SnapshotPool:
+    """A bounded pool of past weights (see the module docstring for the rule).
+
+    With ``sampling="pfsp"`` (prioritised fictitious self-play, AlphaStar's "hard" weighting), a snapshot is drawn
+    with probability proportional to ``(1 - w) ** 2 + 0.05``, where ``w`` is the learner's deal win rate against it
+    in pool games (a tie counts half), an exponential average with weight :attr:`EMA` per deal and 0.5 for a snapshot
+    not yet played; ``"uniform"`` draws every snapshot equally often.
+    """
+
+    #: Weight of each new deal in a snapshot's running win rate.
+    EMA = 0.01
+
+    def __init__(self, size: int, sampling: str = "uniform") -> None:
+        if sampling not in POOL_SAMPLING:
+            raise ConfigError(f"pool_sampling must be one of {', '.join(POOL_SAMPLING)}, got {sampling!r}")
+        self.size = size
+        self.sampling = sampling
+        self.snapshots: list[dict[str, torch.Tensor]] = []
+        self.steps: list[int] = []  # global step at which each snapshot was taken
+        self.winrate: list[float] = []  # the learner's running deal win rate against each snapshot
+
+    def add(self, policy: torch.nn.Module, step: int) -> None:
+        """Add a copy of ``policy``'s weights; drop the oldest beyond ``size``."""
+        self.snapshots.append({k: v.detach().clone() for k, v in policy.state_dict().items()})
+        self.steps.append(int(step))
+        self.winrate.append(0.5)
+        while len(self.snapshots) > self.size:
+            self.snapshots.pop(0)
+            self.steps.pop(0)
+            self.winrate.pop(0)
+
+    def weights(self) -> np.ndarray:
+        """float64[len]: the probability of drawing each snapshot."""
+        if self.sampling == "uniform":
+            w = np.ones(len(self.snapshots))
+        else:
+            w = (1.0 - np.asarray(self.winrate, dtype=np.float64)) ** 2 + 0.05
+        return w / w.sum()
+
+    def sample(self, rng: np.random.Generator) -> int:
+        """Index of a snapshot drawn by :meth:`weights` (uniform: one draw of ``rng.integers``)."""
+        if self.sampling == "uniform":
+            return int(rng.integers(len(self.snapshots)))
+        return int(rng.choice(len(self.snapshots), p=self.weights()))
+
+    def record(self, index: int, results: np.ndarray) -> None:
+        """Fold the learner's deal results against snapshot ``index`` (float[k]: 1 win, 0.5 tie, 0 loss) into its
+        running win rate."""
+        for r in np.asarray(results, dtype=np.float64):
+            self.winrate[index] += self.EMA * (float(r) - self.winrate[index])
+
+    def state(self) -> dict[str, Any]:
+        """Checkpoint form (tensors and lists)."""
+        return {"snapshots": self.snapshots, "steps": list(self.steps), "winrate": list(self.winrate)}
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state`."""
+        self.snapshots = list(state["snapshots"])
+        self.steps = [int(s) for s in state["steps"]]
+        self.winrate = [float(w) for w in state.get("winrate", [0.5] * len(self.snapshots))]
+
+
+
+def make_bots(names: typing.Iterable[str], rules: Any) -> dict[str, Any]:
+    """Bot agents by spec, from ``agents.registry.make_agent``."""
+    names = list(names)
+    if not names:
+        return {}
+    from agents.registry import make_agent
+
+    return {name: make_agent(name, rules) for name in names}
+
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Per-seat credit and GAE in a turn-based game
+# ----------------------------------------------------------------------------------------------------------------------
+class SeatCredit:
+    """Bookkeeping that gives each transition to the seat that acted and credits it the rewards of that seat until
+    its next action; links each transition to the same seat's next one for GAE.
+
+    One row per (step ``t``, game ``b``) of a rollout of ``T`` steps in ``B`` games with ``P`` seats. Call
+    :meth:`act` before each env step and :meth:`step` after it.
+
+    Attributes:
+        rewards: float32[T, B] — rewards credited to the transition (its seat's, from its action to its next).
+        dones: bool[T, B] — the seat's trajectory ends after this transition (the episode terminated).
+        next_t: int64[T, B] — step of the same seat's next transition in the same game (-1: none yet).
+    """
+
+    def __init__(self, T: int, B: int, P: int) -> None:
+        self.rewards = np.zeros((T, B), dtype=np.float32)
+        self.dones = np.zeros((T, B), dtype=bool)
+        self.next_t = np.full((T, B), -1, dtype=np.int64)
+        self.last = np.full((B, P), -1, dtype=np.int64)  # each seat's open transition (its step) per game
+        self.games = np.arange(B)
+
+    def reset(self) -> None:
+        """Start a rollout (every trajectory of the previous one has ended)."""
+        self.rewards.fill(0.0)
+        self.dones.fill(False)
+        self.next_t.fill(-1)
+        self.last.fill(-1)
+
+    def act(self, t: int, seat: np.ndarray, recorded: np.ndarray | None = None) -> None:
+        """Seat ``seat[b]`` acts at step ``t`` in game ``b``: link its previous transition to this one.
+
+        ``recorded`` (bool[B], default all): the games where the move is a transition of the seat; elsewhere the
+        move is played for it (the exact last round of ``endgame``) and the seat's open transition stays open, so
+        the rewards that follow are credited to the seat's last recorded move.
+        """
+        games = self.games if recorded is None else self.games[recorded]
+        seat = seat if recorded is None else seat[recorded]
+        prev = self.last[games, seat]
+        has = prev >= 0
+        self.next_t[prev[has], games[has]] = t
+        self.last[games, seat] = t
+
+    def step(self, reward: np.ndarray, terminated: np.ndarray) -> None:
+        """After an env step: credit ``reward[b, p]`` (float[B, P], every seat) to seat p's open transition;
+        where ``terminated[b]``, end every seat's trajectory in game b."""
+        g, s = np.nonzero(self.last >= 0)
+        self.rewards[self.last[g, s], g] += reward[g, s]
+        if terminated.any():
+            ended = np.flatnonzero(terminated)
+            g, s = np.nonzero(self.last[ended] >= 0)
+            self.dones[self.last[ended[g], s], ended[g]] = True
+            self.last[ended] = -1
+
+    @property
+    def open(self) -> bool:
+        """Some trajectory has not ended."""
+        return bool((self.last >= 0).any())
+
+
+def compute_gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_t: np.ndarray, gamma: float,
+                gae_lambda: float) -> np.ndarray:
+    """float32[T, B]: GAE advantages along each (game, seat) trajectory.
+
+    ``delta_t = r_t + gamma * V(next) - V_t`` and ``A_t = delta_t + gamma * lambda * A(next)``, where *next* is the
+    same seat's next transition ``next_t[t, b]`` in the same game; both terms are 0 after ``dones[t, b]`` (a
+    transition with no next and not done would need a bootstrap: rollouts hold whole deals, so there is none).
+    """
+    T, B = rewards.shape
+    games = np.arange(B)
+    advantages = np.zeros((T, B), dtype=np.float32)
+    for t in reversed(range(T)):
+        nt = next_t[t]
+        cont = ~dones[t] & (nt >= 0)
+        nt_safe = np.where(cont, nt, 0)
+        next_value = np.where(cont, values[nt_safe, games], 0.0)
+        next_adv = np.where(cont, advantages[nt_safe, games], 0.0)
+        delta = rewards[t] + gamma * next_value - values[t]
+        advantages[t] = delta + gamma * gae_lambda * next_adv
+    return advantages
+
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The games' and the generators' state, as a checkpoint holds them
+# ----------------------------------------------------------------------------------------------------------------------
+def env_state(env: Any) -> dict[str, torch.Tensor]:
+    """The vector env's core state as tensors: every public array field (uint64 stored as its int64 bits)."""
+    import torch
+
+    st = env.state
+    out = {}
+    for f in dataclasses.fields(st):
+        v = getattr(st, f.name)
+        if f.name.startswith("_") or not isinstance(v, np.ndarray):
+            continue
+        arr = v.view(np.int64) if v.dtype == np.uint64 else v.view(np.int8) if v.dtype == np.bool_ else v
+        out[f.name] = torch.from_numpy(np.ascontiguousarray(arr).copy())
+    return out
+
+
+
+def restore_env_state(env: Any, saved: dict[str, torch.Tensor]) -> None:
+    """Write a :func:`env_state` back into a freshly reset env of the same shape (the fields are views)."""
+    st = env.state
+    for name, t in saved.items():
+        dst = getattr(st, name)
+        src = t.numpy()
+        src = src.view(np.uint64) if dst.dtype == np.uint64 else src.view(np.bool_) if dst.dtype == np.bool_ else src
+        if src.shape != dst.shape:
+            raise ValueError(f"env state field {name}: shape {src.shape}, expected {dst.shape}")
+        dst[...] = src
+
+
+def rng_state(rng: np.random.Generator) -> str:
+    return json.dumps(rng.bit_generator.state)
+
+
+def set_rng_state(rng: np.random.Generator, state: str) -> None:
+    rng.bit_generator.state = json.loads(state)
+
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# One rollout
+# ----------------------------------------------------------------------------------------------------------------------
 @dataclass
 class Rollout:
     """One rollout's data for the PPO update and its statistics for the logs.
@@ -73,7 +304,7 @@ class Rollout:
             game, then self-play games' too (controller in ``ep_ctrl``); ep_ctrl: int64[E], the game's controller
             (``SELF``, ``POOL`` or 2 + bot index).
         pool_results: float64[R], the learner's deal results against the pool snapshot, in the order played
-            (1 win, 0.5 tie, 0 loss), for :meth:`train.ppo_selfplay.SnapshotPool.record`.
+            (1 win, 0.5 tie, 0 loss), for :meth:`SnapshotPool.record`.
         env_s, inference_s: seconds stepping the games and choosing moves; collect_s: the rollout's wall seconds
             (GAE included).
     """
@@ -144,7 +375,7 @@ class RolloutCollector:
         env_seed: the seed of its games (``CassinoVectorEnv``).
         bots: the bot agents by spec; those of ``args.bot_rates`` play its bot games.
         ctrl: int64[num_envs], the controller of each of its games (``SELF``, ``POOL`` or 2 + bot index); None: the
-            local trainer's split of ``num_envs`` games (:func:`train.ppo_selfplay.split_games`). A Ray worker gets
+            local trainer's split of ``num_envs`` games (:func:`split_games`). A Ray worker gets
             its share of the run's split of all ``args.num_envs`` games (:class:`RolloutWorker`), so the workers
             together play the run's mix of opponents.
     """
@@ -202,11 +433,11 @@ class RolloutCollector:
     # --- checkpoints -------------------------------------------------------------------------------------------------
     def env_state(self) -> dict[str, torch.Tensor]:
         """The games' state as tensors (``train.env_state`` of a checkpoint; between rollouts, on a deal start)."""
-        return _env_state(self.env)
+        return env_state(self.env)
 
     def load_env_state(self, saved: dict[str, torch.Tensor]) -> None:
-        """Restore :meth:`env_state` (checked beforehand by :func:`train.ppo_selfplay.check_train_state`)."""
-        _restore_env_state(self.env, saved)
+        """Restore :meth:`env_state` (checked beforehand by :func:`train.checkpoints.check_train_state`)."""
+        restore_env_state(self.env, saved)
         self.obs = self.env.observe()
 
     # --- one rollout -------------------------------------------------------------------------------------------------
@@ -326,9 +557,7 @@ class RolloutCollector:
         assert not credit.open, "rollouts hold whole deals"
 
         # --- GAE along each (game, seat) trajectory ------------------------------------------------------------------
-        # (looked up in train.ppo_selfplay at each call, where it is defined and where a test replaces it)
-        advantages = ppo_selfplay.compute_gae(credit.rewards, values, credit.dones, credit.next_t, args.gamma,
-                                              args.gae_lambda)
+        advantages = compute_gae(credit.rewards, values, credit.dones, credit.next_t, args.gamma, args.gae_lambda)
         returns = advantages + values
         D, M = self.D, self.M
         return Rollout(
@@ -380,226 +609,3 @@ class LocalRollouts:
     def release(self) -> None:
         """Nothing to release here."""
 
-
-class RolloutWorker:
-    """A Ray actor's body: a :class:`RolloutCollector` over ``num_envs / num_workers`` games, seeded by
-    :func:`worker_seeds`, with its own copies of the policy, the pool network and the bots; torch uses one thread.
-
-    Args:
-        config: the run's options (``train.config.args_to_dict``), checked again here.
-        index: the worker's index, 0 to ``num_workers - 1``.
-        num_workers: the number of workers sharing the games.
-        network: the network's shape (``NetworkShape.to_dict()``).
-    """
-
-    def __init__(self, config: dict[str, Any], index: int, num_workers: int, network: dict[str, Any]) -> None:
-        import torch
-
-        from agents.policy import CassinoPolicy
-        from cassino_env.rules import make_rules
-
-        torch.set_num_threads(1)
-        args = make_args(config)
-        rules = make_rules(args.preset, args.num_players)
-        env_seed, self.rng = worker_seeds(args.seed, index)
-        # the run's split of all its games, dealt out in turn (game g to worker g % num_workers): the workers together
-        # play the run's exact mix, each about the same share of every opponent (a split of a worker's own few games
-        # would round small shares away)
-        ctrl = split_games(args.num_envs, args.pool_rate, args.bot_rates)[index::num_workers]
-        self.collector = RolloutCollector(args, rules, args.num_envs // num_workers, env_seed,
-                                          make_bots(args.bot_rates, rules), ctrl=ctrl)
-        self.policy = CassinoPolicy.from_shape(network)
-        self.opponent_net = CassinoPolicy.from_shape(network).eval()
-        self.lent_rng = np.random.default_rng(0)  # worker 0 draws from the driver's generator, set at each call
-
-    def ready(self) -> int:
-        """The number of games (a call that returns once the actor is up)."""
-        return self.collector.B
-
-    def collect(self, weights: dict[str, torch.Tensor], snapshot: dict[str, torch.Tensor], deals_done: int,
-                rng_state: str | None) -> tuple[Rollout, str | None]:
-        """One rollout with these weights (the policy's, the pool snapshot's); returns its learner rows
-        (:meth:`Rollout.compact`) and, when ``rng_state`` (the driver's generator, for worker 0) was given, the
-        generator's state after it."""
-        from agents.ppo_agent import PPOAgent
-
-        self.policy.load_state_dict(weights)
-        self.opponent_net.load_state_dict(snapshot)
-        opponent = PPOAgent(self.opponent_net, deterministic=False, rules=self.collector.rules)
-        rng = self.rng
-        if rng_state is not None:
-            _set_rng_state(self.lent_rng, rng_state)
-            rng = self.lent_rng
-        ro = self.collector.collect(self.policy, opponent, rng, deals_done).compact()
-        return ro, None if rng_state is None else _rng_state(rng)
-
-    def state(self) -> dict[str, Any]:
-        """``env_state`` (tensors) and, for a worker with a generator of its own, ``numpy_rng``."""
-        out: dict[str, Any] = {"env_state": self.collector.env_state()}
-        if self.rng is not None:
-            out["numpy_rng"] = _rng_state(self.rng)
-        return out
-
-    def load(self, env_state: dict[str, torch.Tensor], rng_state: str | None) -> None:
-        """Restore :meth:`state` (checked beforehand)."""
-        self.collector.load_env_state(env_state)
-        if rng_state is not None:
-            _set_rng_state(self.rng, rng_state)
-
-
-#: Seconds :func:`_check_reachable` waits for a cluster's head to accept a connection.
-CONNECT_TIMEOUT_S = 5.0
-#: Seconds :class:`RayRollouts` waits for the cluster to reserve a CPU per worker before refusing the run.
-FREE_CPU_WAIT_S = 10.0
-
-
-def _check_reachable(address: str) -> None:
-    """Refuse a ``HOST:PORT`` address (given, or ``auto``'s ``RAY_ADDRESS``) where nothing accepts a TCP connection:
-    ``ray.init`` would retry it for many minutes (20 tries of about 40 s), printing warnings. ``local``, ``auto``
-    without ``RAY_ADDRESS`` and ``ray://`` (Ray Client gives up by itself after 30 s) are left to ``ray.init``, and so
-    is an address that is not ``HOST:PORT`` (it refuses those at once).
-
-    Raises:
-        ConfigError: naming ``ray_address``.
-    """
-    import socket
-
-    source = ""
-    if address == "auto":
-        address, source = os.environ.get("RAY_ADDRESS", "").strip(), " (RAY_ADDRESS)"
-    host, sep, port = address.rpartition(":")
-    host = host.strip("[]")  # [::1]:6379
-    if not sep or not host or not port.isdigit() or "://" in address or address in ("local", "auto"):
-        return
-    try:
-        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except (OSError, OverflowError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
-        raise ConfigError(f"ray_address: no Ray cluster answers at {address!r}{source} ({reason}); start one there "
-                          "(ray start --head) or give the head node's address", field="ray_address") from None
-
-
-def connect_ray(address: str) -> bool:
-    """``ray.init(address=address)`` unless Ray is already initialised in this process; True when it was started here
-    (the caller shuts it down).
-
-    Raises:
-        ConfigError: naming ``ray_address``: Ray is not installed, or no cluster can be started or reached there
-            (a ``HOST:PORT`` where nothing answers within :data:`CONNECT_TIMEOUT_S` seconds, at once).
-    """
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("ray_address: Ray is not installed (pip install -e \".[ray]\")",
-                          field="ray_address") from None
-    if ray.is_initialized():
-        return False
-    _check_reachable(address)
-    try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:  # no cluster there, a bad address
-        if ray.is_initialized():
-            ray.shutdown()
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"ray_address: cannot start or reach a Ray cluster at {address!r}: {first[:200]}",
-                          field="ray_address") from None
-    return True
-
-
-class RayRollouts:
-    """The rollouts of ``cassino train --ray``: ``args.num_workers`` :class:`RolloutWorker` actors (one CPU each,
-    spread over the cluster's nodes), each over ``num_envs / num_workers`` games. Every iteration the policy's and
-    the pool snapshot's weights are put in the object store once, every worker collects a rollout in parallel, and
-    their learner rows are joined in worker order (:func:`concat`).
-
-    Attributes:
-        overhead_s: seconds of the last :meth:`collect` beyond the slowest worker's own collection (putting the
-            weights, the calls, sending the rollouts back, joining them): ``time/ray_overhead_s``.
-
-    Raises:
-        ConfigError: naming ``ray_address`` (no Ray, no cluster there) or ``num_workers`` (more workers than the
-            cluster has CPUs, or than it has free: other jobs hold them).
-    """
-
-    def __init__(self, args: Args, net_shape: Any) -> None:
-        import ray
-        from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        self.started = connect_ray(args.ray_address)
-        self.actors: list[Any] = []
-        self.group: Any = None
-        try:
-            cpus = ray.cluster_resources().get("CPU", 0)
-            if cpus < args.num_workers:
-                raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
-                                  f"{cpus:g} CPUs; each worker takes one", field="num_workers")
-            # one CPU per worker reserved up front (spread over the nodes): CPUs that other jobs hold would have the
-            # workers wait for them without a word, for as long as those jobs run; a few seconds' grace covers the
-            # actors of a run that has just ended (Ray frees their CPUs shortly after)
-            self.group = placement_group([{"CPU": 1}] * args.num_workers, strategy="SPREAD")
-            if not self.group.wait(timeout_seconds=FREE_CPU_WAIT_S):
-                raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
-                                  f"{cpus:g} CPUs but not {args.num_workers} free within {FREE_CPU_WAIT_S:g} s (other "
-                                  "jobs hold them) and each worker takes one; wait for those to end, or give fewer "
-                                  "workers", field="num_workers")
-            actor = ray.remote(num_cpus=1)(RolloutWorker)
-            from train.config import args_to_dict
-
-            config = args_to_dict(args)
-            self.actors = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-                self.group, placement_group_bundle_index=i)).remote(config, i, args.num_workers, net_shape.to_dict())
-                for i in range(args.num_workers)]
-            ray.get([a.ready.remote() for a in self.actors])
-        except BaseException:
-            self.release()
-            raise
-        self.overhead_s: float | None = 0.0
-
-    def collect(self, policy: torch.nn.Module, snapshot: dict[str, torch.Tensor], rng: np.random.Generator,
-                deals_done: int) -> Rollout:
-        """One rollout of every worker's games (:class:`LocalRollouts.collect`'s arguments); worker 0 draws from
-        ``rng`` (its state goes there and back), the others from their own generators."""
-        import ray
-
-        t0 = time.time()
-        weights = ray.put(policy.state_dict())
-        opponent = ray.put(snapshot)
-        calls = [a.collect.remote(weights, opponent, deals_done, _rng_state(rng) if i == 0 else None)
-                 for i, a in enumerate(self.actors)]
-        parts = ray.get(calls)
-        _set_rng_state(rng, parts[0][1])
-        ro = concat([p for p, _ in parts])
-        self.overhead_s = time.time() - t0 - ro.collect_s
-        return ro
-
-    def state(self) -> dict[str, Any]:
-        """The checkpoint's fields of the games: worker 0's ``env_state`` and the others' ``workers``."""
-        import ray
-
-        states = ray.get([a.state.remote() for a in self.actors])
-        return {"env_state": states[0]["env_state"], **({"workers": states[1:]} if len(states) > 1 else {})}
-
-    def load(self, tr: dict[str, Any]) -> None:
-        """Send every worker its games (and generator) from a checked checkpoint's ``train`` entry."""
-        import ray
-
-        workers = [{"env_state": tr["env_state"], "numpy_rng": None}, *tr.get("workers", [])]
-        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(self.actors, workers, strict=True)])
-
-    def release(self) -> None:
-        """End the workers, and Ray when it was started here."""
-        import ray
-
-        for a in self.actors:
-            ray.kill(a)
-        self.actors = []
-        if self.group is not None:  # the reserved CPUs go back to the cluster (one this run did not start, too)
-            from ray.util.placement_group import remove_placement_group
-
-            remove_placement_group(self.group)
-            self.group = None
-        if self.started:
-            ray.shutdown()
-            self.started = False

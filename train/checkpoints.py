@@ -1,0 +1,208 @@
+"""A training run's checkpoints beyond the network: writing one, and reading and checking one to resume it.
+
+A training checkpoint (format: :mod:`agents.ppo_agent`) holds the network, the optimiser's state and a ``train``
+entry: the run's config, its folder, the counters (``iteration``, ``global_step``, ``elapsed_s``), the generators'
+states (``numpy_rng``, ``torch_rng``), the opponent pool and the games (``env_state``, and ``workers`` with more than
+one Ray worker). :func:`save_training_checkpoint` writes one (atomically, then copied to ``latest.pt``);
+:func:`read_training_checkpoint` reads one to resume, and :func:`check_train_state` checks every field of its
+``train`` and ``optimizer`` entries against the run before any is used, so that a bad file is refused with the
+field's name and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from train.rollout import env_state, set_rng_state
+
+if typing.TYPE_CHECKING:
+    import torch
+
+
+def read_training_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a checkpoint to resume (:func:`agents.ppo_agent.read_checkpoint`, which checks the file and the network's
+    entries); its ``train`` and ``optimizer`` entries are checked later, against the run (:func:`check_train_state`).
+
+    Raises:
+        agents.ppo_agent.CheckpointError: an unreadable file, or an evaluation-only checkpoint (no training state).
+    """
+    from agents.ppo_agent import CheckpointError, read_checkpoint
+
+    ckpt = read_checkpoint(path)
+    if not isinstance(ckpt.get("train"), dict) or ckpt.get("optimizer") is None:
+        raise CheckpointError(f"{path}: an evaluation-only checkpoint; --resume needs a training checkpoint")
+    return ckpt
+
+
+def save_training_checkpoint(path: Path, policy: torch.nn.Module, rules: Any, optimizer: torch.optim.Optimizer,
+                             train_state: dict[str, Any]) -> Path:
+    """Write a training checkpoint to ``path`` and copy it to ``latest.pt`` beside it, each atomically (a temporary
+    file in the same folder, synced, then renamed: never half-written); returns ``path``.
+
+    Args:
+        path: the file, ``RUN/checkpoints/NAME.pt``.
+        policy: the network. rules: the run's rules. optimizer: its optimiser.
+        train_state: the ``train`` entry (module docstring).
+
+    Raises:
+        OSError: the file could not be written (the previous files are left as they were).
+    """
+    from agents.ppo_agent import atomic_copy, save_checkpoint
+
+    path = save_checkpoint(path, policy, rules, optimizer=optimizer, train=train_state)
+    atomic_copy(path, path.parent / "latest.pt")
+    return path
+
+
+def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Module, env: Any,
+                      optimizer_state: Any, num_workers: int = 1) -> None:
+    """Check every field of a checkpoint's ``train`` entry and its ``optimizer`` (``optimizer_state``) before any is
+    used to resume (nothing is changed): the counters, the RNG states, the opponent pool (each snapshot must have the
+    network's tensors, finite), the environment state (the env's fields, shapes and dtypes), the other Ray workers'
+    states and the optimiser's state (:func:`check_optimizer_state`). The ``config`` entry is checked by
+    :func:`train.config.resume_args`.
+
+    ``env`` has the games of one collector (``num_envs / num_workers``); ``train.env_state`` holds worker 0's (all
+    the games of a local run), ``train.workers`` (absent: none) one ``{env_state, numpy_rng}`` per further Ray
+    worker (train/rollout.py), so a run resumes with its own number of workers; a local run and a Ray run of one
+    worker have the same state and resume either way.
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field (``train.<field>``).
+    """
+    import torch
+
+    from agents.ppo_agent import CheckpointError
+
+    def bad(field: str, problem: str) -> CheckpointError:
+        return CheckpointError(f"{path}: train.{field}: {problem}")
+
+    for name in ("iteration", "global_step"):
+        v = tr.get(name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise bad(name, f"must be an integer >= 0, got {v!r}")
+    v = tr.get("elapsed_s")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise bad("elapsed_s", f"must be a finite number of seconds >= 0, got {v!r}")
+    def check_rng(name: str, state: Any) -> None:
+        try:
+            if not isinstance(state, str):
+                raise TypeError(f"a JSON string, got {type(state).__name__}")
+            set_rng_state(np.random.default_rng(0), state)  # a scratch generator: the run's is set only once all pass
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            raise bad(name, f"not a numpy generator state: {exc}") from None
+
+    def check_env(name: str, saved: Any) -> None:
+        fields = env_state(env)
+        if not isinstance(saved, dict) or set(saved) != set(fields):
+            missing = sorted(set(fields) - set(saved)) if isinstance(saved, dict) else []
+            raise bad(name, "must hold the vector env's state fields" + (f" (no {missing[0]!r})" if missing else ""))
+        for k, ref in fields.items():
+            t = saved[k]
+            if not isinstance(t, torch.Tensor) or t.dtype != ref.dtype or t.shape != ref.shape:
+                got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+                games = (f"num_envs={env.num_envs}" if num_workers == 1 else
+                         f"{env.num_envs} games (num_envs / num_workers={num_workers})")
+                raise bad(f"{name}.{k}", f"must be a {ref.dtype} tensor of shape {tuple(ref.shape)} for {games}, "
+                                         f"got {got}")
+
+    check_rng("numpy_rng", tr.get("numpy_rng"))
+    want = torch.get_rng_state()
+    t = tr.get("torch_rng")
+    if not isinstance(t, torch.Tensor) or t.dtype != want.dtype or t.shape != want.shape:
+        got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+        raise bad("torch_rng", f"must be a {want.dtype} tensor of shape {tuple(want.shape)} (torch.get_rng_state()), "
+                               f"got {got}")
+    pool = tr.get("pool")
+    if not isinstance(pool, dict) or not isinstance(pool.get("snapshots"), list) or not pool["snapshots"]:
+        raise bad("pool", "must hold a non-empty list of snapshots")
+    snaps, n = pool["snapshots"], len(pool["snapshots"])
+    weights = {k: (v.shape, v.dtype) for k, v in policy.state_dict().items()}
+    for i, snap in enumerate(snaps):
+        if not isinstance(snap, dict) or set(snap) != set(weights):
+            raise bad(f"pool.snapshots[{i}]", "must hold the network's tensors, by name")
+        for k, (shape, dtype) in weights.items():
+            w = snap[k]
+            if not isinstance(w, torch.Tensor) or w.shape != shape or w.dtype != dtype:
+                raise bad(f"pool.snapshots[{i}].{k}", f"must be a {dtype} tensor of shape {tuple(shape)}")
+            if w.is_floating_point() and not bool(torch.isfinite(w).all()):
+                raise bad(f"pool.snapshots[{i}].{k}", "holds NaN or infinite values (corrupt weights)")
+    steps = pool.get("steps")
+    if (not isinstance(steps, list) or len(steps) != n
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps)):
+        raise bad("pool.steps", f"must be a list of {n} integers >= 0 (one per snapshot)")
+    rates_ = pool.get("winrate", [0.5] * n)
+    if (not isinstance(rates_, list) or len(rates_) != n
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in rates_)):
+        raise bad("pool.winrate", f"must be a list of {n} numbers from 0 to 1 (one per snapshot)")
+    workers = tr.get("workers", [])
+    if not isinstance(workers, list):
+        raise bad("workers", f"must be a list (one entry per Ray worker after the first), got {type(workers).__name__}")
+    if len(workers) + 1 != num_workers:
+        made = "a local run or one Ray worker" if not workers else f"{len(workers) + 1} Ray workers"
+        raise bad("workers", f"the run was made with {made} (num_workers={len(workers) + 1}); resume it with "
+                             f"num_workers={len(workers) + 1}" + (" and ray_address" if workers else "")
+                  + f", not num_workers={num_workers}")
+    check_env("env_state", tr.get("env_state"))
+    for i, w in enumerate(workers):
+        if not isinstance(w, dict) or set(w) != {"env_state", "numpy_rng"}:
+            raise bad(f"workers[{i}]", "must hold env_state and numpy_rng")
+        check_env(f"workers[{i}].env_state", w["env_state"])
+        check_rng(f"workers[{i}].numpy_rng", w["numpy_rng"])
+    check_optimizer_state(optimizer_state, path, policy)
+
+
+def check_optimizer_state(opt: Any, path: str | Path, policy: torch.nn.Module) -> None:
+    """Check a checkpoint's ``optimizer`` entry (an Adam ``state_dict``) against the network: one group over all its
+    parameters, finite hyperparameters, and moment tensors of each parameter's shape, finite (torch's
+    ``load_state_dict`` checks the group sizes only, and a wrong shape would fail in the middle of training).
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field (``optimizer.<field>``).
+    """
+    import torch
+
+    from agents.ppo_agent import CheckpointError
+
+    def bad(field: str, problem: str) -> CheckpointError:
+        return CheckpointError(f"{path}: optimizer.{field}: {problem}")
+
+    def is_num(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not isinstance(opt, dict) or not isinstance(opt.get("state"), dict) or not isinstance(opt.get("param_groups"),
+                                                                                            list):
+        raise CheckpointError(f"{path}: optimizer: must be an optimiser state_dict (state, param_groups)")
+    params = list(policy.parameters())
+    groups = opt["param_groups"]
+    if len(groups) != 1 or not isinstance(groups[0], dict) or groups[0].get("params") != list(range(len(params))):
+        raise bad("param_groups", f"must be one group of the network's {len(params)} parameters")
+    group = groups[0]
+    for key in ("lr", "eps", "weight_decay"):
+        if not (is_num(group.get(key)) and group[key] >= 0):
+            raise bad(f"param_groups[0].{key}", f"must be a finite number >= 0, got {group.get(key)!r}")
+    betas = group.get("betas")
+    if not (isinstance(betas, (list, tuple)) and len(betas) == 2 and all(is_num(b) and 0 <= b < 1 for b in betas)):
+        raise bad("param_groups[0].betas", f"must be two numbers from 0 to 1 (1 excluded), got {betas!r}")
+    for key in ("amsgrad", "maximize"):
+        if not isinstance(group.get(key, False), bool):
+            raise bad(f"param_groups[0].{key}", f"must be true or false, got {group.get(key)!r}")
+    for k, st in opt["state"].items():
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(params) or not isinstance(st, dict):
+            raise bad("state", f"entry {k!r} is not one of the network's {len(params)} parameters")
+        step = st.get("step")
+        value = step.item() if isinstance(step, torch.Tensor) and step.numel() == 1 else step
+        if not (is_num(value) and value >= 0):
+            raise bad(f"state[{k}].step", f"must be a finite number >= 0, got {step!r}")
+        for name in ("exp_avg", "exp_avg_sq", *(("max_exp_avg_sq",) if group.get("amsgrad") else ())):
+            t, ref = st.get(name), params[k]
+            if not isinstance(t, torch.Tensor) or t.shape != ref.shape or t.dtype != ref.dtype:
+                raise bad(f"state[{k}].{name}", f"must be a {ref.dtype} tensor of shape {tuple(ref.shape)}")
+            if not bool(torch.isfinite(t).all()) or (name != "exp_avg" and bool((t < 0).any())):
+                raise bad(f"state[{k}].{name}", "holds NaN, infinite or (for a second moment) negative values")
+
