@@ -10,7 +10,8 @@ moves), ``move_kind[b, i]`` (0 trail, 1 capture, 2 build, -1 padding), ``move_ca
 card id 0..51, docs/rules.md 1), ``move_value[b, i]``, ``move_cards[b, i]`` (bit c for each table card taken or used),
 ``observation[b]`` (the encoded view, :mod:`cassino_env.obs`) and ``view`` (hand, table, builds, captured cards, ...,
 :func:`cassino_env.obs.public_view`). The games of one call may be at any point of any match; draw randomness only
-from ``rng``. A class or factory that takes the RuleSet is an agent spec by its import path, ``MODULE:OBJECT``
+from ``rng``. A class with ``act`` that takes the RuleSet (or a factory marked
+``@agents.registry.agent_factory``) is an agent spec by its import path, ``MODULE:OBJECT``
 (:func:`agents.registry.load_agent`): ``cassino eval --agents mypkg.mybot:MostCards,advanced``. For example, a
 bot that plays the capture taking the most table cards (else the first listed move; ties: the first listed):
 
@@ -120,9 +121,10 @@ def one_move(actions: Any, num_moves: int, name: str, error: type[Exception] = A
     Raises:
         AgentMoveError: (or ``error``) naming the agent and the value.
     """
-    a = integer_moves(actions, name, error=error).reshape(-1)
-    if a.size != 1:
-        raise error(f"agent {name!r} returned {a.size} moves for one game")
+    a = integer_moves(actions, name, error=error)
+    if a.ndim > 1 or a.size != 1:
+        raise error(f"agent {name!r} returned moves of shape {a.shape} for one game (expected one move index)")
+    a = a.reshape(-1)
     move = int(a[0])
     if not 0 <= move < num_moves:
         raise error(f"agent {name!r} chose move {move}, not one of the {num_moves} listed moves")
