@@ -11,7 +11,7 @@ from typing import Annotated
 
 import tyro
 
-from train.cli import error
+from train.errors import error
 
 
 def main(page: Annotated[str | None, tyro.conf.Positional, tyro.conf.arg(metavar="PAGE")] = None,
