@@ -113,7 +113,8 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
         with open(target, "wb") as f:
             write(f)
         return given
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target == given:  # folders are made for the name given, not for where a link points
+        target.parent.mkdir(parents=True, exist_ok=True)
     try:
         old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
