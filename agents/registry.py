@@ -9,7 +9,7 @@ it. Every command and API that takes an agent spec (``cassino eval``/``play``/``
 ``bot_rates`` and evaluation lists, the Gymnasium env's opponents) builds it with :func:`make_agent` and checks it with
 :func:`parse_spec`.
 
-{agent_table}
+The table itself is in docs/bots.md (generated from :data:`ENTRIES`) and in ``python -m agents.registry``'s output.
 
 In an agent list, ``ladder`` stands for the bots of :data:`LADDER` (:func:`expand_specs`).
 
@@ -622,14 +622,6 @@ def markdown_table() -> str:
     return "\n".join([line(rows[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows[1:])])
 
 
-def _rst_table() -> str:
-    rows = [(f"``{e.syntax}``", e.description) for e in ENTRIES.values()]
-    rows.append(("``MODULE:OBJECT``", "your own agent, an import path (:func:`load_agent`)"))
-    w = max(len(a) for a, _ in rows)
-    rule = "=" * w + "  " + "=" * max(len(b) for _, b in rows)
-    return "\n".join([rule, f"{'spec':<{w}}  agent", rule, *(f"{a:<{w}}  {b}" for a, b in rows), rule])
-
-
 #: The attribute :func:`agent_help` keeps a help text's template in.
 HELP_TEMPLATE = "__agent_help_template__"
 
@@ -649,10 +641,6 @@ def agent_help(fn: Callable[..., Any]) -> Callable[..., Any]:
     setattr(fn, HELP_TEMPLATE, template)
     fn.__doc__ = fill_help(template)
     return fn
-
-
-if __doc__:  # None under python -OO
-    __doc__ = __doc__.replace("{agent_table}", _rst_table())
 
 
 #: The markers around the generated table in docs/bots.md.
