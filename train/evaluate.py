@@ -146,6 +146,26 @@ def _unique_names(names: Sequence[str]) -> list[str]:
     return out
 
 
+class _Timed:
+    """An agent that times its own ``act`` calls: seconds and decisions (games asked about), for the report's
+    seconds per decision. Every other attribute is the wrapped agent's."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.seconds = 0.0
+        self.decisions = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.agent, name)
+
+    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+        t = time.perf_counter()
+        out = self.agent.act(obs, rng)
+        self.seconds += time.perf_counter() - t
+        self.decisions += len(obs["action_mask"])
+        return out
+
+
 def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic", deals: int = 1000,
              seed: int = 0, *, num_players: int | None = None, batch_games: int = 1024, versus_first: bool = False,
              progress: bool = False, session_wins: int = 1, recorder: Any = None,
@@ -218,7 +238,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         raise ValueError(f"batch_games: expected games stepped together 1..{MAX_BATCH_GAMES:,} (the vector "
                          f"environment holds about 75 KB a game), got {excerpt(batch_games)}")
     boards_per_task = check_boards_per_task(boards_per_task)
-    agents = [make_agent(s, rules) if isinstance(s, str) else s for s in agent_specs]
+    agents = [_Timed(make_agent(s, rules) if isinstance(s, str) else s) for s in agent_specs]
     names = _unique_names([s.strip() if isinstance(s, str) and not s.startswith("checkpoint:") else a.name
                            for s, a in zip(agent_specs, agents, strict=True)])
     pairs = ([(0, j) for j in range(1, len(agents))] if versus_first
@@ -229,13 +249,15 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=deals * len(pairs), unit="deal", desc="eval", file=sys.stderr, dynamic_ncols=True)
+        # disable=None: no bar when stderr is not a terminal (a log file would fill with \r lines)
+        bar = _PairBar(tqdm(total=deals * len(pairs), unit="deal", desc="eval", file=sys.stderr, dynamic_ncols=True,
+                            disable=None), deals)
     t0 = time.perf_counter()
     entries, records = [], []
     wins = np.zeros((len(agents), len(agents)))
     on_ray = None
     if ray_address is not None:
-        players = [s if isinstance(s, str) else a for s, a in zip(agent_specs, agents, strict=True)]
+        players = [s if isinstance(s, str) else a.agent for s, a in zip(agent_specs, agents, strict=True)]
         if boards_per_task is None:
             on_ray = _pairs_on_ray(ray_address, players, pairs, rules, deals, seed, batch_games, session_wins)
         else:
@@ -243,7 +265,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
                                     session_wins, progress=bar)
     for k, (i, j) in enumerate(pairs):
         if bar is not None:
-            bar.set_postfix_str(f"{names[i]} vs {names[j]}")
+            bar.next_pair(k, f"{names[i]} vs {names[j]}")
         if on_ray is not None:
             rec = on_ray[k]
             if bar is not None and boards_per_task is None:  # the chunks' deals were counted as they came in
@@ -286,6 +308,9 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         "ratings": {n: float(r) for n, r in zip(names, elo, strict=True)},
         "openskill": skill, "win_matrix": matrix, "seconds": seconds,
         "deals_per_minute": 60.0 * total_deals / seconds if seconds > 0 else 0.0,
+        # wall seconds an agent's act took per decision it was asked (None: played on Ray, not timed here)
+        "seconds_per_decision": {n: (a.seconds / a.decisions if a.decisions else None)
+                                 for n, a in zip(names, agents, strict=True)},
     }
 
 
@@ -338,6 +363,30 @@ def _chunk_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, se
     a, b = (make_agent(p, rules) if isinstance(p, str) else p for p in (player_a, player_b))
     return play_chunk(a, b, rules, seed, k, chunk, boards_per_task, batch_games=batch_games,
                       session_wins=session_wins)
+
+
+class _PairBar:
+    """The tournament's tqdm bar, counting at most ``deals`` deals a pair: a pair plays whole matches, so it may play
+    a few deals more than asked, and the bar's total (``deals`` times the pairs) is never overshot ("152 of 150")."""
+
+    def __init__(self, bar: Any, deals: int) -> None:
+        self.bar, self.deals, self.pair, self.counted = bar, deals, 0, {}
+
+    def next_pair(self, k: int, label: str) -> None:
+        self.pair = k
+        self.bar.set_postfix_str(label)
+
+    def update(self, n: int, pair: int | None = None) -> None:
+        """``n`` more deals played by pair ``pair`` (default the pair being played)."""
+        k = self.pair if pair is None else pair
+        before = self.counted.get(k, 0)
+        self.counted[k] = before + int(n)
+        shown = min(self.counted[k], self.deals) - min(before, self.deals)
+        if shown > 0:
+            self.bar.update(shown)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[int, int]], rules: RuleSet,
@@ -403,7 +452,7 @@ def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[i
                         kept[k] = prefix[k]
                 prefix_deals[k] += new_deals
                 if progress is not None and new_deals:
-                    progress.update(new_deals)
+                    progress.update(new_deals, pair=k)
                 if kept[k] is not None:
                     for extra in [r for r, (kk, _) in flying.items() if kk == k]:
                         ray.cancel(extra)

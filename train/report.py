@@ -51,11 +51,38 @@ def format_table(report: dict[str, Any]) -> str:
         lines.append(f"{e['a']:<{wa}}  {e['b']:<{wb}}  {sess}{e['matches']:>7}  {match:<23}  {e['deals']:>6}  "
                      f"{deal:<23}  {_margin(e)}")
     wn = max(8, *(len(n) for n in report["agents"]))
+    marks, note = unmet_marks(report)
     lines += ["", f"{'agent':<{wn}}  {'Elo (BT)':>8}  {'OpenSkill mu':>12}  {'sigma':>5}", "-" * (wn + 33)]
-    for n in sorted(report["agents"], key=lambda n: -report["ratings"][n]):
+    for n in rating_order(report):
         sk = report["openskill"][n]
-        lines.append(f"{n:<{wn}}  {report['ratings'][n]:>8.0f}  {sk['mu']:>12.2f}  {sk['sigma']:>5.2f}")
-    return "\n".join(lines)
+        lines.append(f"{n:<{wn}}  {report['ratings'][n]:>8.0f}{marks[n]:<1}  {sk['mu']:>11.2f}  {sk['sigma']:>5.2f}")
+    spd = report.get("seconds_per_decision") or {}
+    if any(v is not None for v in spd.values()):
+        lines += ["", "seconds per decision (wall, this run): " + ", ".join(
+            f"{n} {v:.4f}" for n, v in spd.items() if v is not None)]
+    return "\n".join(lines + ([note] if note else []))
+
+
+def rating_order(report: dict[str, Any]) -> list[str]:
+    """The agents by rating, best first; equal ratings keep the tournament's order."""
+    return sorted(report["agents"], key=lambda n: -round(report["ratings"][n], 6))
+
+
+def unmet_marks(report: dict[str, Any]) -> tuple[dict[str, str], str]:
+    """``"*"`` for each agent that did not play every other (``versus_first``: only the first plays everyone), and the
+    note that says which pairs never met: their ratings compare only through common opponents, so agents with the
+    same results there get the same rating (a tie, whatever the order)."""
+    counts = match_counts(report)
+    names = report["agents"]
+    unmet = [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names)) if counts[i, j] == 0]
+    marks = dict.fromkeys(names, "")
+    for a, b in unmet:
+        marks[a] = marks[b] = "*"
+    if not unmet:
+        return marks, ""
+    shown = ", ".join(f"{a}-{b}" for a, b in unmet[:6]) + (f" and {len(unmet) - 6} more" if len(unmet) > 6 else "")
+    return marks, (f"* did not play every agent (never met: {shown}): those ratings compare only through common "
+                   "opponents; equal ratings are ties")
 
 
 def format_markdown(report: dict[str, Any]) -> str:
@@ -73,11 +100,13 @@ def format_markdown(report: dict[str, Any]) -> str:
                      f"({e['match_ci_low']:.1%}–{e['match_ci_high']:.1%}) | {e['deals']} | "
                      f"{e['deal_win_rate_a']:.1%} ({e['deal_ci_low']:.1%}–{e['deal_ci_high']:.1%}) | "
                      f"{_margin(e, sep=' to ').replace('[', '(').replace(']', ')')} |")
+    marks, note = unmet_marks(report)
     lines += ["", "| agent | Elo (Bradley–Terry) | OpenSkill μ ± σ |", "|---|---:|---|"]
-    for n in sorted(report["agents"], key=lambda n: -report["ratings"][n]):
+    for n in rating_order(report):
         sk = report["openskill"][n]
-        lines.append(f"| {n} | {report['ratings'][n]:.0f} | {sk['mu']:.2f} ± {sk['sigma']:.2f} |")
-    return "\n".join(lines)
+        star = "\\*" if marks[n] else ""
+        lines.append(f"| {n} | {report['ratings'][n]:.0f}{star} | {sk['mu']:.2f} ± {sk['sigma']:.2f} |")
+    return "\n".join(lines + (["", "\\" + note] if note else []))
 
 
 CSV_FIELDS = ("a", "b", "boards", "matches", "match_wins_a", "match_win_rate_a", "match_ci_low", "match_ci_high",

@@ -1,0 +1,265 @@
+"""Search over the learned network: ``search:SPEC[:BUDGET]``, determinised search guided by a trained policy.
+
+For each decision of B games at once:
+
+1. **Exact last round.** Where the seat to move knows every card (two seats, empty stock,
+   :func:`cassino_env.endgame.solvable`) the move is the exact best one (:func:`agents.endgame.play_endgame`; the
+   network's move is kept whenever it is as good as the best).
+2. **The network ranks the moves.** One forward pass of the policy over all B root positions gives a prior over
+   each game's legal moves; the search considers only the ``top_k`` most probable (all of them when fewer), so the
+   budget is spent on the promising moves instead of being spread over every legal one as ``pimc`` does.
+3. **Determinised rollouts** as :mod:`agents.pimc`: K samples of the hidden cards consistent with the seat's view
+   (:func:`cassino_env.determinize.determinize`), every candidate played in every sample (common random numbers),
+   then a rollout to the end of the deal. All rollouts of all B decisions step together as one batched core state;
+   the rollout policy is a scripted bot (``advanced`` by default) stepped in numba; ``rollout="net"`` plays them with
+   the network instead (one forward pass per ply for every live rollout of every decision), which costs about 40
+   times as much per rollout step on this machine (the move features dominate), so at equal time it gets far fewer
+   rollouts (docs/search.md has the measurements).
+4. **Successive halving** (``halving=True``): the first half of the budget is spread over the candidates, the
+   second half over the best two of them on fresh samples; a move's value is the mean over all its samples.
+5. **Blueprint correction** (SPARTA, Lerer et al. 2020): the network's own move is played unless another candidate's
+   mean outcome beats it by more than ``margin`` points.
+
+The outcome of a rollout is the searching side's deal points minus the mean of the other sides', plus or minus
+``match_bonus`` when the deal ends the match (as ``pimc``). Budget: ``simulations`` rollouts per decision, at least
+``min_samples`` samples per candidate. :data:`DEFAULT_SIMULATIONS` keeps the time per decision at or under
+``pimc``'s default (measured side by side, docs/search.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agents.base import slice_obs
+from cassino_env.determinize import determinize, moves_of, take
+from cassino_env.rules import RuleSet
+
+#: Rollouts per decision of ``search:SPEC`` (the same as ``pimc``'s default: equal rollouts cost equal time).
+DEFAULT_SIMULATIONS = 4000
+#: The largest budget ``search:SPEC:N`` accepts (as ``pimc:N``).
+MAX_SIMULATIONS = 100_000
+#: Candidate moves searched per decision, by the network's prior.
+DEFAULT_TOP_K = 4
+#: Points by which another move must beat the network's own to be played instead.
+DEFAULT_MARGIN = 0.0
+#: Rollout policies: a scripted bot name, or ``net`` (the network itself).
+ROLLOUTS = ("advanced", "intermediate", "greedy", "net")
+
+
+class SearchSpecError(ValueError):
+    """A bad ``search:`` spec or argument; the message names it."""
+
+
+class SearchAgent:
+    """Determinised search guided by a trained network (see the module docstring), an :class:`agents.base.Agent`.
+
+    Args:
+        rules: the rules it plays.
+        net: the trained network's agent (:class:`agents.ppo_agent.PPOAgent`, e.g. from ``pretrained:classic``).
+        simulations: rollouts per decision (1 .. :data:`MAX_SIMULATIONS`).
+        top_k: candidate moves searched, the network's most probable (>= 1).
+        margin: points another move must gain over the network's move to replace it (>= 0).
+        rollout: one of :data:`ROLLOUTS`.
+        halving: spend the second half of the budget on the best two candidates.
+        min_samples: at least this many samples per candidate.
+        match_bonus: points added to (subtracted from) a rollout that ends the match won (lost).
+        exact: play two-seat last rounds exactly.
+        max_games: rollouts stepped together (larger batches are split).
+        name: its name in tables.
+
+    Raises:
+        SearchSpecError: a bad argument.
+    """
+
+    def __init__(self, rules: RuleSet, net: Any, simulations: int = DEFAULT_SIMULATIONS, top_k: int = DEFAULT_TOP_K,
+                 margin: float = DEFAULT_MARGIN, rollout: str = "advanced", halving: bool = False,
+                 min_samples: int = 8, match_bonus: float = 10.0, exact: bool = True, max_games: int = 16384,
+                 name: str | None = None) -> None:
+        from agents.bots import make_bot
+        from agents.pimc import PIMCAgent
+
+        if isinstance(simulations, bool) or not isinstance(simulations, int | np.integer) \
+                or not 1 <= simulations <= MAX_SIMULATIONS:
+            raise SearchSpecError(f"search budget: expected an integer 1..{MAX_SIMULATIONS} (rollouts per decision), "
+                                  f"got {simulations!r:.40}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int | np.integer) or top_k < 1:
+            raise SearchSpecError(f"top_k: expected an integer >= 1 (candidate moves), got {top_k!r:.40}")
+        if not (isinstance(margin, int | float) and np.isfinite(margin) and margin >= 0):
+            raise SearchSpecError(f"margin: expected a finite number >= 0 (points), got {margin!r:.40}")
+        if rollout not in ROLLOUTS:
+            raise SearchSpecError(f"rollout: expected one of {', '.join(ROLLOUTS)}, got {rollout!r:.40}")
+        if not callable(getattr(getattr(net, "policy", None), "logits", None)):
+            raise SearchSpecError("search needs a trained network's agent (checkpoint:PATH or pretrained:NAME)")
+        self.rules = rules
+        self.net = net
+        self.simulations = int(simulations)
+        self.top_k = int(top_k)
+        self.margin = float(margin)
+        self.rollout = rollout
+        self.halving = bool(halving)
+        self.min_samples = int(min_samples)
+        self.match_bonus = float(match_bonus)
+        self.exact = bool(exact) and rules.num_players == 2
+        self.max_games = int(max_games)
+        self.name = name or "search"
+        self._bot = None if rollout == "net" else make_bot(rollout, rules)
+        # pimc's batched rollout loop (its policy replaced when the network plays the rollouts)
+        self._pimc = PIMCAgent(rules, simulations=1, rollout="advanced" if rollout == "net" else rollout,
+                               match_bonus=match_bonus, max_games=max_games)
+
+    # -- the network -------------------------------------------------------------------------------------------------
+    def _logits(self, obs: dict[str, Any]) -> np.ndarray:
+        """float32[B, M]: the network's logits (-inf at illegal moves), M the obs's move-table width."""
+        import torch
+
+        from agents.policy import MoveBatch
+
+        net = self.net
+        feats = net.featurizer(obs) if net.featurizer is not None else None
+        with torch.no_grad():
+            lg = net.policy.logits(MoveBatch.from_obs(obs, feats)).numpy()
+        out = np.full(np.asarray(obs["action_mask"]).shape, -np.inf, dtype=np.float32)
+        out[:, :lg.shape[1]] = lg
+        return out
+
+    def _net_state_policy(self, state: Any) -> np.ndarray:
+        """The network's move for the seat to move in every game of a core State (rollouts with ``rollout="net"``)."""
+        from agents.gym_env import state_obs
+
+        return np.argmax(self._logits(state_obs(state)), axis=1).astype(np.int64)
+
+    # -- Agent protocol ----------------------------------------------------------------------------------------------
+    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+        """int64[B]: the searched move per game."""
+        mask = np.asarray(obs["action_mask"]) != 0
+        B = len(mask)
+        if B == 0:
+            return np.zeros(0, dtype=np.int64)
+        if "view" not in obs:
+            raise ValueError(f"{self.name} reads obs['view']: create the environment with with_view=True")
+        logits = self._logits(obs)
+        out = np.argmax(logits, axis=1).astype(np.int64)
+        n = mask.sum(axis=1).astype(np.int64)
+        todo = n > 1
+        if self.exact:
+            from agents.endgame import play_endgame
+            from cassino_env.endgame import solvable
+
+            solv = solvable(self.rules, obs["view"]) & todo
+            if solv.any():
+                rows = np.flatnonzero(solv)
+                out[rows] = play_endgame(self.rules, slice_obs(obs, rows), out[rows])
+            todo &= ~solv
+        rows = np.flatnonzero(todo)
+        if rows.size == 0:
+            return out
+        m = np.minimum(n[rows], self.top_k)
+        # candidates: the m most probable legal moves, most probable first (column 0 is the network's move)
+        order = np.argsort(-logits[rows], axis=1, kind="stable")
+        per = self.simulations if not self.halving else max(1, self.simulations // 2)
+        ks = np.maximum(self.min_samples, np.ceil(per / m).astype(np.int64))
+        start = 0
+        while start < rows.size:  # chunks whose rollouts fit max_games
+            stop, total = start + 1, ks[start] * m[start]
+            while stop < rows.size and total + ks[stop] * m[stop] <= self.max_games:
+                total += ks[stop] * m[stop]
+                stop += 1
+            sl = slice(start, stop)
+            out[rows[sl]] = self._search(slice_obs(obs, rows[sl]), order[sl], m[sl], ks[sl], rng)
+            start = stop
+        return out
+
+    # -- search ------------------------------------------------------------------------------------------------------
+    def _search(self, obs: dict[str, Any], order: np.ndarray, m: np.ndarray, ks: np.ndarray,
+                rng: np.random.Generator) -> np.ndarray:
+        """The chosen listed move of each of R games, candidates ``order[r, :m[r]]``."""
+        R = len(m)
+        sums = np.zeros((R, int(m.max())))
+        counts = np.zeros((R, int(m.max())))
+        cand = [order[r, :m[r]] for r in range(R)]
+        self._evaluate(obs, cand, ks, rng, sums, counts, np.arange(R))
+        if self.halving:
+            means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+            two = np.argsort(-means, axis=1, kind="stable")[:, :2]
+            sub = [two[r, :min(2, int(m[r]))] for r in range(R)]
+            ks2 = np.maximum(self.min_samples, np.ceil((self.simulations - self.simulations // 2)
+                                                        / np.array([len(s) for s in sub])).astype(np.int64))
+            self._evaluate(obs, [cand[r][sub[r]] for r in range(R)], ks2, rng, sums, counts, np.arange(R), sub)
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+        best = np.argmax(means, axis=1)
+        keep = means[np.arange(R), best] - means[:, 0] <= self.margin  # the network's move stands
+        pick = np.where(keep, 0, best)
+        return order[np.arange(R), pick]
+
+    def _evaluate(self, obs: dict[str, Any], cand: list[np.ndarray], ks: np.ndarray, rng: np.random.Generator,
+                  sums: np.ndarray, counts: np.ndarray, rows: np.ndarray, slots: list[np.ndarray] | None = None
+                  ) -> None:
+        """Add the rollout outcomes of every candidate ``cand[r]`` on ``ks[r]`` fresh samples to ``sums``/``counts``
+        (columns ``slots[r]``, default 0..len-1)."""
+        m = np.array([len(c) for c in cand], dtype=np.int64)
+        det = determinize(self.rules, obs["view"], moves_of(obs), ks, rng)
+        sample_start = np.concatenate([[0], np.cumsum(ks)[:-1]])
+        idx = np.concatenate([np.repeat(sample_start[r] + np.arange(ks[r]), m[r]) for r in range(len(m))])
+        first = np.concatenate([np.tile(cand[r], ks[r]) for r in range(len(m))]).astype(np.int64)
+        slot = np.concatenate([np.tile(np.arange(m[r]) if slots is None else slots[r], ks[r])
+                               for r in range(len(m))])
+        row = np.repeat(np.arange(len(m)), ks * m)
+        st = take(det, idx)
+        me = np.asarray(obs["view"]["viewer"]).astype(np.int64)[row]
+        if self.rollout == "net":
+            outcome = self._rollout_net(st, first, me)
+        else:
+            outcome = self._pimc._rollout(st, first, me, rng)
+        np.add.at(sums, (rows[row], slot), outcome)
+        np.add.at(counts, (rows[row], slot), 1.0)
+
+    def _rollout_net(self, st: Any, first: np.ndarray, me: np.ndarray) -> np.ndarray:
+        """As :meth:`agents.pimc.PIMCAgent._rollout`, every seat played by the network's most probable move."""
+
+        class _Net:
+            def act_state(_self, state: Any) -> np.ndarray:  # noqa: N805 - a small adapter
+                return self._net_state_policy(state)
+
+        saved = self._pimc.policy
+        self._pimc.policy = _Net()
+        try:
+            return self._pimc._rollout(st, first, me, np.random.default_rng(0))
+        finally:
+            self._pimc.policy = saved
+
+
+def parse_search_arg(arg: str) -> tuple[str, int | None]:
+    """Split the argument of ``search:SPEC[:BUDGET]`` into the network's spec and the budget (None: default).
+
+    The budget is a trailing ``:N`` of ASCII digits. Raises :class:`SearchSpecError` for an empty SPEC.
+    """
+    text = arg.strip()
+    head, sep, tail = text.rpartition(":")
+    budget = None
+    if sep and tail and tail.isascii() and tail.isdigit():
+        budget = int(tail)
+        text = head.strip()
+        if not 1 <= budget <= MAX_SIMULATIONS:
+            raise SearchSpecError(f"search:SPEC:N needs a budget 1..{MAX_SIMULATIONS} rollouts per decision, got "
+                                  f"{tail[:20]!r}")
+    elif sep and tail and head.partition(":")[0] in ("pretrained", "checkpoint", "policy") and tail.strip() == "":
+        raise SearchSpecError(f"search:SPEC:N: empty budget in {arg!r:.60}")
+    if not text:
+        raise SearchSpecError("search needs a network: search:SPEC[:N] (e.g. search:pretrained:classic)")
+    if text.partition(":")[0] not in ("pretrained", "checkpoint", "policy"):
+        raise SearchSpecError(f"search:SPEC[:N]: SPEC is a trained network (pretrained:NAME, checkpoint:PATH or "
+                              f"policy:SPEC), got {text[:60]!r}")
+    return text, budget
+
+
+def make_search_agent(rules: RuleSet, arg: str, name: str | None = None, **options: Any) -> SearchAgent:
+    """The agent of spec ``search:ARG`` (``ARG`` = ``SPEC[:BUDGET]``); ``options`` go to :class:`SearchAgent`."""
+    from agents.registry import make_agent
+
+    spec, budget = parse_search_arg(arg)
+    net = make_agent(spec, rules)
+    if budget is not None:
+        options["simulations"] = budget
+    return SearchAgent(rules, net, name=name, **options)
