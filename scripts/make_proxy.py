@@ -31,7 +31,7 @@ def make(preset: str = "classic", num_players: int | None = None, positions: int
         seed: seed of the games, the draw of the positions and the labelling.
         path: the file to write (default ``~/.cache/cassino-rl/proxy/<preset>-<P>p.npz``).
     """
-    from train.cli import bad_input
+    from train.errors import bad_input
     from train.proxy import build
 
     t0 = time.time()

@@ -34,6 +34,7 @@ from train.errors import EXIT_BAD_INPUT, bad_input, error  # noqa: F401 (re-expo
 COMMANDS: dict[str, tuple[str, str]] = {
     "moves": ("train.cli:moves", "print the legal moves of a JSON position, one JSON object a line"),
     "bench": ("train.cli:bench", "measure an engine's speed in games and moves per second"),
+    "proxy": ("train.proxy:main", "score agents on the development proxy set: regret per decision and top-1 agreement"),
     "eval": ("train.evaluate:main",
              "play agents against each other in duplicate format, any preset: win rates, margins, ratings"),
     "play": ("train.play:main", "play against a bot or a trained agent in the terminal"),

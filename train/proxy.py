@@ -291,7 +291,8 @@ def label_positions(rules: RuleSet, obs: dict[str, Any], simulations: int = LABE
 
 
 def build(preset: str = "classic", num_players: int | None = None, positions: int = 2400, seed: int = 20231,
-          simulations: int = LABEL_SIMULATIONS, path: str | Path | None = None, progress: bool = True) -> Path:
+          simulations: int = LABEL_SIMULATIONS, path: str | Path | None = None, progress: bool = True,
+          deals_per_source: int = 64) -> Path:
     """Collect, label and write a proxy set (atomically, rewritten every two minutes while the labelling runs, the
     positions labelled so far); returns the path written."""
     from agents.ppo_agent import atomic_write
@@ -303,7 +304,7 @@ def build(preset: str = "classic", num_players: int | None = None, positions: in
     rules = make_rules(preset, num_players)
     out = Path(path) if path is not None else default_path(rules.preset, rules.num_players)
     t0 = time.time()
-    obs, source, names = collect_positions(rules, positions, seed)
+    obs, source, names = collect_positions(rules, positions, seed, deals_per_source=deals_per_source)
     t1 = time.time()
 
     def save(values: np.ndarray, exact: np.ndarray, labelled: np.ndarray) -> Path:

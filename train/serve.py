@@ -438,6 +438,18 @@ def check_opponent(spec: str, allowed: tuple[str, ...] = ()) -> str:
                                f"{excerpt(node.arg)}")
         if node.name in (*ladder(), *search_names(), "pretrained"):
             return spec
+        if node.name == "search":  # search over a shipped network, its budget capped as pimc's (agents.search)
+            from agents.search import SearchSpecError, parse_search_arg
+
+            try:
+                inner, budget = parse_search_arg(node.arg)
+            except SearchSpecError as exc:
+                raise RequestError(f"opponent: {exc}") from None
+            if budget is not None and budget > MAX_WEB_SIMULATIONS:
+                raise RequestError(f"opponent: search:SPEC:N here takes at most {MAX_WEB_SIMULATIONS} rollouts, got "
+                                   f"{budget}")
+            if inner.partition(":")[0] == "pretrained":
+                return spec
         break
     offered = [*ladder(), "pimc[:N]", "pretrained:NAME", *allowed, "endgame:SPEC or policy:SPEC of these"]
     raise RequestError(f"opponent: {excerpt(spec)} is not offered by this server; agents are {', '.join(offered)} "

@@ -1,0 +1,105 @@
+"""The network-guided search agent (agents/search.py), its spec, and the development proxy (train/proxy.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.registry import AgentSpecError, make_agent
+from cassino_env.rules import make_rules
+from cassino_env.vector import CassinoVectorEnv
+
+RULES = make_rules("classic")
+
+
+def _positions(n_steps: int = 6, games: int = 6) -> dict:
+    env = CassinoVectorEnv(games, RULES, seed=123, with_view=True)
+    obs, _ = env.reset()
+    bot = make_agent("advanced", RULES)
+    for _ in range(n_steps):
+        obs, *_ = env.step(bot.act(obs, np.random.default_rng(0)))
+    return obs
+
+
+def test_search_spec_plays_legal_moves_and_is_named():
+    agent = make_agent("search:pretrained:classic:64", RULES)
+    assert agent.name == "search:pretrained:classic:64" and agent.simulations == 64
+    obs = _positions()
+    moves = agent.act(obs, np.random.default_rng(1))
+    mask = np.asarray(obs["action_mask"]) != 0
+    assert moves.shape == (len(mask),) and mask[np.arange(len(mask)), moves].all()
+
+
+def test_search_default_budget_matches_pimc():
+    from agents.pimc import DEFAULT_SIMULATIONS as PIMC
+    from agents.search import DEFAULT_SIMULATIONS
+
+    assert make_agent("search:pretrained:classic", RULES).simulations == DEFAULT_SIMULATIONS <= PIMC
+
+
+@pytest.mark.parametrize("spec", ["search", "search:", "search:greedy", "search:pretrained:classic:0",
+                                  "search:pretrained:classic:100001", "search:pretrained:nosuch",
+                                  "search:pimc:64"])
+def test_bad_search_specs_are_one_clear_error(spec):
+    with pytest.raises(AgentSpecError, match="search|pretrained"):
+        make_agent(spec, RULES)
+
+
+def test_top1_with_huge_margin_is_the_network_alone_outside_the_last_round():
+    from agents.search import SearchAgent
+
+    net = make_agent("policy:pretrained:classic", RULES)
+    agent = SearchAgent(RULES, net, simulations=16, top_k=3, margin=1e9, exact=False)
+    obs = _positions()
+    assert (agent.act(obs, np.random.default_rng(0)) == net.act(obs, np.random.default_rng(0))).all()
+
+
+def test_exact_values_agree_with_the_solver():
+    from agents.base import slice_obs
+    from cassino_env.endgame import solvable, solve
+    from train.proxy import exact_values
+
+    env = CassinoVectorEnv(8, RULES, seed=5, with_view=True)
+    obs, _ = env.reset()
+    bot = make_agent("advanced", RULES)
+    rows = np.zeros(0, dtype=np.int64)
+    for _ in range(60):  # play until some games reach their last round
+        rows = np.flatnonzero(solvable(RULES, obs["view"]))
+        if rows.size >= 2:
+            break
+        obs, *_ = env.step(bot.act(obs, np.random.default_rng(0)))
+    assert rows.size
+    sub = slice_obs(obs, rows)
+    vals = exact_values(RULES, sub, match_bonus=10.0)
+    _, best, _ = solve(RULES, sub, match_bonus=10.0)
+    mask = np.asarray(sub["action_mask"]) != 0
+    assert np.allclose(np.where(mask, vals, -np.inf).max(axis=1), best)
+    assert np.isnan(vals[~mask]).all()
+
+
+def test_tiny_proxy_builds_loads_and_scores(tmp_path):
+    from train.proxy import ProxyError, build, load, score
+
+    path = build("classic", None, positions=20, seed=3, simulations=32, path=tmp_path / "p.npz", progress=False,
+                 deals_per_source=2)
+    proxy = load(path)
+    assert len(proxy) == 20 and proxy.meta["complete"]
+    mask = np.asarray(proxy.obs["action_mask"]) != 0
+    assert (mask.sum(axis=1) > 1).all() and np.isfinite(proxy.values[mask]).all()
+    for spec in ("random", "advanced"):
+        r = score(make_agent(spec, proxy.rules), proxy)
+        assert r["positions"] == 20 and r["regret"] >= 0 and 0 <= r["top1"] <= 1
+    oracle = type("Oracle", (), {"name": "oracle", "act": lambda self, obs, rng: np.nanargmax(
+        np.where(np.asarray(obs["action_mask"]) != 0, proxy.values, -np.inf), axis=1)})()
+    assert score(oracle, proxy, chunk=10**6)["regret"] == 0.0
+    assert len(proxy.head(5)) == 5
+    with pytest.raises(ProxyError, match="no proxy file"):
+        load(tmp_path / "missing.npz")
+
+
+def test_eval_reports_seconds_per_decision():
+    from train.evaluate import evaluate
+
+    rep = evaluate(["greedy", "random"], RULES, deals=2, seed=1)
+    spd = rep["seconds_per_decision"]
+    assert set(spd) == {"greedy", "random"} and all(v is not None and v >= 0 for v in spd.values())
