@@ -280,6 +280,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def find_config(path: str | Path) -> Path:
+    """The config file ``path`` names: the path itself when it exists (relative to the working directory), else,
+    for a relative path, the shipped config of that name: ``ppo_tiny``, ``ppo_tiny.yaml`` and
+    ``configs/ppo_tiny.yaml`` all name :data:`CONFIGS_DIR` ``/ppo_tiny.yaml`` from any directory, as the default
+    config is found. A path found nowhere is returned as given (reading it then fails, naming it)."""
+    given = Path(path)
+    if given.exists() or given.is_absolute():
+        return given
+    name = given.name if given.suffix in (".yaml", ".yml") else given.name + ".yaml"
+    if len(given.parts) == 1 or given.parent.as_posix() in ("configs", "./configs"):
+        shipped = CONFIGS_DIR / name
+        if shipped.is_file():
+            return shipped
+    return given
+
+
 def load_config(cls: type, path: str | Path) -> dict[str, Any]:
     """Read a YAML config (a mapping of fields of the dataclass ``cls``); unknown fields, and a field given twice,
     are errors.
@@ -287,9 +303,13 @@ def load_config(cls: type, path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: naming the file and the problem (unreadable, not UTF-8, not YAML, nested too deeply).
     """
-    path = Path(path)
+    path = find_config(path)
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader)
+    except FileNotFoundError as exc:
+        shipped = ", ".join(sorted(p.name for p in CONFIGS_DIR.glob("*.yaml")))
+        raise ConfigError(f"{path}: {exc.strerror or exc} (the shipped configs are in {CONFIGS_DIR}: {shipped}; "
+                          "a bare name such as ppo_tiny.yaml or configs/ppo_tiny.yaml is looked up there)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -302,7 +322,7 @@ def load_config(cls: type, path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config must be a mapping of {cls.__name__} fields")
     known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(set(data) - known, key=repr)  # keys of mixed types (1: 2, foo: 3) sort by their text
     if unknown:
         raise ConfigError(f"{path}: unknown field {unknown[0]!r} (fields are those of {cls.__module__}."
                           f"{cls.__qualname__})")
@@ -759,10 +779,15 @@ def _agent_spec(ladder: bool) -> typing.Callable[[str, str], None]:
     return check
 
 
+#: The most env steps a run may ask for: a million steps a second would take 11.6 days.
+MAX_TIMESTEPS = 10**12
+
 #: The rule of every :class:`Args` field (:mod:`train.config`'s rule makers); ``Args.__post_init__`` applies them.
 #: Upper bounds keep a run within what one machine can hold (the network widths, the rollout size; the rollout's
-#: memory is also checked against the machine's, :func:`rollout_bytes`) or within what the engine allows
-#: (``max_moves`` up to 32,767).
+#: memory is also checked against the machine's, :func:`rollout_bytes`), within what the engine allows
+#: (``max_moves`` up to 32,767) or within what trains at all in float32: a learning rate above 1, a reward scale
+#: above 1,000 (deal margins of +-10 points become +-10,000), loss coefficients above 100 or a feature prior above 100
+#: logits per point overflow or diverge at once (the trainer also stops at the first non-finite loss or gradient).
 ARG_RULES: dict[str, FieldRule] = {
     # experiment
     "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1, want="an integer 0 <= seed < 2**63"),
@@ -772,17 +797,20 @@ ARG_RULES: dict[str, FieldRule] = {
     "ray_address": optional(text()), "num_workers": integer(1, 4096),
     # environment
     "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
-    "reward_scale": number(0.0, lo_open=True), "objective": text(("points", "match")),
+    "reward_scale": number(0.0, 1000.0, lo_open=True), "objective": text(("points", "match")),
     "shaping": boolean(), "endgame": boolean(), "max_moves": integer(1, 32767),
     # PPO
-    "total_timesteps": integer(1), "learning_rate": number(0.0, lo_open=True), "anneal_lr": boolean(),
+    "total_timesteps": integer(1, MAX_TIMESTEPS), "learning_rate": number(0.0, 1.0, lo_open=True),
+    "anneal_lr": boolean(),
     "num_envs": integer(1, 2**20), "num_steps": integer(1, 48_000), "gamma": number(0.0, 1.0),
     "gae_lambda": number(0.0, 1.0), "num_minibatches": integer(1, 2**20), "update_epochs": integer(1, 10_000),
-    "norm_adv": boolean(), "clip_coef": number(0.0, lo_open=True), "clip_vloss": boolean(), "ent_coef": number(0.0),
-    "vf_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True),
+    "norm_adv": boolean(), "clip_coef": number(0.0, 10.0, lo_open=True), "clip_vloss": boolean(),
+    "ent_coef": number(0.0, 100.0),
+    "vf_coef": number(0.0, 100.0), "max_grad_norm": number(0.0, 1e6, lo_open=True),
     "target_kl": optional(number(0.0, lo_open=True)),
     # network
-    "hidden": integer(1, 4096), "embed": integer(1, 4096), "move_features": boolean(), "feature_prior": number(0.0),
+    "hidden": integer(1, 4096), "embed": integer(1, 4096), "move_features": boolean(),
+    "feature_prior": number(0.0, 100.0),
     "critic": text(CRITIC_CHOICES), "critic_full_state": boolean(),
     # opponents
     "pool_rate": number(0.0, 1.0), "pool_size": integer(1, 10_000), "snapshot_every": integer(0),

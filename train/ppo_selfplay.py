@@ -142,11 +142,15 @@ from train.rollout import (  # noqa: F401 (re-exported: the rollout's parts live
 )
 from train.run import (  # noqa: F401 (EVAL_ABOUT, final_evaluation: re-exported)
     EVAL_ABOUT,
+    Diverged,
+    RunInterrupted,
+    RunStopped,
     TrainingRun,
     collect,
     end_iteration,
     final_evaluation,
     finish,
+    guard,
     log_rollout,
     setup,
 )
@@ -155,6 +159,10 @@ if typing.TYPE_CHECKING:  # torch is imported where it is used, so `cassino trai
     import torch
 
     from train.rollout import Rollout
+
+
+#: The exit code of a run stopped by Ctrl-C (SIGINT), as a shell reports it (128 + 2).
+EXIT_INTERRUPTED = 130
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -175,15 +183,27 @@ def resolve_args(options: Any) -> Args:
 def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.arg(name="")]) -> int:  # type: ignore[valid-type]
     """Train a self-play PPO agent, then evaluate its final checkpoint against the bot ladder.
 
-    Writes TensorBoard logs and checkpoints under the run folder; see ``train/ppo_selfplay.py``.
+    Writes TensorBoard logs and checkpoints under the run folder; see ``train/ppo_selfplay.py``. Exit codes: 0 done,
+    2 bad input (one ``error:`` line), 1 a run that stopped (diverged, disk full: one ``error:`` line naming the step
+    and the last good checkpoint), 130 Ctrl-C (one line: what is saved and the resume command).
     """
     from agents.ppo_agent import CheckpointError
     from cassino_env.errors import CassinoError
     from train.errors import bad_input
 
     with bad_input(ConfigError, CheckpointError, CassinoError) as failed:
-        args = resolve_args(options)
-        train(args, explicit=config.explicit_fields(Args, options))  # flags and the --config file's fields
+        try:
+            args = resolve_args(options)
+            train(args, explicit=config.explicit_fields(Args, options))  # flags and the --config file's fields
+        except RunInterrupted as exc:  # Ctrl-C: what is saved and the resume command, one line
+            print(exc, file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except RunStopped as exc:  # diverged, disk full: one line naming the step and the last good checkpoint
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:  # before the training loop began: nothing trained yet
+            print("interrupted before training began: nothing was trained", file=sys.stderr)
+            return EXIT_INTERRUPTED
     return failed.code
 
 
@@ -232,23 +252,24 @@ def _train(args: Args, explicit: set[str] | None, held: list[Any]) -> Path:
     The Ray workers and the run folder's lock go into ``held`` for :func:`train` to release."""
     run = setup(args, explicit, held)  # options, checkpoint, games, network, pool, run folder; evaluation at step 0
     args = run.args  # a resumed run's: its checkpoint's config and the options given
-    while run.iteration < run.num_iterations:
-        run.iteration += 1
-        t_iter = time.time()
-        if args.anneal_lr:  # linearly to 0 over the run
-            frac = 1.0 - (run.iteration - 1.0) / run.num_iterations
-            run.optimizer.param_groups[0]["lr"] = args.learning_rate * frac
+    with guard(run):  # Ctrl-C: stop after the iteration, saved; a diverged update: the step and the last checkpoint
+        while run.iteration < run.num_iterations:
+            run.iteration += 1
+            t_iter = time.time()
+            if args.anneal_lr:  # linearly to 0 over the run
+                frac = 1.0 - (run.iteration - 1.0) / run.num_iterations
+                run.optimizer.param_groups[0]["lr"] = args.learning_rate * frac
 
-        ro = collect(run)  # one rollout of every game, GAE along each (game, seat) trajectory (train/rollout.py)
+            ro = collect(run)  # one rollout of every game, GAE along each (game, seat) trajectory (train/rollout.py)
 
-        t_upd = time.time()
-        stats = ppo_update(run.policy, run.optimizer, ro, args, run.rng)  # over the learner's transitions
-        t_done = time.time()
+            t_upd = time.time()
+            stats = ppo_update(run.policy, run.optimizer, ro, args, run.rng)  # over the learner's transitions
+            t_done = time.time()
 
-        log_update(run, stats)
-        log_rollout(run, ro, t_iter, t_upd, t_done)
-        if end_iteration(run, t_done, progress=f"v_loss {stats.value_loss:.3f} entropy {stats.entropy:.3f}"):
-            break  # max_train_seconds reached
+            log_update(run, stats)
+            log_rollout(run, ro, t_iter, t_upd, t_done)
+            if end_iteration(run, t_done, progress=f"v_loss {stats.value_loss:.3f} entropy {stats.entropy:.3f}"):
+                break  # max_train_seconds reached
     return finish(run)  # final.pt, the summary line, the evaluation after training
 
 
@@ -274,7 +295,12 @@ def ppo_update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, ro: Ro
     """The PPO update (CleanRL's): ``update_epochs`` epochs over the learner's transitions ``ro.flat`` in
     ``num_minibatches`` minibatches (shuffled by ``rng``; a last partial one is dropped), the clipped surrogate, the
     (clipped) value loss and the entropy over the legal moves, a global gradient-norm clip, and an early stop of the
-    epochs past ``target_kl``."""
+    epochs past ``target_kl``.
+
+    Raises:
+        train.run.Diverged: a loss or gradient norm that is not finite (before that minibatch's step is applied), or
+            a weight that is not finite after the update.
+    """
     import torch
 
     from agents.policy import MoveBatch, masked_entropy, masked_log_softmax
@@ -317,10 +343,16 @@ def ppo_update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, ro: Ro
             loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
+            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
+            if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):  # checked before the step: weights stay good
+                what = "loss" if not torch.isfinite(loss) else "gradient norm"
+                raise Diverged(f"the {what} is not finite ({(loss if what == 'loss' else grad_norm).item()}) in epoch "
+                               f"{_epoch + 1}, minibatch {start // minibatch_size + 1}")
             optimizer.step()
         if args.target_kl is not None and approx_kl > args.target_kl:
             break
+    if not all(bool(torch.isfinite(p).all()) for p in policy.parameters()):
+        raise Diverged("a weight is not finite after the update")
     y_pred, y_true = ro.values[flat], ro.returns[flat]
     var_y = np.var(y_true)
     explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y

@@ -23,8 +23,12 @@ Ray workers go into ``held`` for the caller to release (:func:`train.ppo_selfpla
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +62,21 @@ EVAL_ABOUT = ("eval/winrate_vs_BOT: the share of {deals} duplicate deals (each t
               "These are deal win rates; the table printed after training gives match win rates.")
 
 
+class RunStopped(RuntimeError):
+    """A run that cannot go on (its losses are no longer finite, a checkpoint cannot be written): the message names
+    the step and the last checkpoint written whole, which is left intact (``cassino train`` prints it as one
+    ``error:`` line and exits with 1)."""
+
+
+class Diverged(RunStopped):
+    """The PPO update met a loss or a gradient that is not a finite number; no weights of it were applied."""
+
+
+class RunInterrupted(RunStopped):
+    """Ctrl-C (SIGINT): the message says what is saved and how to resume (``cassino train`` prints it as one line and
+    exits with 130)."""
+
+
 def fmt_time(s: float) -> str:
     """Seconds as ``MmSSs`` (``HhMMm`` from an hour on).
 
@@ -88,6 +107,9 @@ class TrainingRun:
             elapsed_before: wall seconds of the run's earlier parts; start_time: ``time.time()`` at this part's start.
         last_eval, last_eval_step: the latest deal win rates by opponent and the step they were measured at.
         stop_reason: why the loop ended (for the summary line).
+        last_checkpoint, last_checkpoint_step: the last checkpoint written whole (a resumed run's: its file) and its
+            step; None before the first.
+        interrupt_requested: Ctrl-C was pressed once (:func:`guard`): the run stops after the iteration, saved.
     """
 
     args: Args
@@ -117,6 +139,9 @@ class TrainingRun:
     snap_mark: int = 0
     ckpt_mark: int = 0
     stop_reason: str = "total_timesteps reached"
+    last_checkpoint: Path | None = None
+    last_checkpoint_step: int = 0
+    interrupt_requested: bool = False
 
     @property
     def ckpt_dir(self) -> Path:
@@ -137,7 +162,23 @@ class TrainingRun:
             "global_step": self.global_step, "elapsed_s": self.elapsed(), "numpy_rng": rng_state(self.rng),
             "torch_rng": torch.get_rng_state(), "pool": self.pool.state(), **self.rollouts.state(),  # env_state
         }
-        return save_training_checkpoint(self.ckpt_dir / name, self.policy, self.rules, self.optimizer, train_state)
+        try:
+            path = save_training_checkpoint(self.ckpt_dir / name, self.policy, self.rules, self.optimizer, train_state)
+        except OSError as exc:  # a full disk, a folder gone: the files written before are intact
+            where = exc.filename or self.ckpt_dir / name
+            raise RunStopped(f"cannot write the checkpoint {where} at step {self.global_step:,}: "
+                             f"{exc.strerror or exc}; {self.saved_so_far()}") from None
+        self.last_checkpoint, self.last_checkpoint_step = path, self.global_step
+        return path
+
+    def saved_so_far(self) -> str:
+        """What is saved, and the command that resumes from it (for the messages of a run that stops)."""
+        if self.last_checkpoint is None:
+            return "no checkpoint was written yet (the run starts again from scratch)"
+        latest = self.ckpt_dir / "latest.pt"
+        ckpt = latest if self.last_checkpoint.parent == self.ckpt_dir else self.last_checkpoint
+        return (f"the last checkpoint, {self.last_checkpoint} (step {self.last_checkpoint_step:,}), is intact: resume "
+                f"with: cassino train --resume {ckpt}")
 
     def evaluate(self) -> dict[str, float]:
         """Deal win rates of the policy (argmax play, with the exact last round of the checkpoint agents,
@@ -260,7 +301,10 @@ def setup(args: Args, explicit: set[str] | None, held: list[Any]) -> TrainingRun
     held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
     run.ckpt_dir.mkdir(parents=True, exist_ok=True)
     config_text = yaml.safe_dump(args_to_dict(args), sort_keys=False).encode("utf-8")
-    atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
+    try:
+        atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
+    except OSError as exc:
+        raise RunStopped(f"cannot write {run_dir / 'config.yaml'}: {exc.strerror or exc}") from None
     run.writer = SummaryWriter(str(run_dir))
     if ckpt is None:
         run.writer.add_text("hyperparameters", config.hparams_table(args))
@@ -353,6 +397,7 @@ def restore(run: TrainingRun, ckpt: dict[str, Any]) -> None:
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise CheckpointError(f"{args.resume}: optimizer: does not fit the network: {exc}") from None
     run.iteration, run.global_step = int(tr["iteration"]), int(tr["global_step"])
+    run.last_checkpoint, run.last_checkpoint_step = Path(args.resume), run.global_step
     run.elapsed_before = float(tr["elapsed_s"])
     run.pool.load(tr["pool"])
     set_rng_state(run.rng, tr["numpy_rng"])
@@ -439,7 +484,42 @@ def end_iteration(run: TrainingRun, t_done: float, progress: str = "") -> bool:
         print(progress_line(run, elapsed, progress), flush=True)
     if over_time:
         run.stop_reason = f"max_train_seconds={args.max_train_seconds:g} reached"
+    if run.interrupt_requested and not last_iter:  # Ctrl-C: saved here, between iterations, on a deal boundary
+        path = run.checkpoint(f"step_{step:011d}.pt")
+        raise RunInterrupted(f"interrupted at step {step:,}: nothing is lost, {path} holds the run: resume with: "
+                             f"cassino train --resume {run.ckpt_dir / 'latest.pt'}")
     return over_time
+
+
+@contextlib.contextmanager
+def guard(run: TrainingRun) -> Iterator[None]:
+    """The training loop's guard. The first Ctrl-C (SIGINT) asks the run to stop after the current iteration, with a
+    checkpoint (:func:`end_iteration` raises :class:`RunInterrupted` saying how to resume); a second stops at once
+    (the steps since the last checkpoint are lost, and the message says so). A :class:`Diverged` update is given
+    the step and the last checkpoint. The previous SIGINT handler is restored on the way out; outside the main
+    thread (no signals there) only the messages are added."""
+    previous = None
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if run.interrupt_requested:
+            raise KeyboardInterrupt
+        run.interrupt_requested = True
+        print("Ctrl-C: stopping after this iteration, with a checkpoint (Ctrl-C again: stop at once)", flush=True)
+
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"interrupted at step {run.global_step:,} (stopped at once, the steps since the last "
+                             f"checkpoint are lost): {run.saved_so_far()}") from None
+    except Diverged as exc:
+        raise Diverged(f"training diverged at step {run.global_step:,} (iteration {run.iteration}): {exc}; no weights "
+                       f"of it were saved, {run.saved_so_far()} (with a smaller learning_rate, or reward_scale, "
+                       "ent_coef, vf_coef)") from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def progress_line(run: TrainingRun, elapsed: float, extra: str = "") -> str:
@@ -467,7 +547,12 @@ def finish(run: TrainingRun) -> Path:
           f"SPS, {run.stop_reason}); final checkpoint {final}", flush=True)
     run.writer.close()
     if run.args.final_eval_deals > 0 and run.args.final_eval_opponents:
-        final_evaluation(final, run.rules, run.args)
+        try:
+            final_evaluation(final, run.rules, run.args)
+        except KeyboardInterrupt:
+            raise RunInterrupted(f"interrupted during the evaluation after training: nothing is lost, the trained "
+                                 f"network is {final}: evaluate it with: cassino eval --agents checkpoint:{final},"
+                                 "ladder") from None
     return final
 
 
