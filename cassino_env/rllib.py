@@ -19,7 +19,8 @@ plain RLlib code, run in a virtual environment with ``ray[rllib]`` (it pins its 
     config = (PPOConfig().environment("cassino", env_config={"rules": "classic"})
               .multi_agent(policies={"shared"}, policy_mapping_fn=lambda agent_id, episode, **kw: "shared")
               .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={
-                  "shared": RLModuleSpec(module_class=ActionMaskingTorchRLModule)})))
+                  "shared": RLModuleSpec(module_class=ActionMaskingTorchRLModule)}))
+              .env_runners(num_env_runners=0).training(train_batch_size_per_learner=512, minibatch_size=128))
     print(config.build_algo().train()["env_runners"]["num_env_steps_sampled"])
 
 ``env_config`` holds any arguments of :func:`cassino_env.env` (they override the defaults). This module imports

@@ -8,6 +8,7 @@ The module-level names are plain constants and functions; a test module imports 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,51 @@ SWEEP = [pytest.param(0.1, id="quick"), pytest.param(1.0, id="full", marks=pytes
 def sweep_count(n: int, share: float) -> int:
     """The number of games a sweep of ``n`` plays at ``share`` (:data:`SWEEP`): at least 2."""
     return max(2, round(n * share))
+
+
+def kernel_cache_state(repo_root: Path = REPO_ROOT) -> str:
+    """``"warm"`` when numba's cache of the package's kernels matches the sources (they load in about a second),
+    else ``"cold"`` (they compile on first use). Reads the stamp that ``cassino_env.core._cacheguard`` writes, without
+    importing the core (so numba is not loaded here)."""
+    import importlib.util
+
+    path = repo_root / "cassino_env" / "core" / "_cacheguard.py"
+    spec = importlib.util.spec_from_file_location("_cassino_cacheguard_probe", path)
+    if spec is None or spec.loader is None:
+        return "cold"
+    guard = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(guard)
+    cache = path.parent / "__pycache__"
+    try:
+        stamp = (cache / guard.STAMP).read_text().strip()
+        fresh = stamp == guard.sources_hash() and any(cache.glob("*.nbi"))
+    except OSError:
+        fresh = False
+    if os.environ.get("NUMBA_CACHE_DIR"):  # numba then caches there: look for its index files
+        fresh = fresh and any(Path(os.environ["NUMBA_CACHE_DIR"]).rglob("*.nbi"))
+    return "warm" if fresh else "cold"
+
+
+def kernel_notice() -> str:
+    """The line that opens a test run: whether the first minutes go to compiling the kernels."""
+    if kernel_cache_state() == "warm":
+        return "cassino-rl: numba kernels cached and current: they load in about a second"
+    return ("cassino-rl: numba kernels compile first (cold cache, or sources changed since it was built): about 1-2 "
+            "minutes of CPU on 2 cores before the first tests move, then cached on disk")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say at the start of the run what the first minutes are spent on: pytest captures the compile notice that the
+    kernels print on stderr, so without this line a cold run's first tests look stalled. (``-q`` hides the header:
+    :func:`pytest_sessionstart` writes the line then.)"""
+    return [kernel_notice()] if config.get_verbosity() >= 0 else []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under ``-q`` (``pytest -q``, CI) the header is not printed: write the kernel line to the terminal anyway."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and session.config.get_verbosity() < 0:
+        reporter.write_line(kernel_notice())
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -172,3 +172,29 @@ def test_play_a_deal_then_replay_it(page: Any, server_url: str, tmp_path: Path) 
     assert page.locator("#replay-score").is_visible()
     assert side_values(page, "#replay-score tr.total") == tally["totals"]
     assert errors == []
+
+
+def test_the_first_screen_says_what_to_do_and_has_the_default_game_dealt(page: Any, server_url: str) -> None:
+    """The first screen was a bare settings bar: now a welcome line, the agents' pace spelled out, and the default game
+    dealt in the background on load, so "New game" with the settings unchanged sends no deal of its own (the first
+    deal, which loads the network, took seconds after the click)."""
+    posts: list[tuple[float, str]] = []
+    page.on("request", lambda r: posts.append((time.monotonic(), r.url))
+            if r.method == "POST" and r.url.endswith("/api/games") else None)
+    page.goto(server_url + "/")
+    assert "New game" in page.inner_text("#welcome")
+    assert "pace" in page.inner_text("label:has(#speed)")
+    assert "0.5 s a move" in page.locator("#speed option:checked").inner_text()
+    page.wait_for_function("() => document.querySelectorAll('#preset option').length > 0")
+    page.wait_for_timeout(200)
+    assert len(posts) == 1  # dealt ahead, before any click
+    clicked = time.monotonic()
+    page.select_option("#speed", "0")
+    page.click("#start")
+    page.wait_for_selector("#game", state="visible")
+    assert [t for t, _ in posts if t >= clicked] == []  # the game shown is the one dealt ahead
+    assert page.inner_text("#start") == "New game" and page.inner_text("#dealing-note") == ""
+    if os.environ.get("CASSINO_FIRST_SCREEN"):
+        page.goto(server_url + "/")
+        page.wait_for_function("() => document.querySelectorAll('#preset option').length > 0")
+        page.screenshot(path=os.environ["CASSINO_FIRST_SCREEN"], full_page=True)

@@ -39,6 +39,7 @@ HELP = """Choose a move by its number, or type it:
   build 9 with 2C on 7D     play 2C onto 7D, declaring 9 (list every table card used)
   build 9 with 2C           the build of 9 with 2C that uses the most table cards
   capture 5C 9D with AS as 14  an ace capturing as 14 (presets with ace high: bga, royal)
+  #17                       the move of raw id 17: ids count from #0, so move number 1 is #0 (the env's ids)
 Cards: rank A 2-10 J Q K (or T) and suit C D H S (or ♣ ♦ ♥ ♠), any case. Other commands: ? help, q quit."""
 
 class _Quit(Exception):

@@ -232,17 +232,39 @@ async function run(action) {
   }
 }
 
-// While a game is being dealt (the first network agent also loads torch: a few seconds), the button says so.
+// While a game is being dealt the button says so; the first game with a network agent also loads torch and the
+// network (seconds), so the note says that too.
 async function dealing(action) {
   const button = $("start");
   button.disabled = true;
   button.textContent = "Dealing\u2026";
+  if (!warmedUp) $("dealing-note").textContent = "loading the agent (the first game only)\u2026";
   try {
     await action();
   } finally {
+    warmedUp = true;
     button.disabled = false;
     button.textContent = "New game";
+    $("dealing-note").textContent = "";
   }
+}
+
+// The default game is dealt in the background as soon as the page has its options (loading the agent's network
+// takes seconds on the first game), so "New game" with the settings unchanged shows it at once.
+let prepared = null;  // { text, promise } of the game dealt ahead
+let warmedUp = false;
+
+function newGameText() {
+  const body = { preset: $("preset").value, num_players: Number($("num-players").value),
+    opponent: $("opponent").value.trim(), seat: Number($("seat").value), play: $("play").value };
+  return JSON.stringify(body);
+}
+
+function prepareDefaultGame() {
+  const text = newGameText();
+  const promise = api("POST", "/api/games", text);
+  promise.then(() => { warmedUp = true; }, () => {});  // a failure shows when the person starts a game
+  prepared = { text, promise };
 }
 
 async function agentsMove() {
@@ -270,15 +292,22 @@ function startGame(event) {
   event.preventDefault();
   run(async () => {
     const seed = $("seed").value.trim();
-    const body = { preset: $("preset").value, num_players: Number($("num-players").value),
-      opponent: $("opponent").value.trim(), seat: Number($("seat").value), play: $("play").value };
-    let text = JSON.stringify(body);
+    let text = newGameText();
+    const ahead = prepared;
+    prepared = null;  // used once: a second "New game" deals a new one
     if (seed) {  // the digits go into the JSON as typed: a seed up to 2**63 - 1 stays exact (no float rounding)
       if (!/^\d{1,19}$/.test(seed)) throw new Error("seed: expected an integer 0 <= seed < 2**63");
       text = text.slice(0, -1) + `,"seed":${seed.replace(/^0+(?=\d)/, "")}}`;
     }
     selectedCard = null;
-    await dealing(async () => { game = await api("POST", "/api/games", text); });
+    await dealing(async () => {
+      let dealt = null;
+      if (ahead) {  // wait for the game dealt ahead (one deal at a time); it is the one shown if nothing changed
+        dealt = await ahead.promise.catch(() => null);
+        if (ahead.text !== text) dealt = null;
+      }
+      game = dealt || await api("POST", "/api/games", text);
+    });
     renderGame();
     await agentsMove();
   });
@@ -387,5 +416,8 @@ window.addEventListener("DOMContentLoaded", () => {
     if (e.key === "ArrowRight") go(stepAt + 1);
     if (e.key === "ArrowLeft") go(stepAt - 1);
   });
-  run(loadOptions);
+  run(async () => {
+    await loadOptions();
+    prepareDefaultGame();
+  });
 });
