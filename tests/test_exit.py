@@ -110,3 +110,19 @@ def test_command_line_refuses_bad_input(capsys: pytest.CaptureFixture[str]) -> N
 
     assert main(["exit", "--target", "best"]) == 2
     assert "target" in capsys.readouterr().err
+
+
+def test_extra_labels_and_network_probs(straight: Path, tmp_path: Path) -> None:
+    from agents.ppo_agent import policy_from_checkpoint
+    from train.exit import join_labels, load_label_paths, network_probs
+
+    parts = load_label_paths([str(straight / "labels")])
+    assert len(parts) == 2
+    data = join_labels(parts)
+    assert len(data) == sum(len(p) for p in parts)
+    net = policy_from_checkpoint(read_checkpoint(straight / "checkpoints" / "final.pt"))
+    probs = network_probs(net, data, chunk=7)
+    assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-5) and (probs[~data.mask] == 0).all()
+    with pytest.raises(ConfigError) as info:
+        load_label_paths([str(tmp_path / "nothing")])
+    assert info.value.field == "extra_labels"

@@ -4,7 +4,7 @@ Usage::
 
     cassino exit                                     # configs/exit_classic.yaml: warm start from pretrained:classic
     cassino exit --config configs/exit_tiny.yaml     # a tiny run (seconds), as the tests run it
-    cassino exit --iterations 40 --simulations 100 --target soft --temperature 0.5
+    cassino exit --iterations 40 --simulations 100 --target awr --temperature 0.5
     cassino exit --resume runs/RUN/checkpoints/latest.pt   # continue a run where it stopped
     cassino exit --ray auto --num-workers 4          # the labelling games on 4 Ray actors
     cassino plot RUN_DIR                             # its curve (eval/winrate_vs_advanced per iteration)
@@ -28,9 +28,10 @@ One iteration
    deal margin for the side to move (plus ``match_bonus`` when the deal ends the match). The labels of each
    iteration are written to ``RUN/labels/iter_NNNNN.npz``.
 3. **Targets.** The policy is trained toward a distribution over the legal moves made from the values
-   (:func:`policy_targets`): ``soft`` ``softmax(q / temperature)``; ``top`` the best move (ties shared);
-   ``awr`` ``pi_behaviour(a) exp((q(a) - max q) / temperature)`` normalised (an advantage-weighted, KL-regularised
-   improvement of the network that played). The loss is the cross-entropy to that target, over the last
+   (:func:`policy_targets`): ``awr`` (the default) ``pi(a) exp((q(a) - max q) / temperature)`` normalised, where
+   ``pi`` is the network as the update starts (an advantage-weighted, KL-regularised improvement step of the current
+   network, as MPO's; noisy small differences of value barely move it); ``soft`` ``softmax(q / temperature)``;
+   ``top`` the best move (ties shared). The loss is the cross-entropy to that target, over the last
    ``replay_iterations`` iterations' labels, ``epochs`` passes in minibatches. The critic is trained toward
    outcomes: the deal margin the labelled seat's side finally scored (times ``reward_scale``), never the search's
    values.
@@ -156,16 +157,19 @@ class ExitArgs:
     """warm start: the network of this checkpoint (checkpoint:PATH or pretrained:NAME); null: a fresh network"""
     iterations: int = 20
     """iterations to run (games + labels + update each)"""
-    target: str = "soft"
-    """policy target from the move values: soft (softmax(q / temperature)), top (the best move), awr (the behaviour
-    policy times exp((q - max q) / temperature))"""
+    target: str = "awr"
+    """policy target from the move values: awr (the network as the update starts times exp((q - max q) /
+    temperature), normalised), soft (softmax(q / temperature)) or top (the best move); docs/expert_iteration.md
+    gives what each did"""
     temperature: float = 0.5
     """points per unit of logit of the soft and awr targets"""
-    replay_iterations: int = 3
+    replay_iterations: int = 4
     """train on the labels of this many latest iterations"""
-    epochs: int = 2
+    extra_labels: tuple[str, ...] = ()
+    """label files (iter_N.npz) or folders of them (an earlier run's labels/) added to every update's data"""
+    epochs: int = 4
     """passes over the replay labels per iteration"""
-    minibatch_size: int = 1024
+    minibatch_size: int = 512
     """labels per gradient step"""
     learning_rate: float = 1e-4
     """Adam learning rate"""
@@ -225,7 +229,8 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, 10**7),
     "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
     "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
-    "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000), "epochs": integer(0, 10_000),
+    "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000),
+    "extra_labels": names(), "epochs": integer(0, 10_000),
     "minibatch_size": integer(1, 2**24), "learning_rate": number(0.0, lo_open=True), "vf_coef": number(0.0),
     "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
     "hidden": integer(1, 4096), "embed": integer(1, 4096), "eval_every": integer(0), "eval_deals": integer(1, 100_000),
@@ -303,6 +308,22 @@ class Labels:
         with np.load(path, allow_pickle=False) as z:
             rows = {k: (z[k] if k in z.files else None) for k in LABEL_ROWS}
         return Labels(**rows)
+
+
+def load_label_paths(paths: typing.Iterable[str]) -> list[Labels]:
+    """The :class:`Labels` of label files, or of every ``iter_*.npz`` in folders, in name order.
+
+    Raises:
+        ConfigError: naming ``extra_labels``, a path that is neither.
+    """
+    out = []
+    for p in map(Path, paths):
+        files = sorted(p.glob("iter_*.npz")) if p.is_dir() else [p] if p.is_file() else []
+        if not files:
+            raise ConfigError(f"extra_labels: {p} is neither a label file nor a folder of iter_*.npz files",
+                              field="extra_labels")
+        out.extend(Labels.load(f) for f in files)
+    return out
 
 
 def _pad(a: np.ndarray, width: int, fill: Any) -> np.ndarray:
@@ -644,15 +665,40 @@ class RayLabels:
 # ----------------------------------------------------------------------------------------------------------------------
 # The update
 # ----------------------------------------------------------------------------------------------------------------------
+def _batch(data: Labels, idx: np.ndarray) -> Any:
+    from agents.policy import MoveBatch
+
+    return MoveBatch.from_arrays(data.obs[idx], data.kind[idx], data.card[idx], data.value[idx], data.cards[idx],
+                                 data.mask[idx], None if data.feat is None else data.feat[idx],
+                                 None if data.crit is None else data.crit[idx])
+
+
+def network_probs(policy: Any, data: Labels, chunk: int = 4096) -> np.ndarray:
+    """float32[N, W]: ``policy``'s move probabilities on every row of ``data`` (0 past the legal moves)."""
+    import torch
+
+    out = np.zeros(data.mask.shape, dtype=np.float32)
+    policy.eval()
+    with torch.no_grad():
+        for s in range(0, len(data), chunk):
+            idx = np.arange(s, min(len(data), s + chunk))
+            p = torch.softmax(policy.logits(_batch(data, idx)), dim=-1).numpy()
+            out[idx, :p.shape[1]] = p
+    return out
+
+
 def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.random.Generator) -> dict[str, float]:
-    """``args.epochs`` passes of minibatch steps over ``data``: cross-entropy to :func:`policy_targets` plus
+    """``args.epochs`` passes of minibatch steps over ``data``: cross-entropy to :func:`policy_targets` (for ``awr``
+    the prior is the network as it is when the update starts, :func:`network_probs`: each iteration's step is
+    anchored to the network it improves, the replayed labels included) plus
     ``vf_coef`` times the critic's squared error to ``ret * reward_scale`` (halved), minus ``ent_coef`` times the
     entropy. Returns the last pass's mean losses."""
     import torch
 
-    from agents.policy import MoveBatch, masked_entropy, masked_log_softmax
+    from agents.policy import masked_entropy, masked_log_softmax
 
-    target = policy_targets(data.q, data.mask, data.prior, args.target, args.temperature)
+    prior = network_probs(policy, data) if args.target == "awr" else data.prior
+    target = policy_targets(data.q, data.mask, prior, args.target, args.temperature)
     ret = data.ret * np.float32(args.reward_scale)
     N = len(data)
     mb = max(1, min(args.minibatch_size, N))
@@ -664,10 +710,7 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
         steps = 0
         for s in range(0, N - mb + 1, mb):
             idx = np.sort(perm[s:s + mb])
-            batch = MoveBatch.from_arrays(data.obs[idx], data.kind[idx], data.card[idx], data.value[idx],
-                                          data.cards[idx], data.mask[idx],
-                                          None if data.feat is None else data.feat[idx],
-                                          None if data.crit is None else data.crit[idx])
+            batch = _batch(data, idx)
             W = batch.mask.shape[1]
             logits, value = policy(batch)
             logp = masked_log_softmax(logits, batch.mask)
@@ -692,17 +735,12 @@ def label_stats(policy: Any, data: Labels, reward_scale: float) -> dict[str, flo
     (points) and the critic's explained variance of the outcomes."""
     import torch
 
-    from agents.policy import MoveBatch
-
     agree, regret, values = [], [], []
     policy.eval()
     with torch.no_grad():
         for s in range(0, len(data), 4096):
             i = np.arange(s, min(len(data), s + 4096))
-            batch = MoveBatch.from_arrays(data.obs[i], data.kind[i], data.card[i], data.value[i], data.cards[i],
-                                          data.mask[i], None if data.feat is None else data.feat[i],
-                                          None if data.crit is None else data.crit[i])
-            logits, v = policy(batch)
+            logits, v = policy(_batch(data, i))
             a = logits.argmax(-1).numpy()
             q = np.where(data.mask[i], np.nan_to_num(data.q[i], nan=-np.inf), -np.inf)
             best = q.max(axis=1)
@@ -929,6 +967,9 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         print(f"iteration 0 | {run_eval()}", flush=True)
     replay_first = max(0, iteration - args.replay_iterations + 1)  # label files of this window are read back
     replay = [Labels.load(label_dir / f"iter_{i:05d}.npz") for i in range(replay_first + 1, iteration + 1)]
+    extra = load_label_paths(args.extra_labels)
+    if extra:
+        print(f"{sum(len(x) for x in extra):,} extra labels from {len(extra)} files join every update", flush=True)
     stop = "iterations reached"
     while iteration < args.iterations:
         iteration += 1
@@ -941,7 +982,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         before = label_stats(policy, labels, args.reward_scale)  # the network that played, on its own decisions
         replay = [*replay, labels][-args.replay_iterations:]
         t1 = time.time()
-        losses = update(policy, optimizer, join_labels(replay), args, rng)
+        losses = update(policy, optimizer, join_labels([*extra, *replay]), args, rng)
         t_update = time.time() - t1
         writer.add_scalar("exit/labels", len(labels), global_step)
         writer.add_scalar("exit/labels_total", labels_total, global_step)
