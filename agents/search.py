@@ -105,6 +105,9 @@ class SearchAgent:
         self.max_games = int(max_games)
         self.name = name or "search"
         self._bot = None if rollout == "net" else make_bot(rollout, rules)
+        #: when a list, every searched chunk appends (candidates int64[R, m], mean outcomes float64[R, m]; -inf:
+        #: not searched), candidates most probable first: for inspection and for tuning ``margin`` offline
+        self._trace: list[tuple[np.ndarray, np.ndarray]] | None = None
         # pimc's batched rollout loop (its policy replaced when the network plays the rollouts)
         self._pimc = PIMCAgent(rules, simulations=1, rollout="advanced" if rollout == "net" else rollout,
                                match_bonus=match_bonus, max_games=max_games)
@@ -188,6 +191,8 @@ class SearchAgent:
                                                         / np.array([len(s) for s in sub])).astype(np.int64))
             self._evaluate(obs, [cand[r][sub[r]] for r in range(R)], ks2, rng, sums, counts, np.arange(R), sub)
         means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+        if self._trace is not None:
+            self._trace.append((order[:, :means.shape[1]].copy(), means.copy()))
         best = np.argmax(means, axis=1)
         keep = means[np.arange(R), best] - means[:, 0] <= self.margin  # the network's move stands
         pick = np.where(keep, 0, best)

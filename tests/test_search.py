@@ -103,3 +103,24 @@ def test_eval_reports_seconds_per_decision():
     rep = evaluate(["greedy", "random"], RULES, deals=2, seed=1)
     spd = rep["seconds_per_decision"]
     assert set(spd) == {"greedy", "random"} and all(v is not None and v >= 0 for v in spd.values())
+
+
+def test_network_rollouts_and_halving_play_legal_moves():
+    from agents.search import SearchAgent
+
+    net = make_agent("pretrained:classic", RULES)
+    obs = _positions(games=3)
+    mask = np.asarray(obs["action_mask"]) != 0
+    for agent in (SearchAgent(RULES, net, simulations=8, min_samples=2, rollout="net"),
+                  SearchAgent(RULES, net, simulations=32, top_k=5, halving=True)):
+        moves = agent.act(obs, np.random.default_rng(2))
+        assert mask[np.arange(len(mask)), moves].all()
+
+
+@pytest.mark.parametrize("kw", [{"simulations": 0}, {"top_k": 0}, {"margin": -1.0}, {"rollout": "nobody"},
+                                {"simulations": True}])
+def test_bad_search_arguments(kw):
+    from agents.search import SearchAgent, SearchSpecError
+
+    with pytest.raises(SearchSpecError):
+        SearchAgent(RULES, make_agent("pretrained:classic", RULES), **kw)
