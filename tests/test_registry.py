@@ -177,3 +177,13 @@ def test_the_trainer_takes_import_paths_in_its_agent_lists() -> None:
     check_spec("ladder", ladder_ok=True)
     with pytest.raises(AgentSpecError):
         check_spec("ladder")
+
+
+def test_serve_checks_the_allowed_specs_before_it_starts(capsys) -> None:
+    pytest.importorskip("starlette")
+    from train.serve import main
+
+    for spec in ("pimc:+5", "endgame:" * 20 + "random", "nosuch"):
+        assert main(port=0, allow_agent=(spec,)) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: allow-agent: ") and len(err.strip().splitlines()) == 1

@@ -869,6 +869,13 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
     host = host.strip()
     if any(not spec.strip() for spec in allow_agent):
         return error("allow-agent: expected agent specs, got an empty one")
+    from agents.registry import AgentSpecError, check_spec
+
+    for spec in allow_agent:  # the registry's check (names, budgets, nesting), before the server starts
+        try:
+            check_spec(spec)
+        except AgentSpecError as exc:
+            return error(f"allow-agent: {exc}")
     try:
         port = free_port(host, port)
     except OSError as exc:
