@@ -187,3 +187,32 @@ def test_serve_checks_the_allowed_specs_before_it_starts(capsys) -> None:
         assert main(port=0, allow_agent=(spec,)) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: allow-agent: ") and len(err.strip().splitlines()) == 1
+
+
+#: Hostile agent specs: each must be refused with an AgentSpecError (or, for a file that is no checkpoint, a
+#: CheckpointError), never another exception, a call of the named object or a hang.
+HOSTILE_SPECS = [
+    "", " ", ":", "::", "pimc:", "pimc::", "pimc:1:2", "pimc:\u0661", "pimc:9" + "9" * 5000, "pimc:-" + "9" * 5000,
+    "greedy:", "greedy:1", "ladder", "LADDER", "Greedy", "endgame:", "policy:", "policy:greedy", "policy:pimc:5",
+    "policy:mypkg:Bot", "endgame:" * (MAX_NESTING + 1) + "random", "endgame:" * 3000 + "random", "checkpoint:",
+    "checkpoint:/nonexistent/x.pt", "checkpoint:/etc/passwd", "checkpoint:/dev/null", "pretrained:",
+    "pretrained:../classic", "pretrained:nosuch", "os:system", "os:getcwd", "builtins:eval", "builtins:exec",
+    "subprocess:Popen", "shutil:rmtree", "json:loads", "agents.registry:make_agent", "agents.registry:ENTRIES",
+    "agents.bots:ScriptedBot", "agents.bots:RandomBot", "a:b:c", "1abc:X", "mod:1x", "\x00", "\u00e9:x",
+    "nosuchmodule_xyz:Bot", "x" * 5000, None, 5, b"greedy", ["greedy"], 1.5,
+]
+
+
+@pytest.mark.parametrize("spec", HOSTILE_SPECS, ids=range(len(HOSTILE_SPECS)))
+def test_hostile_agent_specs_are_refused_with_the_documented_error(spec, monkeypatch) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(os, "system", lambda *a, **k: calls.append(a))
+    try:
+        from agents.ppo_agent import CheckpointError
+    except ImportError:  # no torch: checkpoint specs fail before a file is read
+        CheckpointError = AgentSpecError  # noqa: N806
+    start = time.perf_counter()
+    with pytest.raises((AgentSpecError, CheckpointError)) as caught:
+        make_agent(spec, make_rules("classic"))
+    assert len(str(caught.value)) < 1200 and calls == []
+    assert time.perf_counter() - start < 5.0
