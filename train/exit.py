@@ -211,12 +211,14 @@ class ExitArgs:
 
 
 def _bot_spec(name: str, spec: str) -> None:
-    from agents.registry import BOT_NAMES
+    """An agent spec checked by the registry (``agents.registry.check_spec``: names, budgets, nesting, the form of
+    an import path); ``make_agent`` builds it when the run starts."""
+    from agents.registry import AgentSpecError, check_spec
 
-    heads = (*BOT_NAMES, "checkpoint", "pretrained", "policy", "endgame")
-    if spec.strip().partition(":")[0] not in heads:
-        raise ConfigError(f"{name}: unknown agent {spec!r}; agents are {', '.join(BOT_NAMES)}, pimc:N, "
-                          "checkpoint:PATH, pretrained:NAME, policy:SPEC and endgame:SPEC", field=name)
+    try:
+        check_spec(spec)
+    except AgentSpecError as exc:
+        raise ConfigError(f"{name}: {exc}", field=name) from None
 
 
 #: The rule of every :class:`ExitArgs` field.
