@@ -66,7 +66,8 @@ def act_one(agent: Agent, obs: dict[str, Any], rng: np.random.Generator) -> int:
     """One-game convenience: ``obs`` holds arrays for a single game (no batch axis); returns one move index."""
     batched = {k: ({kk: np.asarray(vv)[None] for kk, vv in v.items()} if isinstance(v, dict) else np.asarray(v)[None])
                for k, v in obs.items()}
-    return int(agent.act(batched, rng)[0])
+    width = int(np.asarray(obs["action_mask"]).shape[-1])
+    return one_move(agent.act(batched, rng), width, str(getattr(agent, "name", agent)))  # 0.7 or None: AgentMoveError
 
 
 class AgentMoveError(RuntimeError, ValueError):
