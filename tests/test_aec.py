@@ -135,7 +135,7 @@ def test_docstring_observation_table_matches_the_layout(P, S):
 
 @pytest.mark.parametrize("kwargs", [
     {"action_encoding": "ids"}, {"reward": "score"}, {"episode": "game"}, {"reward": "win", "episode": "deal"},
-    {"illegal_action": "ignore"}, {"render_mode": "rgb_array"}, {"max_moves": 0},
+    {"illegal_action": "ignore"}, {"render_mode": "rgb"}, {"max_moves": 0},  # rgb_array is a mode now
 ])
 def test_bad_arguments_name_the_argument(kwargs):
     with pytest.raises(EnvConfigError, match=next(iter(kwargs))):

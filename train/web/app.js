@@ -263,8 +263,11 @@ function newGameText() {
 function prepareDefaultGame() {
   const text = newGameText();
   const promise = api("POST", "/api/games", text);
-  promise.then(() => { warmedUp = true; }, () => {});  // a failure shows when the person starts a game
   prepared = { text, promise };
+  promise.then(() => {
+    warmedUp = true;
+    if (prepared && prepared.promise === promise) $("dealing-note").textContent = "a game is dealt: press New game";
+  }, () => {});  // a failure shows when the person starts a game
 }
 
 async function agentsMove() {
