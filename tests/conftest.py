@@ -82,6 +82,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reporter.write_line(kernel_notice())
 
 
+def _cpu_seconds() -> float:
+    import resource
+
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """With ``CASSINO_CPU_LOG=FILE``, append each test's CPU seconds (this process and the subprocesses it waited
+    for; set-up and teardown included) and its id to FILE as it finishes: what the suite's CPU time goes to,
+    measured even on a loaded machine and even from a run cut short."""
+    path = os.environ.get("CASSINO_CPU_LOG")
+    start = _cpu_seconds() if path else 0.0
+    yield
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{_cpu_seconds() - start:.2f}\t{item.nodeid}\n")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The notebooks (run cell by cell by nbmake) are long tests too: marked ``slow`` before ``-m`` selects."""
