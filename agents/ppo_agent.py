@@ -90,14 +90,18 @@ class PPOAgent:
         endgame: play the last round of a two-seat deal exactly (:mod:`agents.endgame`; the network's move is kept
             wherever it is as good as the best). ``checkpoint:`` and ``pretrained:`` agents have it on.
         blocks: the observation blocks the network reads (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``; a
-            checkpoint's ``obs_blocks``). When they are not the default, or the env's observation has another
-            length, the agent encodes its own observation from ``obs["view"]`` (:func:`cassino_env.obs.encode_view`).
+            checkpoint's ``obs_blocks``).
+        env_blocks: the blocks of the observations it will be handed (None: ``DEFAULT_BLOCKS``, every env's
+            default). When they are not ``blocks`` (or the observation has another length), the agent encodes its
+            own observation from ``obs["view"]`` (:func:`cassino_env.obs.encode_view`).
     """
 
     def __init__(self, policy: CassinoPolicy, deterministic: bool = True, name: str = "ppo",
-                 rules: RuleSet | None = None, endgame: bool = False, blocks: Sequence[str] | None = None) -> None:
+                 rules: RuleSet | None = None, endgame: bool = False, blocks: Sequence[str] | None = None,
+                 env_blocks: Sequence[str] | None = None) -> None:
         self.blocks = check_blocks(blocks)
-        if self.blocks != DEFAULT_BLOCKS and rules is None:
+        self.env_blocks = check_blocks(env_blocks)
+        if self.blocks != self.env_blocks and rules is None:
             raise ValueError("a network on other observation blocks than the default needs the rules it plays: "
                              "PPOAgent(..., rules=...)")
         self.policy = policy.eval()
@@ -143,10 +147,10 @@ class PPOAgent:
 
 
     def _own_observation(self, obs: dict[str, Any]) -> dict[str, Any]:
-        """``obs`` with ``observation`` of this network's blocks: as given for the default blocks of the right
-        length, else encoded from ``obs["view"]``."""
+        """``obs`` with ``observation`` of this network's blocks: as given when they are ``env_blocks`` (and the
+        length fits), else encoded from ``obs["view"]``."""
         width = np.shape(obs["observation"])[-1]
-        if self.blocks == DEFAULT_BLOCKS and width == self.policy.shape.obs_dim:
+        if self.blocks == self.env_blocks and width == self.policy.shape.obs_dim:
             return obs
         if "view" not in obs or self.rules is None:
             raise ValueError(f"{self.name} reads observations of blocks {list(self.blocks)} (length "

@@ -34,7 +34,7 @@ ask for it::
     register_block(Block("my_count", 1, 0, 0, "cards captured by my side / 52", fill=fill_capture_count))
     env = CassinoVectorEnv(8, blocks=(*DEFAULT_BLOCKS, "my_count"))
 
-(tests/test_obs.py does this.) A block that every run should have would be written in :func:`encode_kernel` and
+(tests/test_obs_blocks.py does this.) A block that every run should have would be written in :func:`encode_kernel` and
 added to :data:`BLOCKS` and to :data:`DEFAULT_BLOCKS` only with retrained checkpoints.
 """
 
@@ -147,14 +147,14 @@ def register_block(block: Block, *, replace: bool = False) -> Block:
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes) or not any(sizes):
         raise ObsBlocksError(f"block {block.name!r}: base, per_seat and per_side are integers >= 0, not all 0")
     ADDED_BLOCKS[block.name] = block
-    functools_clear()
+    _clear_caches()
     return block
 
 
 def unregister_block(name: str) -> None:
     """Remove a block added with :func:`register_block` (a test's, a session's)."""
     ADDED_BLOCKS.pop(name, None)
-    functools_clear()
+    _clear_caches()
 
 
 def known_blocks() -> dict[str, Block]:
@@ -250,7 +250,7 @@ def _layout(P: int, S: int, names: tuple[str, ...]) -> Layout:
     return Layout(names, size, at, starts, tuple(added), tuple(kernel), high)
 
 
-def functools_clear() -> None:
+def _clear_caches() -> None:
     """Forget the cached layouts and encoder parameters (after the registered blocks change)."""
     _layout.cache_clear()
     _params_of.cache_clear()

@@ -173,3 +173,28 @@ def test_every_shipped_checkpoint_still_loads_and_plays_with_a_block_added(table
                 moves = agent.act(obs, rng)
                 assert (obs["action_mask"][np.arange(4), moves] == 1).all(), name
                 obs, *_ = env.step(moves)
+
+
+def test_a_run_trains_on_its_blocks_and_its_checkpoint_records_them(table_count, tmp_path) -> None:
+    """``Args.obs_blocks``: the run's env, network and checkpoints use the list; the checkpoint loads and plays."""
+    pytest.importorskip("torch")
+    from agents.ppo_agent import read_checkpoint
+    from agents.registry import make_agent
+    from train.config import ConfigError
+    from train.ppo_selfplay import Args, train
+
+    blocks = table_count[3:]  # the first three left out, one added
+    train(Args(threads=1, run_dir=str(tmp_path), total_timesteps=512, num_envs=16, hidden=8, embed=4,
+               num_minibatches=1, update_epochs=1, eval_every=0, eval_deals=2, eval_opponents=("random",),
+               checkpoint_every=0, final_eval_deals=0, progress_every_s=1e9, max_train_seconds=0.0,
+               obs_blocks=blocks))
+    final = tmp_path / "checkpoints" / "final.pt"
+    data = read_checkpoint(final)
+    assert data["obs_blocks"] == list(blocks) and data["network"]["obs_dim"] == obs_size(2, 2, blocks)
+    agent = make_agent(f"checkpoint:{final}", make_rules("classic"))
+    env = CassinoVectorEnv(4, seed=0)
+    obs, _ = env.reset()
+    moves = agent.act(obs, np.random.default_rng(0))  # in a default env: it encodes its own observation
+    assert (obs["action_mask"][np.arange(4), moves] == 1).all()
+    with pytest.raises(ConfigError, match="obs_blocks: blocks: unknown block 'nosuch'"):
+        Args(obs_blocks=("nosuch",))

@@ -40,7 +40,7 @@ def read_training_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def save_training_checkpoint(path: Path, policy: torch.nn.Module, rules: Any, optimizer: torch.optim.Optimizer,
-                             train_state: dict[str, Any]) -> Path:
+                             train_state: dict[str, Any], blocks: tuple[str, ...] | None = None) -> Path:
     """Write a training checkpoint to ``path`` and copy it to ``latest.pt`` beside it, each atomically (a temporary
     file in the same folder, synced, then renamed: never half-written); returns ``path``.
 
@@ -48,13 +48,14 @@ def save_training_checkpoint(path: Path, policy: torch.nn.Module, rules: Any, op
         path: the file, ``RUN/checkpoints/NAME.pt``.
         policy: the network. rules: the run's rules. optimizer: its optimiser.
         train_state: the ``train`` entry (module docstring).
+        blocks: the observation blocks the policy reads (None: the default list), recorded as ``obs_blocks``.
 
     Raises:
         OSError: the file could not be written (the previous files are left as they were).
     """
     from agents.ppo_agent import atomic_copy, save_checkpoint
 
-    path = save_checkpoint(path, policy, rules, optimizer=optimizer, train=train_state)
+    path = save_checkpoint(path, policy, rules, optimizer=optimizer, train=train_state, blocks=blocks)
     atomic_copy(path, path.parent / "latest.pt")
     return path
 

@@ -37,6 +37,7 @@ import tyro
 import yaml
 
 from agents.registry import LADDER, AgentSpecError, check_spec
+from cassino_env.obs import DEFAULT_BLOCKS, ObsBlocksError, check_blocks
 from cassino_env.rules import make_rules
 
 #: The folder of the YAML configs.
@@ -673,6 +674,9 @@ class Args:
     banked_points) as it happens; with gamma=1 a deal's total reward is unchanged"""
     max_moves: int = 64
     """width of the env's move table; the rare longer lists keep their first moves (the core's overflow policy)"""
+    obs_blocks: tuple[str, ...] = DEFAULT_BLOCKS
+    """the observation's blocks, in order (cassino_env.obs: leave some out, reorder them, or add blocks registered
+    with cassino_env.obs.register_block); every checkpoint records them (obs_blocks)"""
 
     # --- PPO --------------------------------------------------------------------------------------------------------
     total_timesteps: int = 10_000_000
@@ -766,6 +770,14 @@ class Args:
         _check_combination(self)
 
 
+def _obs_blocks(name: str, value: Any) -> tuple[str, ...]:
+    """A rule: a list of distinct observation block names (``cassino_env.obs.check_blocks``)."""
+    try:
+        return check_blocks(names()(name, value))
+    except ObsBlocksError as exc:
+        raise ConfigError(f"{name}: {exc}", field=name) from None
+
+
 def _agent_spec(ladder: bool) -> typing.Callable[[str, str], None]:
     """A check of an agent spec by the registry (``agents.registry.check_spec``: names, arguments, budgets, nesting,
     the form of an import path ``MODULE:OBJECT``); ``agents.registry.make_agent`` builds it when the run starts."""
@@ -798,7 +810,7 @@ ARG_RULES: dict[str, FieldRule] = {
     # environment
     "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
     "reward_scale": number(0.0, 1000.0, lo_open=True), "objective": text(("points", "match")),
-    "shaping": boolean(), "endgame": boolean(), "max_moves": integer(1, 32767),
+    "shaping": boolean(), "endgame": boolean(), "max_moves": integer(1, 32767), "obs_blocks": _obs_blocks,
     # PPO
     "total_timesteps": integer(1, MAX_TIMESTEPS), "learning_rate": number(0.0, 1.0, lo_open=True),
     "anneal_lr": boolean(),
@@ -832,7 +844,7 @@ def rollout_bytes(args: Args, num_players: int, num_sides: int, exact: bool = Tr
         from agents.features import NUM_MOVE_FEATURES, critic_state_size
         from cassino_env.obs import obs_size
 
-        D, F, C = obs_size(num_players, num_sides), NUM_MOVE_FEATURES, critic_state_size(num_players)
+        D, F, C = obs_size(num_players, num_sides, args.obs_blocks), NUM_MOVE_FEATURES, critic_state_size(num_players)
     else:
         D, F, C = 1024, 16, 1024
     F = F if args.move_features else 0

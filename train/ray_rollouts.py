@@ -72,7 +72,9 @@ class RolloutWorker:
 
         self.policy.load_state_dict(weights)
         self.opponent_net.load_state_dict(snapshot)
-        opponent = PPOAgent(self.opponent_net, deterministic=False, rules=self.collector.rules)
+        blocks = self.collector.env.obs_blocks
+        opponent = PPOAgent(self.opponent_net, deterministic=False, rules=self.collector.rules, blocks=blocks,
+                            env_blocks=blocks)
         rng = self.rng
         if rng_state is not None:
             rollout.set_rng_state(self.lent_rng, rng_state)

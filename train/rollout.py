@@ -394,7 +394,7 @@ class RolloutCollector:
         self.bot_names = list(args.bot_rates)
         self.bots = bots
         self.env = CassinoVectorEnv(B, rules, seed=env_seed, max_moves=args.max_moves, reward=args.reward,
-                                    episode="deal",
+                                    episode="deal", blocks=args.obs_blocks,
                                     with_view=bool(self.bot_names) or args.move_features or args.endgame)
         self.obs, _ = self.env.reset()
         D, M = self.env.obs_size, args.max_moves
@@ -489,7 +489,7 @@ class RolloutCollector:
                 feat_buf[t] = self.featurizer(obs)
             if C:
                 crit_buf[t] = critic_state(env.state)
-            with torch.no_grad():
+            with torch.inference_mode():
                 mb = MoveBatch.from_arrays(obs_buf[t, rows], kind_buf[t, rows], card_buf[t, rows], value_buf[t, rows],
                                            cards_buf[t, rows], mask_buf[t, rows],
                                            feat_buf[t, rows] if F else None, crit_buf[t, rows] if C else None)
@@ -595,7 +595,9 @@ class LocalRollouts:
         from agents.ppo_agent import PPOAgent
 
         self.opponent_net.load_state_dict(snapshot)
-        opponent = PPOAgent(self.opponent_net, deterministic=False, rules=self.collector.rules)
+        blocks = self.collector.env.obs_blocks
+        opponent = PPOAgent(self.opponent_net, deterministic=False, rules=self.collector.rules, blocks=blocks,
+                            env_blocks=blocks)
         return self.collector.collect(policy, opponent, rng, deals_done)
 
     def state(self) -> dict[str, Any]:
