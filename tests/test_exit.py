@@ -126,3 +126,26 @@ def test_extra_labels_and_network_probs(straight: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_label_paths([str(tmp_path / "nothing")])
     assert info.value.field == "extra_labels"
+
+
+def test_last_round_labels_are_exact() -> None:
+    """With label_last_round the last round's decisions are labelled too, by train.proxy.exact_values: every value
+    there is a whole number of points (the search's elsewhere are means over samples)."""
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import CassinoPolicy
+    from cassino_env.obs import obs_size
+    from train.exit import LabelCollector
+
+    rules = make_rules("classic")
+    torch.manual_seed(0)
+    net = CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8, move_features=NUM_MOVE_FEATURES,
+                        critic="separate", critic_dim=critic_state_size(2))
+    counts = {}
+    for last in (False, True):
+        args = tiny_args(label_last_round=last, bot_rates={})
+        labels = LabelCollector(args, rules, 4, env_seed=5).collect(net, np.random.default_rng(0), 0)
+        counts[last] = len(labels)
+        whole = np.array([np.allclose(q[m], np.round(q[m])) for q, m in zip(labels.q, labels.mask, strict=True)])
+        if last:
+            assert whole.sum() > 0
+    assert counts[True] > counts[False]

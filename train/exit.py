@@ -21,8 +21,9 @@ One iteration
    network samples its moves (temperature 1), so the positions are the ones it reaches; with ``search_play`` > 0 it
    plays the search's best move instead in that share of its labelled decisions. With two seats the last round is
    played exactly by every seat (:func:`agents.endgame.play_endgame`, as the checkpoint agents play).
-2. **Labels.** Every decision of the network's seats with more than one legal move, outside the exact last round,
-   is labelled with every legal move's value by the search, all the decisions of a move number at once (one
+2. **Labels.** Every decision of the network's seats with more than one legal move is labelled with every legal
+   move's value: in a two-seat last round exactly (``label_last_round``, :func:`train.proxy.exact_values`), elsewhere
+   by the search, all the decisions of a move number at once (one
    batched search per ply over every game): ``search`` names it, ``pimc`` (:class:`agents.pimc.PIMCAgent`, flat
    Monte Carlo over sampled deals with ``rollout`` bot rollouts, ``simulations`` per decision). A value is points of
    deal margin for the side to move (plus ``match_bonus`` when the deal ends the match). The labels of each
@@ -151,6 +152,10 @@ class ExitArgs:
     """the search's rollout policy: random, greedy, beginner, intermediate or advanced"""
     match_bonus: float = 10.0
     """points added to (taken from) a rollout that ends the match won (lost)"""
+    label_last_round: bool = True
+    """two seats: label the last round's decisions too, with every move's exact value (train.proxy.exact_values:
+    the move played, the rest of the deal solved); the shipped agents solve that round, the network alone
+    (policy:SPEC) plays it"""
 
     # --- learning -----------------------------------------------------------------------------------------------------
     init: str | None = "pretrained:classic"
@@ -230,6 +235,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "deals_per_iteration": integer(1, 10_000), "bot_rates": rates(_bot_spec), "search_play": number(0.0, 1.0),
     "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, 10**7),
     "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
+    "label_last_round": boolean(),
     "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
     "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000),
     "extra_labels": names(), "epochs": integer(0, 10_000),
@@ -448,6 +454,7 @@ class LabelCollector:
         from agents.features import critic_state
         from agents.policy import MoveBatch, sample_actions
         from cassino_env.endgame import solvable
+        from train.proxy import exact_values
         from train.rollout import SELF, rotate_learner_side
 
         args, env, B, S = self.args, self.env, self.B, self.S
@@ -479,13 +486,24 @@ class LabelCollector:
                     actions[rows_c] = self.bots[self.bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
                 n_legal = (np.asarray(sub["action_mask"]) != 0).sum(axis=1)
                 lab = n_legal > 1
+                exact = np.zeros_like(lab)
                 if self.rules.num_players == 2:
-                    lab &= ~solvable(self.rules, sub["view"])
-                li = np.flatnonzero(lab)
+                    exact = lab & solvable(self.rules, sub["view"])
+                    lab &= ~exact
+                    exact &= bool(args.label_last_round)
+                li_s, li_e = np.flatnonzero(lab), np.flatnonzero(exact)
+                t0 = time.time()
+                qs = [np.asarray(v, dtype=np.float64)
+                      for v in (self.search.move_values(slice_obs(sub, li_s), rng) if li_s.size else [])]
+                if li_e.size:  # exact values of every move (train.proxy's labeller); a search given up is dropped
+                    qe = exact_values(self.rules, slice_obs(sub, li_e), args.match_bonus)
+                    qe_rows = [qe[r, :n_legal[i]] for r, i in enumerate(li_e)]
+                    keep = np.array([bool(np.isfinite(v).all()) for v in qe_rows])
+                    li_e = li_e[keep]
+                    qs += [v for v, k in zip(qe_rows, keep, strict=True) if k]
+                label_s += time.time() - t0
+                li = np.concatenate([li_s, li_e]).astype(np.int64)
                 if li.size:
-                    t0 = time.time()
-                    qs = self.search.move_values(slice_obs(sub, li), rng)
-                    label_s += time.time() - t0
                     W = int(n_legal[li].max())
                     q = np.full((li.size, W), np.nan, dtype=np.float32)
                     for r, v in enumerate(qs):
