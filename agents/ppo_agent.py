@@ -36,6 +36,10 @@ missing, truncated or corrupt file (a zip member whose CRC fails included), a fi
 another preset or player count, another network shape, or another environment version; every field is checked for
 its type before it is used (``rules`` must make a valid rule set for the stated preset and player count, ``network``
 a valid :class:`~agents.policy.NetworkShape`, ``model`` a mapping of finite tensors).
+Before anything is unpacked, the archive's members must declare no more bytes than the file holds (``torch.save``
+stores them uncompressed: a deflated bomb is refused from its directory); after loading, every tensor in the file must
+be whole (:func:`check_tensors`: dense, contiguous, filling its own storage, sharing it with no other tensor), so an
+expanded or strided view cannot stand for more bytes than the file holds.
 :func:`policy_from_checkpoint` compares the tensors the declared shape needs (computed on PyTorch's ``meta`` device,
 which allocates nothing) with the tensors in the file before it builds the network, so a file declaring a huge
 network cannot make it allocate more than the weights the file holds. A training checkpoint's ``train`` and
