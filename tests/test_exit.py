@@ -149,3 +149,10 @@ def test_last_round_labels_are_exact() -> None:
         if last:
             assert whole.sum() > 0
     assert counts[True] > counts[False]
+
+
+def test_search_none_needs_last_round_labels() -> None:
+    with pytest.raises(ConfigError) as info:
+        tiny_args(search="none", label_last_round=False)
+    assert info.value.field == "search"
+    assert tiny_args(search="none").search == "none"

@@ -86,7 +86,7 @@ if typing.TYPE_CHECKING:
 #: The policy targets :func:`policy_targets` makes (``target``).
 TARGETS = ("soft", "top", "awr")
 #: The labelling searches (``search``).
-SEARCHES = ("pimc",)
+SEARCHES = ("pimc", "none")
 #: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
 ROLLOUTS = ("random", "greedy", "beginner", "intermediate", "advanced")
 #: The config read when no ``--config`` is given.
@@ -143,7 +143,8 @@ class ExitArgs:
 
     # --- the labelling search -----------------------------------------------------------------------------------------
     search: str = "pimc"
-    """the search that labels the decisions: pimc (agents.pimc.PIMCAgent)"""
+    """the search that labels the decisions: pimc (agents.pimc.PIMCAgent), or none (only the exact last-round
+    labels of label_last_round)"""
     simulations: int = 100
     """rollouts per labelled decision, spread over its legal moves"""
     min_samples: int = 4
@@ -256,6 +257,8 @@ def _check_combination(args: ExitArgs) -> None:
         raise ConfigError(f"preset {args.preset!r} / num_players {args.num_players!r}: {exc}", field="preset") from None
     if sum(args.bot_rates.values()) > 1 + 1e-9:
         raise ConfigError(f"bot_rates add up to {sum(args.bot_rates.values()):g}: at most 1", field="bot_rates")
+    if args.search == "none" and not args.label_last_round:
+        raise ConfigError("search=none labels only the exact last round: it needs label_last_round", field="search")
     if args.num_workers > 1 and args.ray_address is None:
         raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
                           "too", field="num_workers")
@@ -491,6 +494,8 @@ class LabelCollector:
                     exact = lab & solvable(self.rules, sub["view"])
                     lab &= ~exact
                     exact &= bool(args.label_last_round)
+                if args.search == "none":
+                    lab[:] = False
                 li_s, li_e = np.flatnonzero(lab), np.flatnonzero(exact)
                 t0 = time.time()
                 qs = [np.asarray(v, dtype=np.float64)
