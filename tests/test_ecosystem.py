@@ -190,6 +190,7 @@ def test_every_preset_has_a_bound():
 
 # --- 6. Tianshou: the collector resets without a seed -------------------------------------------------------------
 
+@pytest.mark.slow  # about 7 s of CPU (Tianshou's import and collector): the default suite's budget (conftest)
 def test_tianshou_collector_credits_every_deal_to_the_learner_whichever_seat_it_holds():
     """Tianshou's collector resets without a seed (the match goes on, the dealer rotates). On the single-agent route
     (docs/ecosystem.md) each episode's stored rewards add up to the learner's side's deal points minus the other
