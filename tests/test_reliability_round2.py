@@ -23,10 +23,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from agents.files import OutputPathError, atomic_copy, atomic_write, write_target  # noqa: E402
+from agents.files import OutputPathError, write_target  # noqa: E402
 from agents.policy import CassinoPolicy, NetworkShape  # noqa: E402
-from agents.ppo_agent import (  # noqa: E402
+from agents.ppo_agent import (  # noqa: E402  (the writer as the trainer imports it)
     CheckpointError,
+    atomic_copy,
+    atomic_write,
     expected_tensors,
     load_checkpoint_agent,
     policy_from_checkpoint,
