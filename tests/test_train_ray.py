@@ -1,6 +1,6 @@
 """cassino train --ray ADDRESS --num-workers N: rollouts on Ray actors, the PPO update on the driver
-(train/rollout.py, train/ppo_selfplay.py): one worker is the local run bit for bit, two workers on a two-node cluster
-train, log, checkpoint and resume."""
+(train/ray_rollouts.py, train/ppo_selfplay.py): one worker is the local run bit for bit, two workers on a two-node
+cluster train, log, checkpoint and resume."""
 
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def test_a_failing_release_of_the_workers_still_drops_the_run_folders_lock(tmp_p
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # the cluster goes away in the middle of a run: the rollout fails, and so does ending the workers (Ray Client
     # raises when its server is gone); the run's own error comes out and the folder is not left locked
-    from train import rollout
+    from train import ray_rollouts
     from train.config import RunLock
 
     class GoneCluster:
@@ -167,7 +167,7 @@ def test_a_failing_release_of_the_workers_still_drops_the_run_folders_lock(tmp_p
         def release(self) -> None:
             raise ConnectionError("cannot end the workers: no cluster")
 
-    monkeypatch.setattr(rollout, "RayRollouts", GoneCluster)
+    monkeypatch.setattr(ray_rollouts, "RayRollouts", GoneCluster)
     with pytest.raises(ConnectionError, match="the cluster went away"):
         train(tiny_args(tmp_path / "run", ray_address="local", num_workers=2))
     RunLock(tmp_path / "run").acquire().release()  # free: another run may take the folder
@@ -242,9 +242,9 @@ def test_two_workers_on_a_two_node_cluster_train_checkpoint_and_resume(tmp_path:
 @pytest.mark.slow  # starts Ray (one CPU) and an actor that holds it
 def test_a_cluster_whose_cpus_other_jobs_hold_is_refused_not_waited_on_forever(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from train import rollout
+    from train import ray_rollouts
 
-    monkeypatch.setattr(rollout, "FREE_CPU_WAIT_S", 1.0)  # the grace for a run that has just ended: short here
+    monkeypatch.setattr(ray_rollouts, "FREE_CPU_WAIT_S", 1.0)  # the grace for a run that has just ended: short here
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         hog = ray.remote(num_cpus=1)(type("Hog", (), {"ping": lambda self: 1})).remote()
