@@ -37,7 +37,6 @@ import tyro
 import yaml
 
 from agents.registry import LADDER, AgentSpecError, check_spec
-from cassino_env.obs import DEFAULT_BLOCKS, ObsBlocksError, check_blocks
 from cassino_env.rules import make_rules
 
 #: The folder of the YAML configs.
@@ -674,9 +673,10 @@ class Args:
     banked_points) as it happens; with gamma=1 a deal's total reward is unchanged"""
     max_moves: int = 64
     """width of the env's move table; the rare longer lists keep their first moves (the core's overflow policy)"""
-    obs_blocks: tuple[str, ...] = DEFAULT_BLOCKS
+    obs_blocks: tuple[str, ...] | None = None
     """the observation's blocks, in order (cassino_env.obs: leave some out, reorder them, or add blocks registered
-    with cassino_env.obs.register_block); every checkpoint records them (obs_blocks)"""
+    with cassino_env.obs.register_block); null: cassino_env.obs.DEFAULT_BLOCKS; every checkpoint records the list
+    (obs_blocks)"""
 
     # --- PPO --------------------------------------------------------------------------------------------------------
     total_timesteps: int = 10_000_000
@@ -770,8 +770,12 @@ class Args:
         _check_combination(self)
 
 
-def _obs_blocks(name: str, value: Any) -> tuple[str, ...]:
+def _obs_blocks(name: str, value: Any) -> tuple[str, ...] | None:
     """A rule: a list of distinct observation block names (``cassino_env.obs.check_blocks``)."""
+    if value is None:  # the default list; nothing to import (`cassino train --help` stays light)
+        return None
+    from cassino_env.obs import ObsBlocksError, check_blocks
+
     try:
         return check_blocks(names()(name, value))
     except ObsBlocksError as exc:
