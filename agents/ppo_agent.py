@@ -43,7 +43,7 @@ expanded or strided view cannot stand for more bytes than the file holds.
 :func:`policy_from_checkpoint` compares the tensors the declared shape needs (computed on PyTorch's ``meta`` device,
 which allocates nothing) with the tensors in the file before it builds the network, so a file declaring a huge
 network cannot make it allocate more than the weights the file holds. A training checkpoint's ``train`` and
-``optimizer`` entries are checked by ``train.ppo_selfplay.check_train_state`` before a resume uses them.
+``optimizer`` entries are checked by ``train.checkpoints.check_train_state`` before a resume uses them.
 
 Checkpoints are written atomically (:func:`agents.files.atomic_write`): a temporary file in the same folder, flushed
 to disk, then renamed over the target, so a reader (or a run killed mid-write) sees the old file or the new one, never
