@@ -15,6 +15,7 @@ By concern:
   ``report`` (intervals, ratings, tables), ``exploit`` (the exploitability probe), ``proxy``, ``plot`` (learning
   curves).
 * **Front ends**: ``cli`` (the ``cassino`` command), ``errors`` (bad input as one ``error:`` line and exit 2, for
-  every command), ``play`` (the terminal game), ``serve`` and ``web/`` (the web app), ``records`` (game records,
-  ``cassino replay``), ``example_*`` (other RL libraries on these envs).
+  every command), ``docs`` (``cassino docs``: the rules and formats of an installed copy), ``play`` (the terminal
+  game), ``serve`` and ``web/`` (the web app), ``records`` (game records, ``cassino replay``), ``example_*`` (other
+  RL libraries on these envs).
 """
