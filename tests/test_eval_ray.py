@@ -18,7 +18,7 @@ from train.evaluate import evaluate, summarize_pair
 from train.records import GameRecorder
 
 #: what may differ between two runs of one tournament: how long they took
-TIMINGS = ("seconds", "deals_per_minute")
+TIMINGS = ("seconds", "deals_per_minute", "seconds_per_decision")  # the last: None on Ray
 
 
 def without_timings(report: dict) -> dict:

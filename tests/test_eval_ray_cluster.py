@@ -12,7 +12,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from cassino_env.rules import make_rules  # noqa: E402
 from train.evaluate import evaluate  # noqa: E402
 
-TIMINGS = ("seconds", "deals_per_minute")
+TIMINGS = ("seconds", "deals_per_minute", "seconds_per_decision")  # the last: None on Ray
 
 
 def without_timings(report: dict) -> dict:
