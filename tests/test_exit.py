@@ -156,3 +156,12 @@ def test_search_none_needs_last_round_labels() -> None:
         tiny_args(search="none", label_last_round=False)
     assert info.value.field == "search"
     assert tiny_args(search="none").search == "none"
+
+
+@pytest.mark.slow
+def test_one_ray_worker_is_the_local_run(straight: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    final = train(tiny_args(run_dir=str(tmp_path / "ray"), ray_address="local", num_workers=1))
+    a, b = read_checkpoint(straight / "checkpoints" / "final.pt"), read_checkpoint(final)
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
