@@ -382,7 +382,7 @@ def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: s
     >>> q = np.array([[1.0, 0.0, np.nan]]); m = np.array([[True, True, False]])
     >>> policy_targets(q, m, np.full((1, 3), 0.5), "top", 1.0).tolist()
     [[1.0, 0.0, 0.0]]
-    >>> [round(x, 3) for x in policy_targets(q, m, np.full((1, 3), 0.5), "soft", 1.0)[0]]
+    >>> [round(float(x), 3) for x in policy_targets(q, m, np.full((1, 3), 0.5), "soft", 1.0)[0]]
     [0.731, 0.269, 0.0]
 
     Raises:
