@@ -131,7 +131,7 @@ class PIMCAgent:
         row_a = np.concatenate(row_of)
         move_a = np.concatenate(move_of)
         me = np.asarray(view["viewer"]).astype(np.int64)[row_a]
-        outcome = self._rollout(st, actions, me, rng)
+        outcome = self.rollout(st, actions, me, rng)
         best = np.zeros(len(ks), dtype=np.int64)
         values = []
         for r in range(len(ks)):
@@ -142,9 +142,19 @@ class PIMCAgent:
             best[r] = int(np.argmax(mean))
         return best, values
 
-    def _rollout(self, st: core.State, first: np.ndarray, me: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Play ``first`` then the rollout policy to the end of the deal in every game; float64[G] outcomes for
-        the side of seat ``me[g]``."""
+    def rollout(self, st: core.State, first: np.ndarray, me: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Play ``first`` then the rollout policy to the end of the deal in every game (public: the network-guided
+        search of :mod:`agents.search` plays its rollouts through it).
+
+        Args:
+            st: G games (a :class:`cassino_env.core.State` with batch size G), each before its first move.
+            first: int64[G], the first move (action id) of each game.
+            me: int64[G], the seat whose side's outcome is returned.
+            rng: used only by a ``random`` rollout policy.
+
+        Returns:
+            float64[G]: the side of seat ``me[g]``'s deal points minus the other sides' mean, plus or minus
+            ``match_bonus`` if the deal ends the match (points)."""
         rules = self.rules
         S = rules.num_sides
         G = st.batch_size

@@ -216,12 +216,12 @@ class SearchAgent:
         if self.rollout == "net":
             outcome = self._rollout_net(st, first, me)
         else:
-            outcome = self._pimc._rollout(st, first, me, rng)
+            outcome = self._pimc.rollout(st, first, me, rng)
         np.add.at(sums, (rows[row], slot), outcome)
         np.add.at(counts, (rows[row], slot), 1.0)
 
     def _rollout_net(self, st: Any, first: np.ndarray, me: np.ndarray) -> np.ndarray:
-        """As :meth:`agents.pimc.PIMCAgent._rollout`, every seat played by the network's most probable move."""
+        """As :meth:`agents.pimc.PIMCAgent.rollout`, every seat played by the network's most probable move."""
 
         class _Net:
             def act_state(_self, state: Any) -> np.ndarray:  # noqa: N805 - a small adapter
@@ -230,7 +230,7 @@ class SearchAgent:
         saved = self._pimc.policy
         self._pimc.policy = _Net()
         try:
-            return self._pimc._rollout(st, first, me, np.random.default_rng(0))
+            return self._pimc.rollout(st, first, me, np.random.default_rng(0))
         finally:
             self._pimc.policy = saved
 
