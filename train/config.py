@@ -372,13 +372,15 @@ _METAVARS = {int: "INT", float: "FLOAT", str: "STR", bool: "{True,False}"}
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (what tyro shows as help)."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    docs = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
+    """The docstring under each field of a dataclass (what tyro shows as help), its base classes' fields included
+    (a subclass's own docstring wins)."""
+    docs: dict[str, str] = {}
+    for klass in reversed([k for k in cls.__mro__ if dataclasses.is_dataclass(k)]):
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for node, nxt in zip(body, body[1:], strict=False):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+                docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
 
 
@@ -615,12 +617,12 @@ CRITIC_CHOICES = ("shared", "separate")
 
 
 @dataclasses.dataclass
-class Args:
-    """Self-play PPO options. These defaults are the only built-in values (the default run, classic rules);
-    ``configs/ppo_<preset>.yaml`` hold just the fields that differ from them."""
+class RunOptions:
+    """The options every trainer's run starts with: its name, seed, threads and run folder (:class:`Args` and
+    ``train.exit.ExitArgs`` extend it, each with its own ``exp_name``)."""
 
     # --- experiment -------------------------------------------------------------------------------------------------
-    exp_name: str = "ppo_selfplay"
+    exp_name: str = "run"
     """name of the experiment, the second part of the run name"""
     seed: int = 1
     """seed of the networks, the games and every random choice of the run"""
@@ -636,6 +638,15 @@ class Args:
     reuse_run_dir: bool = False
     """write into a run_dir that is not empty (the run folder of a run not being resumed); off, such a folder is
     refused. A folder another run is writing to (its lock held) is refused either way"""
+
+
+@dataclasses.dataclass
+class Args(RunOptions):
+    """Self-play PPO options. These defaults are the only built-in values (the default run, classic rules);
+    ``configs/ppo_<preset>.yaml`` hold just the fields that differ from them."""
+
+    exp_name: str = "ppo_selfplay"
+    """name of the experiment, the second part of the run name"""
     progress_every_s: float = 30.0
     """seconds between progress lines on stdout"""
     max_train_seconds: float = 1140.0

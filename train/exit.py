@@ -94,26 +94,13 @@ DEFAULT_CONFIG = config.CONFIGS_DIR / "exit_classic.yaml"
 
 
 @dataclass
-class ExitArgs:
+class ExitArgs(config.RunOptions):
     """Expert-iteration options. These defaults are the built-in values; ``configs/exit_*.yaml`` hold the fields that
     differ from them."""
 
     # --- experiment ---------------------------------------------------------------------------------------------------
     exp_name: str = "exit"
     """name of the experiment, the second part of the run name"""
-    seed: int = 1
-    """seed of the games, the searches and every random choice of the run"""
-    threads: int = 2
-    """CPU threads torch may use"""
-    run_dir: str | None = None
-    """folder the run writes to; default runs_root/{preset}__{exp_name}__{seed}__{unix time}"""
-    runs_root: str = "runs"
-    """parent folder of the default run folders"""
-    resume: str | None = None
-    """checkpoint to continue from (RUN/checkpoints/X.pt): the run goes on in its folder with its own config, except
-    the options given on this command line"""
-    reuse_run_dir: bool = False
-    """write into a run_dir that is not empty"""
     max_train_seconds: float = 0.0
     """stop after the iteration during which this many wall-clock seconds of the run (resumed parts included) have
     passed (0: no limit), then save and evaluate as usual"""
