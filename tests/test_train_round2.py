@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +146,7 @@ def test_ctrl_c_twice_stops_at_once_with_one_line(tmp_path: Path, repo_root: Pat
     run = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from train.cli import main; sys.exit(main(sys.argv[1:]))", "train",
-         *FAST, "--total-timesteps", str(1536 * 400), "--num-envs", "256", "--progress-every-s", "0",
+         *FAST, "--total-timesteps", str(1536 * 400), "--num-envs", "1024", "--progress-every-s", "0",
          "--checkpoint-every", "0", "--run-dir", str(run)],
         cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -156,7 +155,9 @@ def test_ctrl_c_twice_stops_at_once_with_one_line(tmp_path: Path, repo_root: Pat
             if line.startswith("step "):
                 break
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.2)
+        for line in proc.stdout:  # the first Ctrl-C is seen: the run will stop after this (1,024-game) iteration
+            if line.startswith("Ctrl-C"):
+                break
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=300)
     finally:

@@ -104,6 +104,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
 import time
 import typing
@@ -196,6 +197,7 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
             args = resolve_args(options)
             train(args, explicit=config.explicit_fields(Args, options))  # flags and the --config file's fields
         except RunInterrupted as exc:  # Ctrl-C: what is saved and the resume command, one line
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run has stopped: a late Ctrl-C cannot cut the exit
             print(exc, file=sys.stderr)
             return EXIT_INTERRUPTED
         except RunStopped as exc:  # diverged, disk full: one line naming the step and the last good checkpoint
