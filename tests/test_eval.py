@@ -284,3 +284,13 @@ def test_one_arena_for_training_checks_and_duplicate_boards() -> None:
     for g in range(len(seeds)):
         wins = np.bincount(whole.match_winner[whole.match_game == g], minlength=rules.num_sides)
         assert wins.max() == 2 and int(np.argmax(wins)) == whole.session_winner[g]
+
+
+@pytest.mark.parametrize("n", [10, 13, 24, 25, 48, 399])
+def test_wilson_interval_holds_the_observed_rate_at_the_ends(n: int) -> None:
+    """All wins (or none) gave an upper end of 0.9999999999999999 below the rate 1.0 for these n (rounding)."""
+    from train.stats import wilson_interval
+
+    for k in (0, n // 2, n):
+        low, high = wilson_interval(k, n)
+        assert 0.0 <= low <= k / n <= high <= 1.0

@@ -21,6 +21,11 @@ def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, 
 
     >>> [round(x, 4) for x in wilson_interval(7, 10)]
     [0.3968, 0.8922]
+
+    The interval always holds the observed rate: at 0 or 1 rounding could leave it a hair outside.
+
+    >>> wilson_interval(48, 48)[1] >= 1.0 and wilson_interval(0, 24)[0] <= 0.0
+    True
     """
     if n <= 0:
         return (0.0, 1.0)
@@ -28,7 +33,7 @@ def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, 
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p)))
 
 
 def ratio_interval(totals: np.ndarray, counts: np.ndarray, z: float = Z95) -> tuple[float, float, float]:
