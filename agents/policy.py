@@ -235,8 +235,29 @@ class CassinoPolicy(nn.Module):
 
     def forward(self, batch: MoveBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(logits float32[N, M], value float32[N])``; illegal moves have logit ``-inf``."""
-        h = self.torso(batch.obs)
-        return self._logits(batch, h), self._value(batch, h)
+        if self.shape.critic == "shared":
+            h = self.torso(batch.obs)
+            return self._logits(batch, h), self._value(batch, h)
+        h, v = self._both_torsos(batch)
+        return self._logits(batch, h), v
+
+    def _both_torsos(self, batch: MoveBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The policy torso's output and the separate critic's value in one pass: both first layers read the
+        observation, so they run as one matrix product of ``[N, D] x [D, 2 hidden]`` (the critic's columns of its
+        extra input ``critic_obs`` as a second product), which is the two layers' arithmetic, without the
+        ``[obs, critic_obs]`` copy; the result equals :meth:`logits` and :meth:`value` up to float rounding."""
+        t1, c1 = self.torso[0], self.critic_net[0]
+        H, D = t1.out_features, self.shape.obs_dim
+        w = torch.cat([t1.weight, c1.weight[:, :D]])
+        b = torch.cat([t1.bias, c1.bias])
+        first = torch.nn.functional.linear(batch.obs, w, b)
+        pre_h, pre_c = first[:, :H], first[:, H:]
+        if self.shape.critic_dim:
+            if batch.critic_obs is None:
+                raise ValueError("this network's critic reads the full state: build the MoveBatch with critic_obs")
+            pre_c = pre_c + torch.nn.functional.linear(batch.critic_obs, c1.weight[:, D:])
+        h = self.torso[1:](pre_h)
+        return h, self.critic_net[1:](pre_c).squeeze(-1)
 
     def logits(self, batch: MoveBatch) -> torch.Tensor:
         """float32[N, M]: the policy's logits alone (``-inf`` at illegal moves); what acting needs, so a critic
@@ -275,6 +296,21 @@ class CassinoPolicy(nn.Module):
     def value(self, batch: MoveBatch) -> torch.Tensor:
         """float32[N]: the value estimate alone."""
         return self._value(batch)
+
+    def state_value(self, obs: torch.Tensor, critic_obs: torch.Tensor | None = None) -> torch.Tensor:
+        """float32[N]: the value estimate of N positions from their observations alone (no move table needed).
+
+        Args:
+            obs: float32[N, D], the acting seat's observation.
+            critic_obs: float32[N, C], the separate critic's full-state input (:func:`agents.features.critic_state`);
+                needed when ``critic_dim`` > 0.
+
+        Raises:
+            ValueError: ``critic_obs`` missing for a critic that reads it.
+        """
+        empty = torch.zeros((len(obs), 0), dtype=torch.int64)
+        return self._value(MoveBatch(obs=obs, kind=empty, card=empty, value=empty, cards=empty,
+                                     mask=empty.bool(), critic_obs=critic_obs))
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

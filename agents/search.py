@@ -46,6 +46,9 @@ DEFAULT_TOP_K = 4
 DEFAULT_MARGIN = 0.0
 #: Rollout policies: a scripted bot name, or ``net`` (the network itself).
 ROLLOUTS = ("advanced", "intermediate", "greedy", "net")
+#: How a sampled line is scored: ``rollout`` plays it to the end of the deal, ``critic`` stops after ``depth``
+#: plies of the rollout policy and reads the network's critic.
+LEAVES = ("rollout", "critic")
 
 
 class SearchSpecError(ValueError):
@@ -76,7 +79,7 @@ class SearchAgent:
     def __init__(self, rules: RuleSet, net: Any, simulations: int = DEFAULT_SIMULATIONS, top_k: int = DEFAULT_TOP_K,
                  margin: float = DEFAULT_MARGIN, rollout: str = "advanced", halving: bool = False,
                  min_samples: int = 8, match_bonus: float = 10.0, exact: bool = True, max_games: int = 16384,
-                 name: str | None = None) -> None:
+                 leaf: str = "rollout", depth: int = 0, value_scale: float = 0.1, name: str | None = None) -> None:
         from agents.bots import make_bot
         from agents.pimc import PIMCAgent
 
@@ -92,6 +95,17 @@ class SearchAgent:
             raise SearchSpecError(f"rollout: expected one of {', '.join(ROLLOUTS)}, got {rollout!r:.40}")
         if not callable(getattr(getattr(net, "policy", None), "logits", None)):
             raise SearchSpecError("search needs a trained network's agent (checkpoint:PATH or pretrained:NAME)")
+        if leaf not in LEAVES:
+            raise SearchSpecError(f"leaf: expected one of {', '.join(LEAVES)}, got {leaf!r:.40}")
+        if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 0 <= depth <= 64:
+            raise SearchSpecError(f"depth: expected an integer 0..64 (plies before the critic), got {depth!r:.40}")
+        if not (isinstance(value_scale, int | float) and np.isfinite(value_scale) and value_scale > 0):
+            raise SearchSpecError(f"value_scale: expected a finite number > 0, got {value_scale!r:.40}")
+        if leaf == "critic" and rules.num_sides != 2:
+            raise SearchSpecError(f"leaf='critic' needs two sides (the critic scores the side to move against the "
+                                  f"other); these rules have {rules.num_sides}")
+        if leaf == "critic" and rollout == "net":
+            raise SearchSpecError("leaf='critic' plays its depth plies with a scripted bot, not rollout='net'")
         self.rules = rules
         self.net = net
         self.simulations = int(simulations)
@@ -103,6 +117,7 @@ class SearchAgent:
         self.match_bonus = float(match_bonus)
         self.exact = bool(exact) and rules.num_players == 2
         self.max_games = int(max_games)
+        self.leaf, self.depth, self.value_scale = leaf, int(depth), float(value_scale)
         self.name = name or "search"
         self._bot = None if rollout == "net" else make_bot(rollout, rules)
         #: when a list, every searched chunk appends (candidates int64[R, m], mean outcomes float64[R, m]; -inf:
@@ -215,10 +230,53 @@ class SearchAgent:
         me = np.asarray(obs["view"]["viewer"]).astype(np.int64)[row]
         if self.rollout == "net":
             outcome = self._rollout_net(st, first, me)
+        elif self.leaf == "critic":
+            outcome = self._critic_leaf(st, first, me)
         else:
             outcome = self._pimc.rollout(st, first, me, rng)
         np.add.at(sums, (rows[row], slot), outcome)
         np.add.at(counts, (rows[row], slot), 1.0)
+
+    def _critic_leaf(self, st: Any, first: np.ndarray, me: np.ndarray) -> np.ndarray:
+        """float64[G]: play ``first`` and ``depth`` plies of the rollout bot in every game, then score it by the
+        network's critic: its value for the seat to move, in points (divided by ``value_scale``, the reward scale
+        the critic was trained at), from the side of ``me``; a deal that ends on the way scores its exact margin
+        (``match_bonus`` included, as a rollout)."""
+        import torch
+
+        from agents.features import critic_state
+        from agents.gym_env import state_obs
+        from cassino_env import core
+
+        G = st.batch_size
+        outcome = np.zeros(G, dtype=np.float64)
+        live = np.arange(G)
+        actions = first
+        for ply in range(self.depth + 1):
+            res = core.step(st, actions)
+            done = np.flatnonzero(res.deal_done)
+            if done.size:
+                g = live[done]
+                mine = me[g] % 2
+                tot = res.deal_totals[done].astype(np.float64)
+                won = np.where(res.match_done[done], np.where(res.match_winner[done] == mine, 1.0, -1.0), 0.0)
+                outcome[g] = tot[np.arange(done.size), mine] - tot[np.arange(done.size), 1 - mine] \
+                    + self.match_bonus * won
+            keep = np.flatnonzero(st.current_player >= 0)
+            if keep.size < len(live):
+                st, live = take(st, keep), live[keep]
+            if not live.size:
+                return outcome
+            if ply < self.depth:
+                actions = self._bot.act_state(st)
+        obs = state_obs(st, with_view=False, blocks=getattr(self.net, "blocks", None))
+        policy = self.net.policy
+        crit = torch.from_numpy(critic_state(st)) if policy.shape.critic_dim else None
+        with torch.no_grad():
+            v = policy.state_value(torch.from_numpy(obs["observation"]), crit).numpy().astype(np.float64)
+        mover = np.asarray(st.current_player, dtype=np.int64) % 2
+        outcome[live] = np.where(mover == me[live] % 2, v, -v) / self.value_scale
+        return outcome
 
     def _rollout_net(self, st: Any, first: np.ndarray, me: np.ndarray) -> np.ndarray:
         """As :meth:`agents.pimc.PIMCAgent.rollout`, every seat played by the network's most probable move."""

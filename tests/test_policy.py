@@ -117,3 +117,28 @@ def test_sampling_follows_the_callers_generator(net: CassinoPolicy) -> None:
     assert np.array_equal(a, b)
     assert np.array_equal(sample_actions(logits, np.random.default_rng(5), deterministic=True),
                           logits.argmax(-1).numpy())
+
+
+def test_forward_with_a_separate_critic_equals_logits_and_value():
+    """forward runs both first layers as one product; it gives what logits() and value() give alone."""
+    import torch
+
+    from agents.registry import make_agent
+    from cassino_env.rules import make_rules
+    from cassino_env.vector import CassinoVectorEnv
+
+    rules = make_rules("classic")
+    agent = make_agent("pretrained:classic", rules)
+    env = CassinoVectorEnv(16, rules, seed=5, with_view=True)
+    obs, _ = env.reset()
+    from agents.features import critic_state
+    from agents.policy import MoveBatch
+
+    batch = MoveBatch.from_obs(obs, agent.featurizer(obs))
+    batch.critic_obs = torch.from_numpy(critic_state(env.state))
+    with torch.no_grad():
+        logits, value = agent.policy(batch)
+        np.testing.assert_allclose(logits.numpy(), agent.policy.logits(batch).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(value.numpy(), agent.policy.value(batch).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(agent.policy.state_value(batch.obs, batch.critic_obs).numpy(),
+                                   value.numpy(), rtol=1e-5, atol=1e-5)

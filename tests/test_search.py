@@ -124,3 +124,68 @@ def test_bad_search_arguments(kw):
 
     with pytest.raises(SearchSpecError):
         SearchAgent(RULES, make_agent("pretrained:classic", RULES), **kw)
+
+
+@pytest.mark.parametrize("kw", [{"leaf": "nobody"}, {"leaf": "critic", "depth": -1}, {"depth": 65},
+                                {"depth": 1.5}, {"value_scale": 0.0}, {"value_scale": float("nan")},
+                                {"leaf": "critic", "rollout": "net"}])
+def test_bad_critic_leaf_arguments(kw):
+    from agents.search import SearchAgent, SearchSpecError
+
+    with pytest.raises(SearchSpecError):
+        SearchAgent(RULES, make_agent("pretrained:classic", RULES), **kw)
+
+
+def test_critic_leaf_needs_two_sides():
+    from agents.search import SearchAgent, SearchSpecError
+
+    rules = make_rules("classic", 3)
+    with pytest.raises(SearchSpecError, match="two sides"):
+        SearchAgent(rules, make_agent("policy:pretrained:classic", RULES), leaf="critic")
+
+
+def test_critic_leaf_scores_the_position_after_the_move_by_the_critic():
+    """depth 0: a line's outcome is the critic's value for the seat to move after the candidate, from the searching
+    seat's side (the opponent moves next in two-player classic, so minus its value), in points."""
+    import torch
+
+    from agents.features import critic_state
+    from agents.gym_env import state_obs
+    from agents.search import SearchAgent
+    from cassino_env import core
+    from cassino_env.determinize import determinize, moves_of, take
+
+    net = make_agent("pretrained:classic", RULES)
+    agent = SearchAgent(RULES, net, leaf="critic", depth=0, value_scale=0.1)
+    obs = _positions(games=3)
+    det = determinize(RULES, obs["view"], moves_of(obs), np.array([2, 2, 2]), np.random.default_rng(0))
+    first = np.zeros(6, dtype=np.int64)
+    me = np.repeat(np.asarray(obs["view"]["viewer"]).astype(np.int64), 2)
+    got = agent._critic_leaf(take(det, np.arange(6)), first, me)
+    st = take(det, np.arange(6))
+    core.step(st, first)
+    with torch.no_grad():
+        v = net.policy.state_value(torch.from_numpy(state_obs(st, with_view=False)["observation"]),
+                                   torch.from_numpy(critic_state(st))).numpy()
+    assert (st.current_player != me).all()
+    np.testing.assert_allclose(got, -v / 0.1, rtol=1e-5)
+
+
+def test_critic_leaf_search_plays_legal_moves_and_finished_deals_score_exactly():
+    from agents.search import SearchAgent
+    from cassino_env.determinize import determinize, moves_of, take
+
+    net = make_agent("pretrained:classic", RULES)
+    obs = _positions(games=4)
+    mask = np.asarray(obs["action_mask"]) != 0
+    for depth in (0, 3, 64):
+        agent = SearchAgent(RULES, net, simulations=32, min_samples=2, leaf="critic", depth=depth)
+        moves = agent.act(obs, np.random.default_rng(3))
+        assert mask[np.arange(len(mask)), moves].all()
+    # depth 64 reaches the end of every deal: the critic is never read, the outcome is the rollout's
+    det = determinize(RULES, obs["view"], moves_of(obs), np.array([3] * 4), np.random.default_rng(4))
+    first = np.zeros(12, dtype=np.int64)
+    me = np.repeat(np.asarray(obs["view"]["viewer"]).astype(np.int64), 3)
+    deep = SearchAgent(RULES, net, leaf="critic", depth=64)
+    rolled = SearchAgent(RULES, net)._pimc.rollout(take(det, np.arange(12)), first, me, np.random.default_rng(0))
+    np.testing.assert_allclose(deep._critic_leaf(take(det, np.arange(12)), first, me), rolled)
