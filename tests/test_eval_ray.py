@@ -18,7 +18,7 @@ from train.evaluate import evaluate, summarize_pair
 from train.records import GameRecorder
 
 #: what may differ between two runs of one tournament: how long they took
-TIMINGS = ("seconds", "deals_per_minute", "seconds_per_decision")  # the last: None on Ray
+TIMINGS = ("seconds", "deals_per_minute", "seconds_per_decision")  # wall times differ run to run
 
 
 def without_timings(report: dict) -> dict:
@@ -53,6 +53,9 @@ def test_eval_on_ray_equals_the_local_run(local_ray):
     remote = evaluate(specs, rules, deals=30, seed=11, ray_address="auto")
     assert without_timings(remote) == without_timings(local)
     assert len(local["pairs"]) == 3 and local["pairs"][0]["deals"] >= 30
+    # every agent's seconds per decision is timed on the workers and reported (it was None on Ray)
+    spd = remote["seconds_per_decision"]
+    assert set(spd) == set(local["seconds_per_decision"]) and all(v is not None and v >= 0 for v in spd.values())
 
 
 def test_ray_does_not_take_game_records():
@@ -138,6 +141,7 @@ def test_chunked_eval_on_ray_equals_the_local_chunked_run(local_ray):
     local = evaluate(specs, rules, deals=16, seed=13, boards_per_task=1)
     remote = evaluate(specs, rules, deals=16, seed=13, boards_per_task=1, ray_address="auto")
     assert without_timings(remote) == without_timings(local)
+    assert all(v is not None and v >= 0 for v in remote["seconds_per_decision"].values())
     assert len(local["pairs"]) == 6 and all(p["deals"] >= 16 for p in local["pairs"])
     # the chunks' generators are not the pair's: the stochastic pairs' draws differ from the unchunked run
     unchunked = evaluate(specs[:2], rules, deals=16, seed=13)

@@ -267,7 +267,11 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         if bar is not None:
             bar.next_pair(k, f"{names[i]} vs {names[j]}")
         if on_ray is not None:
-            rec = on_ray[k]
+            rec, (sec_a, dec_a, sec_b, dec_b) = on_ray[k]
+            agents[i].seconds += sec_a
+            agents[i].decisions += dec_a
+            agents[j].seconds += sec_b
+            agents[j].decisions += dec_b
             if bar is not None and boards_per_task is None:  # the chunks' deals were counted as they came in
                 bar.update(sum(rec.deals))
         else:
@@ -308,20 +312,23 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         "ratings": {n: float(r) for n, r in zip(names, elo, strict=True)},
         "openskill": skill, "win_matrix": matrix, "seconds": seconds,
         "deals_per_minute": 60.0 * total_deals / seconds if seconds > 0 else 0.0,
-        # wall seconds an agent's act took per decision it was asked (None: played on Ray, not timed here)
+        # wall seconds an agent's act took per decision it was asked (on Ray: on the workers, summed over the
+        # kept tasks; None: never asked)
         "seconds_per_decision": {n: (a.seconds / a.decisions if a.decisions else None)
                                  for n, a in zip(names, agents, strict=True)},
     }
 
 
 def _pair_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, deals: int, seed: int, k: int,
-               batch_games: int, session_wins: int) -> PairRecord:
-    """Pair ``k`` of :func:`evaluate`, as its local loop plays it (specs are made into agents where it runs)."""
+               batch_games: int, session_wins: int) -> tuple[PairRecord, Timing]:
+    """Pair ``k`` of :func:`evaluate`, as its local loop plays it (specs are made into agents where it runs), and
+    its agents' timings (:data:`Timing`, wall seconds on the worker that played it)."""
     from agents.registry import make_agent
 
-    a, b = (make_agent(p, rules) if isinstance(p, str) else p for p in (player_a, player_b))
-    return play_pair(a, b, rules, deals, seed, np.random.default_rng([seed, k]), batch_games=batch_games,
-                     session_wins=session_wins)
+    a, b = (_Timed(make_agent(p, rules) if isinstance(p, str) else p) for p in (player_a, player_b))
+    rec = play_pair(a, b, rules, deals, seed, np.random.default_rng([seed, k]), batch_games=batch_games,
+                    session_wins=session_wins)
+    return rec, _timing(a, b)
 
 
 @contextlib.contextmanager
@@ -346,8 +353,8 @@ def _ray_connected(address: str) -> Iterator[Any]:
 
 
 def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[int, int]], rules: RuleSet, deals: int,
-                  seed: int, batch_games: int, session_wins: int) -> list[PairRecord]:
-    """Every pair's record, one Ray task per pair, in the order of ``pairs``."""
+                  seed: int, batch_games: int, session_wins: int) -> list[tuple[PairRecord, Timing]]:
+    """Every pair's record and timings, one Ray task per pair, in the order of ``pairs``."""
     with _ray_connected(address) as ray:
         task = ray.remote(_pair_task)
         return ray.get([task.remote(players[i], players[j], rules, deals, seed, k, batch_games, session_wins)
@@ -355,14 +362,23 @@ def _pairs_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[in
 
 
 def _chunk_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, seed: int, k: int, chunk: int,
-                boards_per_task: int, batch_games: int, session_wins: int) -> PairRecord:
+                boards_per_task: int, batch_games: int, session_wins: int) -> tuple[PairRecord, Timing]:
     """Chunk ``chunk`` of pair ``k`` of :func:`evaluate`, as its local loop plays it (:func:`train.arena.play_chunk`;
-    specs are made into agents where it runs)."""
+    specs are made into agents where it runs), and its agents' timings (:data:`Timing`)."""
     from agents.registry import make_agent
 
-    a, b = (make_agent(p, rules) if isinstance(p, str) else p for p in (player_a, player_b))
-    return play_chunk(a, b, rules, seed, k, chunk, boards_per_task, batch_games=batch_games,
-                      session_wins=session_wins)
+    a, b = (_Timed(make_agent(p, rules) if isinstance(p, str) else p) for p in (player_a, player_b))
+    rec = play_chunk(a, b, rules, seed, k, chunk, boards_per_task, batch_games=batch_games,
+                     session_wins=session_wins)
+    return rec, _timing(a, b)
+
+
+#: A task's timings of its two agents: (seconds of A, decisions of A, seconds of B, decisions of B).
+Timing = tuple[float, int, float, int]
+
+
+def _timing(a: _Timed, b: _Timed) -> Timing:
+    return (a.seconds, a.decisions, b.seconds, b.decisions)
 
 
 class _PairBar:
@@ -391,10 +407,10 @@ class _PairBar:
 
 def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[int, int]], rules: RuleSet,
                    deals: int, seed: int, boards_per_task: int, batch_games: int, session_wins: int,
-                   progress: Any = None) -> list[PairRecord]:
+                   progress: Any = None) -> list[tuple[PairRecord, Timing]]:
     """Every pair's record, one Ray task per chunk (:func:`_chunk_task`), in the order of ``pairs``: what
     :func:`train.arena.play_pair_in_chunks` returns for each pair, timings aside (a pair's ``seconds`` add up its
-    kept chunks' times).
+    kept chunks' times), with its agents' timings summed over the kept chunks (:data:`Timing`).
 
     Scheduling (it decides only how much is computed, never what is kept): at most as many tasks are in flight as
     the cluster has CPUs; a free slot goes to the first pair, in pair order, whose finished and running chunks are
@@ -416,6 +432,7 @@ def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[i
         prefix_deals = [0] * n  # and their deals
         launched = [0] * n  # per pair: chunks 0 .. launched - 1 submitted
         flying: dict[Any, tuple[int, int]] = {}  # ObjectRef -> (pair, chunk)
+        timings: list[dict[int, Timing]] = [{} for _ in pairs]  # per pair: chunk -> its agents' timings
 
         def wants_more(k: int) -> bool:
             if kept[k] is not None:
@@ -439,7 +456,8 @@ def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[i
             ready, _ = ray.wait(list(flying), num_returns=1)
             for ref in ready:
                 k, c = flying.pop(ref)
-                rec = ray.get(ref)
+                rec, timing = ray.get(ref)
+                timings[k][c] = timing
                 if kept[k] is not None:
                     continue
                 finished[k][c] = rec
@@ -457,7 +475,9 @@ def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[i
                     for extra in [r for r, (kk, _) in flying.items() if kk == k]:
                         ray.cancel(extra)
                         del flying[extra]
-        return [merge_records([finished[k][c] for c in range(kept[k])]) for k in range(n)]
+        return [(merge_records([finished[k][c] for c in range(kept[k])]),
+                 tuple(sum(timings[k][c][x] for c in range(kept[k])) for x in range(4)))  # type: ignore[misc]
+                for k in range(n)]
 
 
 # --- command line -----------------------------------------------------------------------------------------------------
