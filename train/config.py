@@ -722,6 +722,10 @@ class Args(RunOptions):
     """global gradient-norm clip"""
     target_kl: float | None = None
     """stop an update's epochs early when the approximate KL exceeds this"""
+    update_shards: int | None = None
+    """split every minibatch of the update into this many shards, each computed by its own copy of the network on
+    its own thread (one torch thread each) and their gradients summed: the same update up to float rounding, which
+    uses the cores better than torch's threads inside each operation; null: threads"""
 
     # --- network ----------------------------------------------------------------------------------------------------
     hidden: int = 128
@@ -834,7 +838,7 @@ ARG_RULES: dict[str, FieldRule] = {
     "norm_adv": boolean(), "clip_coef": number(0.0, 10.0, lo_open=True), "clip_vloss": boolean(),
     "ent_coef": number(0.0, 100.0),
     "vf_coef": number(0.0, 100.0), "max_grad_norm": number(0.0, 1e6, lo_open=True),
-    "target_kl": optional(number(0.0, lo_open=True)),
+    "target_kl": optional(number(0.0, lo_open=True)), "update_shards": optional(integer(1, 64)),
     # network
     "hidden": integer(1, 4096), "embed": integer(1, 4096), "move_features": boolean(),
     "feature_prior": number(0.0, 100.0),
