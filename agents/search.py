@@ -15,6 +15,9 @@ For each decision of B games at once:
    the network instead (one forward pass per ply for every live rollout of every decision), which costs about 40
    times as much per rollout step on this machine (the move features dominate), so at equal time it gets far fewer
    rollouts (docs/search.md has the measurements).
+   With ``leaf="critic"`` a sampled line stops after the candidate and ``depth`` plies of the rollout bot, and
+   the network's critic scores it (:meth:`agents.policy.CassinoPolicy.state_value`: the value of the seat to move,
+   read from its observation and the full determinised state; lines that end the deal sooner score exactly).
 4. **Successive halving** (``halving=True``): the first half of the budget is spread over the candidates, the
    second half over the best two of them on fresh samples; a move's value is the mean over all its samples.
 5. **Blueprint correction** (SPARTA, Lerer et al. 2020): the network's own move is played unless another candidate's
@@ -70,6 +73,14 @@ class SearchAgent:
         match_bonus: points added to (subtracted from) a rollout that ends the match won (lost).
         exact: play two-seat last rounds exactly.
         max_games: rollouts stepped together (larger batches are split).
+        leaf: ``"rollout"`` (play every line to the end of the deal) or ``"critic"`` (stop after ``depth`` plies
+            and read the network's critic; two sides only).
+        depth: plies of the rollout bot after the candidate before the critic reads the position (0 .. 64).
+        value_scale: the reward scale the critic was trained at (``reward_scale``: its values are deal margins
+            times it), so values are divided by it to get points; the critic must have been trained on the deal
+            margin (``reward="points"``, ``objective="points"``, no ``shaping``, ``gamma=1``, the defaults of
+            :class:`train.config.Args`), which is the case for ``pretrained:classic``. Lines of one decision all
+            have the same length, so every candidate's lines end the deal (and earn ``match_bonus``) or none do.
         name: its name in tables.
 
     Raises:

@@ -627,7 +627,8 @@ class RunOptions:
     seed: int = 1
     """seed of the networks, the games and every random choice of the run"""
     threads: int = 2
-    """CPU threads torch may use (torch.set_num_threads); the env runs single-threaded"""
+    """CPU threads torch may use (torch.set_num_threads); the env runs single-threaded. The PPO trainer's update
+    also runs as this many shards unless update_shards says otherwise (at most 64)"""
     run_dir: str | None = None
     """folder the run writes to; default runs_root/{preset}__{exp_name}__{seed}__{unix time}"""
     runs_root: str = "runs"

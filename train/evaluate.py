@@ -193,7 +193,9 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
             machine, ``"auto"`` joins the running one, ``"ray://HOST:10001"`` a remote one); None plays them here,
             one after the other. Each pair (each chunk) draws from its own generator, seeded by the seed and the
             pair's index (and the chunk's), so the report is the local run's, timings (``seconds``,
-            ``deals_per_minute``) aside. Needs the ``ray`` extra; not with ``recorder``.
+            ``deals_per_minute``, ``seconds_per_decision``: the agents' own time on the workers, summed over the
+            tasks kept, each task's first-call warm-up included) aside. Needs the ``ray`` extra; not with
+            ``recorder``.
         boards_per_task: None (the default) plays each pair's boards in adaptive waves from one generator per pair
             (:func:`train.arena.play_pair`). An integer N >= 1 plays them in fixed **chunks** of N boards instead:
             chunk c is boards ``c * N .. c * N + N - 1``, drawing from its own generator
@@ -209,7 +211,8 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     Returns:
         ``{"rules", "num_players", "seed", "deals", "session_wins", "agents", "pairs": [...], "ratings": {name: Elo},
         "openskill": {name: {"mu", "sigma", "ordinal"}}, "win_matrix": [[...]], "seconds",
-        "deals_per_minute"}``; each pair entry has ``a``, ``b``, ``matches``, ``match_win_rate_a``,
+        "deals_per_minute", "seconds_per_decision": {name: wall seconds of its act per decision, or None}}``; each
+        pair entry has ``a``, ``b``, ``matches``, ``match_win_rate_a``,
         ``match_ci_low``, ``match_ci_high``, ``deal_win_rate_a``, ``deal_ci_low``, ``deal_ci_high``,
         ``mean_margin_a`` (points per deal), ``margin_ci_low``, ``margin_ci_high``, ``deals``, ``boards``,
         ``sessions``, ``session_wins_a``, ``session_win_rate_a``, ``session_ci_low``, ``session_ci_high``. Ratings

@@ -292,6 +292,11 @@ class UpdateStats:
     explained_variance: float
 
 
+#: The most shards :func:`ppo_update` splits a minibatch into (``update_shards`` is checked against it; ``threads``,
+#: its default, may be larger).
+MAX_SHARDS = 64
+
+
 def ppo_update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, ro: Rollout, args: Args,
                rng: np.random.Generator) -> UpdateStats:
     """The PPO update (CleanRL's): ``update_epochs`` epochs over the learner's transitions ``ro.flat`` in
@@ -316,7 +321,7 @@ def ppo_update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, ro: Ro
 
     flat = ro.flat
     minibatch_size = max(len(flat) // args.num_minibatches, 1)
-    shards = max(1, min(args.update_shards or args.threads, minibatch_size))
+    shards = max(1, min(args.update_shards or args.threads, MAX_SHARDS, minibatch_size))
     nets = [policy] + [copy.deepcopy(policy) for _ in range(shards - 1)]
     params = [list(n.parameters()) for n in nets]
     clipfracs = []
