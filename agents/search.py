@@ -15,9 +15,13 @@ For each decision of B games at once:
    the network instead (one forward pass per ply for every live rollout of every decision), which costs about 40
    times as much per rollout step on this machine (the move features dominate), so at equal time it gets far fewer
    rollouts (docs/search.md has the measurements).
-   With ``leaf="critic"`` a sampled line stops after the candidate and ``depth`` plies of the rollout bot, and
-   the network's critic scores it (:meth:`agents.policy.CassinoPolicy.state_value`: the value of the seat to move,
-   read from its observation and the full determinised state; lines that end the deal sooner score exactly).
+   **Critic leaves** (``leaf="critic"``, the default where the rules have two sides): a sampled line stops after
+   the candidate and ``depth`` (8) plies of the rollout bot, and the network's critic scores it
+   (:meth:`agents.policy.CassinoPolicy.state_value`: the value of the seat to move, read from its observation and
+   the full determinised state, which the critic was trained on; lines that end the deal sooner score exactly).
+   A line costs about half a full rollout, and the critic knows the network's own play of the rest of the deal,
+   which the scripted bot does not: in classic the critic leaves beat full rollouts of the ``advanced`` bot
+   against both ``pimc`` and the network alone (docs/search.md). ``leaf="rollout"`` plays every line out.
 4. **Successive halving** (``halving=True``): the first half of the budget is spread over the candidates, the
    second half over the best two of them on fresh samples; a move's value is the mean over all its samples.
 5. **Blueprint correction** (SPARTA, Lerer et al. 2020): the network's own move is played unless another candidate's
@@ -52,6 +56,8 @@ ROLLOUTS = ("advanced", "intermediate", "greedy", "net")
 #: How a sampled line is scored: ``rollout`` plays it to the end of the deal, ``critic`` stops after ``depth``
 #: plies of the rollout policy and reads the network's critic.
 LEAVES = ("rollout", "critic")
+#: Plies of the rollout bot before the critic reads a line (``leaf="critic"``, the default with two sides).
+DEFAULT_DEPTH = 8
 
 
 class SearchSpecError(ValueError):
@@ -74,8 +80,10 @@ class SearchAgent:
         exact: play two-seat last rounds exactly.
         max_games: rollouts stepped together (larger batches are split).
         leaf: ``"rollout"`` (play every line to the end of the deal) or ``"critic"`` (stop after ``depth`` plies
-            and read the network's critic; two sides only).
-        depth: plies of the rollout bot after the candidate before the critic reads the position (0 .. 64).
+            and read the network's critic; two sides only); None (the default): ``"critic"`` where the rules have
+            two sides (and the rollouts are a bot's), else ``"rollout"``.
+        depth: plies of the rollout bot after the candidate before the critic reads the position (0 .. 64;
+            default :data:`DEFAULT_DEPTH`).
         value_scale: the reward scale the critic was trained at (``reward_scale``: its values are deal margins
             times it), so values are divided by it to get points; the critic must have been trained on the deal
             margin (``reward="points"``, ``objective="points"``, no ``shaping``, ``gamma=1``, the defaults of
@@ -90,7 +98,8 @@ class SearchAgent:
     def __init__(self, rules: RuleSet, net: Any, simulations: int = DEFAULT_SIMULATIONS, top_k: int = DEFAULT_TOP_K,
                  margin: float = DEFAULT_MARGIN, rollout: str = "advanced", halving: bool = False,
                  min_samples: int = 8, match_bonus: float = 10.0, exact: bool = True, max_games: int = 16384,
-                 leaf: str = "rollout", depth: int = 0, value_scale: float = 0.1, name: str | None = None) -> None:
+                 leaf: str | None = None, depth: int = DEFAULT_DEPTH, value_scale: float = 0.1,
+                 name: str | None = None) -> None:
         from agents.bots import make_bot
         from agents.pimc import PIMCAgent
 
@@ -106,6 +115,8 @@ class SearchAgent:
             raise SearchSpecError(f"rollout: expected one of {', '.join(ROLLOUTS)}, got {rollout!r:.40}")
         if not callable(getattr(getattr(net, "policy", None), "logits", None)):
             raise SearchSpecError("search needs a trained network's agent (checkpoint:PATH or pretrained:NAME)")
+        if leaf is None:
+            leaf = "critic" if rules.num_sides == 2 and rollout != "net" else "rollout"
         if leaf not in LEAVES:
             raise SearchSpecError(f"leaf: expected one of {', '.join(LEAVES)}, got {leaf!r:.40}")
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 0 <= depth <= 64:

@@ -49,7 +49,7 @@ def test_top1_with_huge_margin_is_the_network_alone_outside_the_last_round():
     from agents.search import SearchAgent
 
     net = make_agent("policy:pretrained:classic", RULES)
-    agent = SearchAgent(RULES, net, simulations=16, top_k=3, margin=1e9, exact=False)
+    agent = SearchAgent(RULES, net, simulations=16, top_k=3, margin=1e9, exact=False, leaf="rollout")
     obs = _positions()
     assert (agent.act(obs, np.random.default_rng(0)) == net.act(obs, np.random.default_rng(0))).all()
 
@@ -189,3 +189,13 @@ def test_critic_leaf_search_plays_legal_moves_and_finished_deals_score_exactly()
     deep = SearchAgent(RULES, net, leaf="critic", depth=64)
     rolled = SearchAgent(RULES, net)._pimc.rollout(take(det, np.arange(12)), first, me, np.random.default_rng(0))
     np.testing.assert_allclose(deep._critic_leaf(take(det, np.arange(12)), first, me), rolled)
+
+
+def test_the_default_leaf_is_the_critic_with_two_sides_and_rollouts_otherwise():
+    from agents.search import DEFAULT_DEPTH, SearchAgent
+
+    agent = make_agent("search:pretrained:classic", RULES)
+    assert (agent.leaf, agent.depth) == ("critic", DEFAULT_DEPTH)
+    assert SearchAgent(RULES, make_agent("pretrained:classic", RULES), rollout="net").leaf == "rollout"
+    three = make_rules("classic", 3)
+    assert SearchAgent(three, make_agent("policy:pretrained:classic", RULES)).leaf == "rollout"

@@ -449,7 +449,21 @@ class RolloutCollector:
             opponent: the agent of the pool games (the iteration's snapshot, an ``agents.ppo_agent.PPOAgent``).
             rng: the generator every random choice draws from (the policy's samples, the opponents').
             deals_done: deals every game has finished before this rollout (the learner's side rotates by it).
+
+        The network runs on one torch thread here, whatever ``threads`` says: its batches (one position per game)
+        are too small for torch's threads to pay, and one thread was measured faster on 2 cores (docs/training.md,
+        Throughput).
         """
+        import torch
+
+        threads_before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self._collect(policy, opponent, rng, deals_done)
+        finally:
+            torch.set_num_threads(threads_before)
+
+    def _collect(self, policy: torch.nn.Module, opponent: Any, rng: np.random.Generator, deals_done: int) -> Rollout:
         import torch
 
         from agents.base import slice_obs
