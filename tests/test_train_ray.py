@@ -5,6 +5,7 @@ cluster train, log, checkpoint and resume."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,9 @@ def test_a_cluster_whose_cpus_other_jobs_hold_is_refused_not_waited_on_forever(t
             train(tiny_args(tmp_path / "run", ray_address="auto", num_workers=1))
         assert not (tmp_path / "run").exists()
         ray.kill(hog)  # its CPU comes back: the run goes ahead
+        deadline = time.time() + 60  # ray.kill is asynchronous: on a loaded machine the CPU takes a moment to return
+        while ray.available_resources().get("CPU", 0) < 1 and time.time() < deadline:
+            time.sleep(0.1)
         final = train(tiny_args(tmp_path / "run", ray_address="auto", num_workers=1, total_timesteps=768,
                                 checkpoint_every=0))
     finally:
