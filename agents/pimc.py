@@ -142,6 +142,27 @@ class PIMCAgent:
             best[r] = int(np.argmax(mean))
         return best, values
 
+    def score_finished(self, res: Any, live: np.ndarray, me: np.ndarray, outcome: np.ndarray) -> None:
+        """Write into ``outcome`` (float64[G]) the result of every game whose deal a step just ended: the side of seat
+        ``me[g]``'s deal points minus the other sides' mean, plus or minus ``match_bonus`` if the deal ends the match.
+
+        Args:
+            res: the step's result (:func:`cassino_env.core.step`), one row per stepped game.
+            live: int64[R], the original game index of each stepped row.
+            me: int64[G], the searching seat of every original game.
+            outcome: float64[G], written at the finished games only.
+        """
+        S = self.rules.num_sides
+        done = np.flatnonzero(res.deal_done)
+        if done.size:
+            g = live[done]
+            mine = me[g] % S
+            tot = res.deal_totals[done].astype(np.float64)
+            my_pts = tot[np.arange(done.size), mine]
+            others = (tot.sum(axis=1) - my_pts) / max(S - 1, 1)
+            won = np.where(res.match_done[done], np.where(res.match_winner[done] == mine, 1.0, -1.0), 0.0)
+            outcome[g] = my_pts - others + self.match_bonus * won
+
     def rollout(self, st: core.State, first: np.ndarray, me: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Play ``first`` then the rollout policy to the end of the deal in every game (public: the network-guided
         search of :mod:`agents.search` plays its rollouts through it).
@@ -155,8 +176,6 @@ class PIMCAgent:
         Returns:
             float64[G]: the side of seat ``me[g]``'s deal points minus the other sides' mean, plus or minus
             ``match_bonus`` if the deal ends the match (points)."""
-        rules = self.rules
-        S = rules.num_sides
         G = st.batch_size
         outcome = np.zeros(G, dtype=np.float64)
         live = np.arange(G)  # original game index of each game of st
@@ -164,15 +183,7 @@ class PIMCAgent:
         counters = rng.integers(0, 2**63, size=G, dtype=np.int64).astype(np.uint64)  # random rollouts only
         while True:
             res = core.step(st, actions)
-            done = np.flatnonzero(res.deal_done)
-            if done.size:
-                g = live[done]
-                mine = me[g] % S
-                tot = res.deal_totals[done].astype(np.float64)
-                my_pts = tot[np.arange(done.size), mine]
-                others = (tot.sum(axis=1) - my_pts) / max(S - 1, 1)
-                won = np.where(res.match_done[done], np.where(res.match_winner[done] == mine, 1.0, -1.0), 0.0)
-                outcome[g] = my_pts - others + self.match_bonus * won
+            self.score_finished(res, live, me, outcome)
             alive = st.current_player >= 0
             if not alive.any():
                 return outcome

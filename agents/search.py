@@ -276,14 +276,7 @@ class SearchAgent:
         actions = first
         for ply in range(self.depth + 1):
             res = core.step(st, actions)
-            done = np.flatnonzero(res.deal_done)
-            if done.size:
-                g = live[done]
-                mine = me[g] % 2
-                tot = res.deal_totals[done].astype(np.float64)
-                won = np.where(res.match_done[done], np.where(res.match_winner[done] == mine, 1.0, -1.0), 0.0)
-                outcome[g] = tot[np.arange(done.size), mine] - tot[np.arange(done.size), 1 - mine] \
-                    + self.match_bonus * won
+            self._pimc.score_finished(res, live, me, outcome)
             keep = np.flatnonzero(st.current_player >= 0)
             if keep.size < len(live):
                 st, live = take(st, keep), live[keep]
