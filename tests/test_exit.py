@@ -165,3 +165,39 @@ def test_one_ray_worker_is_the_local_run(straight: Path, tmp_path: Path) -> None
     a, b = read_checkpoint(straight / "checkpoints" / "final.pt"), read_checkpoint(final)
     for k in a["model"]:
         assert torch.equal(a["model"][k], b["model"][k]), k
+
+
+def test_search_labels_value_every_legal_move() -> None:
+    """search=search: the network-guided search labels its top_k candidates with their searched means and every
+    other legal move with the lowest of those; the labels it writes are finite on the legal moves only."""
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import CassinoPolicy
+    from cassino_env.obs import obs_size
+    from cassino_env.vector import CassinoVectorEnv
+    from train.exit import LabelCollector, searched_values
+
+    rules = make_rules("classic")
+    torch.manual_seed(0)
+    net = CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8, move_features=NUM_MOVE_FEATURES,
+                        critic="separate", critic_dim=critic_state_size(2))
+    args = tiny_args(search="search", top_k=2, simulations=16, bot_rates={})
+    collector = LabelCollector(args, rules, 4, env_seed=5)
+    searcher = collector.search_over(net)
+    assert searcher.leaf == "critic" and searcher.top_k == 2 and not searcher.exact
+    env = CassinoVectorEnv(16, rules, seed=3, with_view=True)
+    obs, _ = env.reset()
+    n = (obs["action_mask"] != 0).sum(axis=1)
+    rows = np.flatnonzero(n > 1)
+    from agents.base import slice_obs
+
+    sub = slice_obs(obs, rows)
+    values = searched_values(searcher, sub, np.random.default_rng(1))
+    assert len(values) == len(rows) and searcher._trace is None
+    for v, k in zip(values, n[rows], strict=True):
+        assert len(v) == k and np.isfinite(v).all()
+        assert (v == v.min()).sum() >= k - 2, "moves outside the 2 candidates get the lowest searched value"
+    labels = collector.collect(net, np.random.default_rng(0), 0)
+    assert np.isfinite(labels.q[labels.mask]).all() and np.isnan(labels.q[~labels.mask]).all()
+    with pytest.raises(ConfigError) as info:
+        tiny_args(top_k=0)
+    assert info.value.field == "top_k"

@@ -25,7 +25,11 @@ One iteration
    move's value: in a two-seat last round exactly (``label_last_round``, :func:`train.proxy.exact_values`), elsewhere
    by the search, all the decisions of a move number at once (one
    batched search per ply over every game): ``search`` names it, ``pimc`` (:class:`agents.pimc.PIMCAgent`, flat
-   Monte Carlo over sampled deals with ``rollout`` bot rollouts, ``simulations`` per decision). A value is points of
+   Monte Carlo over sampled deals with ``rollout`` bot rollouts, ``simulations`` per decision) or ``search``
+   (:class:`agents.search.SearchAgent` over the current network, rebuilt each iteration: its ``top_k`` most probable
+   moves on ``simulations`` sampled lines of ``rollout`` play, scored by the network's critic after
+   :data:`agents.search.DEFAULT_DEPTH` plies with two sides; the moves it does not search get the lowest searched
+   value, :func:`searched_values`), which is expert iteration proper. A value is points of
    deal margin for the side to move (plus ``match_bonus`` when the deal ends the match). The labels of each
    iteration are written to ``RUN/labels/iter_NNNNN.npz``.
 3. **Targets.** The policy is trained toward a distribution over the legal moves made from the values
@@ -86,7 +90,7 @@ if typing.TYPE_CHECKING:
 #: The policy targets :func:`policy_targets` makes (``target``).
 TARGETS = ("soft", "top", "awr")
 #: The labelling searches (``search``).
-SEARCHES = ("pimc", "none")
+SEARCHES = ("pimc", "search", "none")
 #: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
 ROLLOUTS = ("random", "greedy", "beginner", "intermediate", "advanced")
 #: The config read when no ``--config`` is given.
@@ -130,10 +134,14 @@ class ExitArgs(config.RunOptions):
 
     # --- the labelling search -----------------------------------------------------------------------------------------
     search: str = "pimc"
-    """the search that labels the decisions: pimc (agents.pimc.PIMCAgent), or none (only the exact last-round
-    labels of label_last_round)"""
+    """the search that labels the decisions: pimc (agents.pimc.PIMCAgent, every legal move), search
+    (agents.search.SearchAgent over the current network: its top_k most probable moves, critic leaves with two
+    sides), or none (only the exact last-round labels of label_last_round)"""
     simulations: int = 100
-    """rollouts per labelled decision, spread over its legal moves"""
+    """rollouts per labelled decision, spread over its legal moves (search: over its top_k candidates)"""
+    top_k: int = 4
+    """search=search: the candidate moves searched, the network's most probable; the other legal moves get the
+    lowest searched value"""
     min_samples: int = 4
     """at least this many sampled deals per labelled decision"""
     rollout: str = "advanced"
@@ -221,7 +229,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "max_train_seconds": number(0.0), "ray_address": optional(text()), "num_workers": integer(1, 4096),
     "preset": text(), "num_players": optional(integer(1)), "num_envs": integer(1, 2**20),
     "deals_per_iteration": integer(1, 10_000), "bot_rates": rates(_bot_spec), "search_play": number(0.0, 1.0),
-    "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, 10**7),
+    "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, 10**7), "top_k": integer(1, 64),
     "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
     "label_last_round": boolean(),
     "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
@@ -388,6 +396,32 @@ def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: s
     return (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
+def searched_values(searcher: Any, obs: dict[str, Any], rng: np.random.Generator) -> list[np.ndarray]:
+    """Every legal move's value by a :class:`agents.search.SearchAgent` (``exact`` off), one float64 array per game of
+    ``obs`` (each with more than one legal move; points for the side to move): the searched candidates' mean
+    outcomes, the legal moves it did not search the lowest of those (no move is credited with a value it was not
+    measured to have)."""
+    mask = np.asarray(obs["action_mask"]) != 0
+    searcher._trace = []
+    try:
+        searcher.act(obs, rng)
+        trace = searcher._trace
+    finally:
+        searcher._trace = None
+    order = np.concatenate([_pad(o, mask.shape[1], -1) for o, _ in trace])
+    means = np.concatenate([_pad(m, mask.shape[1], -np.inf) for _, m in trace])
+    if len(order) != len(mask):
+        raise RuntimeError(f"the search traced {len(order)} decisions of {len(mask)}")
+    out = []
+    for r in range(len(mask)):
+        n = int(mask[r].sum())
+        done = np.isfinite(means[r])
+        v = np.full(n, means[r][done].min())
+        v[order[r][done]] = means[r][done]
+        out.append(v)
+    return out
+
+
 class LabelCollector:
     """The games of one collector (the local run's, or one Ray worker's) and the labelling search.
 
@@ -422,6 +456,16 @@ class LabelCollector:
         self.ctrl = split_games(num_envs, 0.0, args.bot_rates) if ctrl is None else np.asarray(ctrl, np.int64)
         self.games = np.arange(num_envs)
 
+    def search_over(self, policy: Any) -> Any:
+        """``search=search``'s labeller: :class:`agents.search.SearchAgent` over ``policy`` (its defaults: critic leaves
+        with two sides), ``simulations`` and ``top_k`` as given, the last round left to ``label_last_round``."""
+        from agents.ppo_agent import PPOAgent
+        from agents.search import SearchAgent
+
+        a = self.args
+        return SearchAgent(self.rules, PPOAgent(policy, rules=self.rules), simulations=a.simulations, top_k=a.top_k,
+                           min_samples=a.min_samples, rollout=a.rollout, match_bonus=a.match_bonus, exact=False)
+
     def env_state(self) -> dict[str, torch.Tensor]:
         """The games' state (``train.env_state`` of a checkpoint)."""
         from train.rollout import env_state
@@ -455,6 +499,7 @@ class LabelCollector:
         label_s = 0.0
         obs = self.obs
         policy.eval()
+        searcher = self.search_over(policy) if args.search == "search" else None
         for d in range(args.deals_per_iteration):
             learner_side = rotate_learner_side(self.games, deals_done + d, S)
             deal_return = np.zeros((B, self.P))
@@ -485,8 +530,12 @@ class LabelCollector:
                     lab[:] = False
                 li_s, li_e = np.flatnonzero(lab), np.flatnonzero(exact)
                 t0 = time.time()
-                qs = [np.asarray(v, dtype=np.float64)
-                      for v in (self.search.move_values(slice_obs(sub, li_s), rng) if li_s.size else [])]
+                if not li_s.size:
+                    qs = []
+                elif args.search == "search":
+                    qs = searched_values(searcher, slice_obs(sub, li_s), rng)
+                else:
+                    qs = [np.asarray(v, dtype=np.float64) for v in self.search.move_values(slice_obs(sub, li_s), rng)]
                 if li_e.size:  # exact values of every move (train.proxy's labeller); a search given up is dropped
                     qe = exact_values(self.rules, slice_obs(sub, li_e), args.match_bonus)
                     qe_rows = [qe[r, :n_legal[i]] for r, i in enumerate(li_e)]
