@@ -201,3 +201,52 @@ def test_search_labels_value_every_legal_move() -> None:
     with pytest.raises(ConfigError) as info:
         tiny_args(top_k=0)
     assert info.value.field == "top_k"
+
+
+def test_resume_into_another_folder_reads_the_checkpoints_labels(straight: Path, tmp_path: Path) -> None:
+    """Resumed with --run-dir elsewhere, the replay window comes from the checkpoint's own labels/ and the run goes
+    on exactly; a checkpoint whose labels are gone is refused before anything is written."""
+    resumed = train(config.make_args(ExitArgs, {**config.args_to_dict(ExitArgs()), "run_dir": str(tmp_path / "other"),
+                                                "resume": str(straight / "checkpoints" / "iter_00001.pt"),
+                                                "iterations": 2}),
+                    explicit={"resume", "iterations", "run_dir"})
+    a, b = read_checkpoint(straight / "checkpoints" / "final.pt"), read_checkpoint(resumed)
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+    bare = tmp_path / "bare" / "checkpoints"
+    bare.mkdir(parents=True)
+    (bare / "iter_00001.pt").write_bytes((straight / "checkpoints" / "iter_00001.pt").read_bytes())
+    target = tmp_path / "target"
+    with pytest.raises(ConfigError) as info:
+        train(config.make_args(ExitArgs, {**config.args_to_dict(ExitArgs()), "run_dir": str(target),
+                                          "resume": str(bare / "iter_00001.pt"), "iterations": 2}),
+              explicit={"resume", "iterations", "run_dir"})
+    assert info.value.field == "resume" and not target.exists()
+
+
+def test_search_labeller_options() -> None:
+    """search=search reads the critic through reward_scale, refuses a rollout it cannot play, and never makes an
+    unsearched move a best one."""
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import CassinoPolicy
+    from cassino_env.obs import obs_size
+    from train.exit import UNSEARCHED_GAP, LabelCollector
+
+    rules = make_rules("classic")
+    net = CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8, move_features=NUM_MOVE_FEATURES,
+                        critic="separate", critic_dim=critic_state_size(2))
+    args = tiny_args(search="search", top_k=1, reward_scale=1.0, bot_rates={}, rollout="greedy")
+    collector = LabelCollector(args, rules, 4, env_seed=5)
+    assert collector.search_over(net).value_scale == 1.0
+    labels = collector.collect(net, np.random.default_rng(0), 0)
+    searched = ~np.array([np.allclose(q[m], np.round(q[m])) for q, m in zip(labels.q, labels.mask, strict=True)])
+    for q, m in zip(labels.q[searched], labels.mask[searched], strict=True):
+        v = q[m]
+        assert (v == v.max()).sum() == 1 and np.allclose(v[v < v.max()], v.max() - UNSEARCHED_GAP)
+    for rollout in ("random", "beginner"):
+        with pytest.raises(ConfigError) as info:
+            tiny_args(search="search", rollout=rollout)
+        assert info.value.field == "rollout"
+    with pytest.raises(ConfigError) as info:
+        tiny_args(simulations=200_000)
+    assert info.value.field == "simulations"

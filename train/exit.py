@@ -79,6 +79,7 @@ import numpy as np
 import tyro
 import yaml
 
+from agents.registry import MAX_SIMULATIONS
 from train import config
 from train.config import ConfigError, boolean, integer, names, number, optional, rates, text
 
@@ -229,8 +230,8 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "max_train_seconds": number(0.0), "ray_address": optional(text()), "num_workers": integer(1, 4096),
     "preset": text(), "num_players": optional(integer(1)), "num_envs": integer(1, 2**20),
     "deals_per_iteration": integer(1, 10_000), "bot_rates": rates(_bot_spec), "search_play": number(0.0, 1.0),
-    "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, 10**7), "top_k": integer(1, 64),
-    "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
+    "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, MAX_SIMULATIONS),
+    "top_k": integer(1, 64), "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
     "label_last_round": boolean(),
     "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
     "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000),
@@ -252,6 +253,12 @@ def _check_combination(args: ExitArgs) -> None:
         raise ConfigError(f"preset {args.preset!r} / num_players {args.num_players!r}: {exc}", field="preset") from None
     if sum(args.bot_rates.values()) > 1 + 1e-9:
         raise ConfigError(f"bot_rates add up to {sum(args.bot_rates.values()):g}: at most 1", field="bot_rates")
+    if args.search == "search":
+        from agents.search import ROLLOUTS as SEARCH_ROLLOUTS
+
+        if args.rollout not in SEARCH_ROLLOUTS:
+            raise ConfigError(f"rollout {args.rollout!r}: search=search plays its lines with one of "
+                              f"{', '.join(r for r in SEARCH_ROLLOUTS if r != 'net')}", field="rollout")
     if args.search == "none" and not args.label_last_round:
         raise ConfigError("search=none labels only the exact last round: it needs label_last_round", field="search")
     if args.num_workers > 1 and args.ray_address is None:
@@ -396,11 +403,16 @@ def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: s
     return (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
+#: Points below the lowest searched candidate given to the legal moves ``search=search`` does not search.
+UNSEARCHED_GAP = 1e-3
+
+
 def searched_values(searcher: Any, obs: dict[str, Any], rng: np.random.Generator) -> list[np.ndarray]:
     """Every legal move's value by a :class:`agents.search.SearchAgent` (``exact`` off), one float64 array per game of
     ``obs`` (each with more than one legal move; points for the side to move): the searched candidates' mean
-    outcomes, the legal moves it did not search the lowest of those (no move is credited with a value it was not
-    measured to have)."""
+    outcomes, the legal moves it did not search the lowest of those less :data:`UNSEARCHED_GAP` (no move is
+    credited with a value it was not measured to have, and a tie of the candidates never makes an unsearched move
+    a best one, for ``target: top`` and ``search_play``)."""
     mask = np.asarray(obs["action_mask"]) != 0
     searcher._trace = []
     try:
@@ -416,7 +428,7 @@ def searched_values(searcher: Any, obs: dict[str, Any], rng: np.random.Generator
     for r in range(len(mask)):
         n = int(mask[r].sum())
         done = np.isfinite(means[r])
-        v = np.full(n, means[r][done].min())
+        v = np.full(n, means[r][done].min() - UNSEARCHED_GAP)
         v[order[r][done]] = means[r][done]
         out.append(v)
     return out
@@ -458,13 +470,15 @@ class LabelCollector:
 
     def search_over(self, policy: Any) -> Any:
         """``search=search``'s labeller: :class:`agents.search.SearchAgent` over ``policy`` (its defaults: critic leaves
-        with two sides), ``simulations`` and ``top_k`` as given, the last round left to ``label_last_round``."""
+        with two sides, read in points through ``reward_scale``, the scale the critic is trained at), ``simulations``
+        and ``top_k`` as given, the last round left to ``label_last_round``."""
         from agents.ppo_agent import PPOAgent
         from agents.search import SearchAgent
 
         a = self.args
         return SearchAgent(self.rules, PPOAgent(policy, rules=self.rules), simulations=a.simulations, top_k=a.top_k,
-                           min_samples=a.min_samples, rollout=a.rollout, match_bonus=a.match_bonus, exact=False)
+                           min_samples=a.min_samples, rollout=a.rollout, match_bonus=a.match_bonus, exact=False,
+                           value_scale=a.reward_scale)
 
     def env_state(self) -> dict[str, torch.Tensor]:
         """The games' state (``train.env_state`` of a checkpoint)."""
@@ -974,6 +988,14 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         labels_total, elapsed_before = int(tr["labels_total"]), float(tr.get("elapsed_s", 0.0))
         _set_rng_state(rng, tr["numpy_rng"])
         torch.set_rng_state(tr["torch_rng"])
+    replay_first = max(0, iteration - args.replay_iterations + 1)  # label files of this window are read back
+    # a run resumed into another folder reads the replay window from the checkpoint's own run folder
+    src = label_dir if resuming_here or not args.resume else config.run_dir_of_checkpoint(args.resume) / "labels"
+    window = [src / f"iter_{i:05d}.npz" for i in range(replay_first + 1, iteration + 1)]
+    missing = [f for f in window if not f.is_file()]
+    if missing:
+        raise ConfigError(f"resume: the replay labels {missing[0]} of the checkpoint's run are missing (an exit run "
+                          "is resumed with the labels/ folder beside its checkpoints/)", field="resume")
     if args.ray_address is None:
         games: LocalLabels | RayLabels = LocalLabels(args, rules)
     else:
@@ -1026,8 +1048,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
 
     if ckpt is None:
         print(f"iteration 0 | {run_eval()}", flush=True)
-    replay_first = max(0, iteration - args.replay_iterations + 1)  # label files of this window are read back
-    replay = [Labels.load(label_dir / f"iter_{i:05d}.npz") for i in range(replay_first + 1, iteration + 1)]
+    replay = [Labels.load(f) for f in window]
     extra = load_label_paths(args.extra_labels)
     if extra:
         print(f"{sum(len(x) for x in extra):,} extra labels from {len(extra)} files join every update", flush=True)
