@@ -1088,8 +1088,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         if (args.eval_every and iteration % args.eval_every == 0) or last:
             line += f" | {run_eval()}"
         print(line, flush=True)
-        if args.checkpoint_every and iteration % args.checkpoint_every == 0 and not last:
-            checkpoint(f"iter_{iteration:05d}.pt")
+        if args.checkpoint_every and iteration % args.checkpoint_every == 0:  # the last too: a resumed run's
+            checkpoint(f"iter_{iteration:05d}.pt")                           # final.pt replaces this one's
         if over_time:
             stop = f"max_train_seconds={args.max_train_seconds:g} reached"
             break

@@ -54,6 +54,18 @@ CHART_TAGS = (
     ("charts/episodic_return", "learner's deal margin in training games", "points per deal"),
     ("charts/SPS", "training speed", "env steps per second"),
 )
+#: The panels of an expert-iteration run (``cassino exit``, told by its ``exit/search_agreement`` tag) instead of
+#: :data:`LOSS_TAGS` and :data:`CHART_TAGS`.
+EXIT_TAGS = (
+    ("losses/policy_loss", "policy loss", "cross-entropy to the search's target"),
+    ("losses/value_loss", "value loss", "squared error (scaled reward)"),
+    ("losses/entropy", "entropy of the policy", "nats (over legal moves)"),
+    ("losses/explained_variance", "explained variance of the critic", "1 - Var(error) / Var(return)"),
+    ("exit/search_agreement", "network's move is the search's best", "share of new labelled decisions"),
+    ("exit/regret", "network's regret against the search", "points per new labelled decision"),
+    ("eval/proxy_regret", "network alone on the proxy set", "regret, points per decision"),
+    ("exit/labels_per_s", "labelling speed", "labels per second"),
+)
 STEP_LABEL = "env steps (moves, all games)"
 
 
@@ -174,7 +186,8 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
     else:
         _missing(ax_win, "eval/winrate_vs_<bot>")
         _missing(ax_pts, "eval/points_vs_<bot>")
-    for k, (tag, name, ylabel) in enumerate((*LOSS_TAGS, *CHART_TAGS)):
+    panels = EXIT_TAGS if "exit/search_agreement" in scalars else (*LOSS_TAGS, *CHART_TAGS)
+    for k, (tag, name, ylabel) in enumerate(panels):
         ax = fig.add_subplot(grid[1 + k // 4, k % 4])
         if tag in scalars:
             steps, vals = scalars[tag]
