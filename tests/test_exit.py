@@ -250,3 +250,18 @@ def test_search_labeller_options() -> None:
     with pytest.raises(ConfigError) as info:
         tiny_args(simulations=200_000)
     assert info.value.field == "simulations"
+
+
+def test_labelling_prints_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    """A local run's labelling says where it is (move, labels, rate) while an iteration runs."""
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import CassinoPolicy
+    from cassino_env.obs import obs_size
+    from train.exit import LabelCollector
+
+    net = CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8, move_features=NUM_MOVE_FEATURES,
+                        critic="separate", critic_dim=critic_state_size(2))
+    collector = LabelCollector(tiny_args(bot_rates={}), make_rules("classic"), 2, env_seed=5)
+    collector.collect(net, np.random.default_rng(0), 0, progress=1e-9)
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("labelling:")]
+    assert len(lines) == 48 and "move 48/48" in lines[-1] and "labels (" in lines[-1]

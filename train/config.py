@@ -384,10 +384,13 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def options_type(cls: type, name: str = "TrainOptions", aliases: dict[str, tuple[str, ...]] | None = None) -> type:
+def options_type(cls: type, name: str = "TrainOptions", aliases: dict[str, tuple[str, ...]] | None = None,
+                 config_hint: str = "configs/ppo_PRESET.yaml for --preset PRESET, else configs/ppo_classic.yaml"
+                 ) -> type:
     """The command-line options of ``cls``: every field made optional, default None (= not given), plus
     ``--config``, so that a flag given on the command line always overrides the config file, even at its default
-    value. ``aliases``: more flags for a field (``{"ray_address": ("--ray",)}``). A flag's text reaches
+    value. ``aliases``: more flags for a field (``{"ray_address": ("--ray",)}``); ``config_hint``: the config read
+    when ``--config`` is not given, as ``--help`` shows it. A flag's text reaches
     :func:`parse_flag` as given: ``None`` or ``null`` sets an optional field to None (and counts as given), and is
     refused for any other field."""
     hints = typing.get_type_hints(cls)
@@ -396,7 +399,7 @@ def options_type(cls: type, name: str = "TrainOptions", aliases: dict[str, tuple
     fields: list[Any] = [("config", Annotated[Path | None, tyro.conf.arg(
         help="YAML file of options that differ from the built-in defaults; options given here override it",
         metavar="FILE",
-        help_behavior_hint="(default: configs/ppo_PRESET.yaml for --preset PRESET, else configs/ppo_classic.yaml)")],
+        help_behavior_hint=f"(default: {config_hint})")],
         None)]
     for f in dataclasses.fields(cls):
         t = hints[f.name]

@@ -403,6 +403,8 @@ def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: s
     return (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
+#: Seconds between the progress lines of a local run's labelling (an iteration of the default config takes minutes).
+PROGRESS_SECONDS = 30.0
 #: Points below the lowest searched candidate given to the legal moves ``search=search`` does not search.
 UNSEARCHED_GAP = 1e-3
 
@@ -493,8 +495,10 @@ class LabelCollector:
         restore_env_state(self.env, saved)
         self.obs = self.env.observe()
 
-    def collect(self, policy: Any, rng: np.random.Generator, deals_done: int) -> Labels:
-        """Play ``deals_per_iteration`` deals in every game, label the network's decisions (module docstring)."""
+    def collect(self, policy: Any, rng: np.random.Generator, deals_done: int, progress: float = 0.0) -> Labels:
+        """Play ``deals_per_iteration`` deals in every game, label the network's decisions (module docstring);
+        ``progress`` > 0: print a line at most every that many seconds (the move reached, labels so far, their
+        rate)."""
         import torch
 
         from agents.base import slice_obs
@@ -514,13 +518,15 @@ class LabelCollector:
         obs = self.obs
         policy.eval()
         searcher = self.search_over(policy) if args.search == "search" else None
+        t_start = t_said = time.time()
+        n_labels = 0
         for d in range(args.deals_per_iteration):
             learner_side = rotate_learner_side(self.games, deals_done + d, S)
             deal_return = np.zeros((B, self.P))
             rec_game: list[np.ndarray] = []
             rec_seat: list[np.ndarray] = []
             start = len(parts)
-            for _t in range(self.deal_len):
+            for move in range(self.deal_len):
                 cp = obs["current_player"].astype(np.int64)
                 mine = np.flatnonzero(is_self | (self.side_of_seat[cp] == learner_side))
                 actions = np.zeros(B, dtype=np.int64)
@@ -580,6 +586,11 @@ class LabelCollector:
                     })
                     rec_game.append(rows)
                     rec_seat.append(cp[rows])
+                    n_labels += li.size
+                if progress > 0 and time.time() - t_said >= progress:
+                    t_said = time.time()
+                    print(f"  labelling: deal {d + 1}/{args.deals_per_iteration}, move {move + 1}/{self.deal_len}, "
+                          f"{n_labels:,} labels ({n_labels / max(t_said - t_start, 1e-9):,.0f}/s)", flush=True)
                 actions[mine] = play_endgame(self.rules, sub, actions[mine])  # the network's exact last round
                 obs, reward, terminated, _, _ = env.step(actions)
                 deal_return += reward
@@ -618,6 +629,7 @@ class LabelWorker:
         self.collector = LabelCollector(args, rules, args.num_envs // num_workers, env_seed, ctrl=ctrl)
         self.policy = CassinoPolicy.from_shape(network)
         self.lent_rng = np.random.default_rng(0)
+        self.progress = PROGRESS_SECONDS if index == 0 else 0.0  # worker 0's lines reach the driver's console
 
     def ready(self) -> int:
         """The number of games (returns once the actor is up)."""
@@ -633,7 +645,7 @@ class LabelWorker:
         if rng_state is not None:
             _set_rng_state(self.lent_rng, rng_state)
             rng = self.lent_rng
-        labels = self.collector.collect(self.policy, rng, deals_done)
+        labels = self.collector.collect(self.policy, rng, deals_done, progress=self.progress)
         return labels, None if rng_state is None else _rng_state(rng)
 
     def state(self) -> dict[str, Any]:
@@ -663,7 +675,7 @@ class LocalLabels:
         self.collector = LabelCollector(args, rules, args.num_envs, worker_seeds(args.seed, 0)[0])
 
     def collect(self, policy: Any, rng: np.random.Generator, deals_done: int) -> Labels:
-        return self.collector.collect(policy, rng, deals_done)
+        return self.collector.collect(policy, rng, deals_done, progress=PROGRESS_SECONDS)
 
     def state(self) -> dict[str, Any]:
         return {"env_state": self.collector.env_state()}
@@ -833,7 +845,8 @@ def label_stats(policy: Any, data: Labels, reward_scale: float) -> dict[str, flo
 # ----------------------------------------------------------------------------------------------------------------------
 # The run
 # ----------------------------------------------------------------------------------------------------------------------
-ExitOptions = config.options_type(ExitArgs, name="ExitOptions", aliases={"ray_address": ("--ray",)})
+ExitOptions = config.options_type(ExitArgs, name="ExitOptions", aliases={"ray_address": ("--ray",)},
+                                  config_hint="configs/exit_classic.yaml")
 
 
 def resolve_args(options: Any) -> ExitArgs:
@@ -1096,7 +1109,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     final = checkpoint("final.pt")
     writer.close()
     elapsed = elapsed_before + (time.time() - start_time)
-    print(f"{iteration} iterations, {labels_total:,} labels in {_fmt_time(elapsed)} ({stop}); final checkpoint "
+    print(f"{iteration} iteration{'s' if iteration != 1 else ''}, {labels_total:,} labels in {_fmt_time(elapsed)} "
+          f"({stop}); final checkpoint "
           f"{final}", flush=True)
     if args.final_eval_deals > 0 and args.final_eval_opponents:
         final_evaluation(final, rules, args)
