@@ -29,7 +29,7 @@ One iteration
    (:class:`agents.search.SearchAgent` over the current network, rebuilt each iteration: its ``top_k`` most probable
    moves on ``simulations`` sampled lines of ``rollout`` play, scored by the network's critic after
    :data:`agents.search.DEFAULT_DEPTH` plies with two sides; the moves it does not search get the lowest searched
-   value, :func:`searched_values`), which is expert iteration proper. A value is points of
+   value less :data:`UNSEARCHED_GAP`, :func:`searched_values`), which is expert iteration proper. A value is points of
    deal margin for the side to move (plus ``match_bonus`` when the deal ends the match). The labels of each
    iteration are written to ``RUN/labels/iter_NNNNN.npz``.
 3. **Targets.** The policy is trained toward a distribution over the legal moves made from the values
@@ -142,7 +142,7 @@ class ExitArgs(config.RunOptions):
     """rollouts per labelled decision, spread over its legal moves (search: over its top_k candidates)"""
     top_k: int = 4
     """search=search: the candidate moves searched, the network's most probable; the other legal moves get the
-    lowest searched value"""
+    lowest searched value less 0.001 point (UNSEARCHED_GAP)"""
     min_samples: int = 4
     """at least this many sampled deals per labelled decision"""
     rollout: str = "advanced"
