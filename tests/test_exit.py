@@ -265,3 +265,12 @@ def test_labelling_prints_progress(capsys: pytest.CaptureFixture[str]) -> None:
     collector.collect(net, np.random.default_rng(0), 0, progress=1e-9)
     lines = [x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("labelling:")]
     assert len(lines) == 48 and "move 48/48" in lines[-1] and "labels (" in lines[-1]
+
+
+def test_plot_of_an_exit_run_draws_its_own_panels(straight: Path) -> None:
+    """An exit run's figure shows the search's panels, not PPO's KL and clip fraction."""
+    from train.plot import EXIT_TAGS, draw_run, load_scalars
+
+    fig = draw_run(load_scalars(straight))
+    titles = {ax.get_title() for ax in fig.axes}
+    assert {name for _, name, _ in EXIT_TAGS} <= titles and "clip fraction" not in titles

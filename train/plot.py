@@ -56,11 +56,10 @@ CHART_TAGS = (
 )
 #: The panels of an expert-iteration run (``cassino exit``, told by its ``exit/search_agreement`` tag) instead of
 #: :data:`LOSS_TAGS` and :data:`CHART_TAGS`.
+_LOSS = {panel[0]: panel for panel in LOSS_TAGS}
 EXIT_TAGS = (
     ("losses/policy_loss", "policy loss", "cross-entropy to the search's target"),
-    ("losses/value_loss", "value loss", "squared error (scaled reward)"),
-    ("losses/entropy", "entropy of the policy", "nats (over legal moves)"),
-    ("losses/explained_variance", "explained variance of the critic", "1 - Var(error) / Var(return)"),
+    *(_LOSS[tag] for tag in ("losses/value_loss", "losses/entropy", "losses/explained_variance")),
     ("exit/search_agreement", "network's move is the search's best", "share of new labelled decisions"),
     ("exit/regret", "network's regret against the search", "points per new labelled decision"),
     ("eval/proxy_regret", "network alone on the proxy set", "regret, points per decision"),
