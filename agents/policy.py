@@ -33,6 +33,15 @@ Architecture (sizes from :class:`NetworkShape`):
   (:meth:`CassinoPolicy.set_feature_prior` can start it at the ``advanced`` bot's score). Only legal candidates
   are embedded and scored (about 5 a turn in classic), so the cost grows with the number of legal moves, not with
   the width ``M`` of the move table.
+* **last-round head** (``last_round`` = W > 0; none in a network without it): in the rows where the stock is empty
+  (the observation entry ``last_round_gate`` is 0: the last round of a deal), each legal move's score becomes
+  ``keep * score + MLP(ReLU(A obs + B x))``, where ``x`` is the move itself (played card one-hot, table cards taken
+  or used, kind and value one-hots, the move features: :data:`MOVE_INPUT` + F inputs), ``A obs`` is computed once
+  per row, and the MLP is ``W -> W -> W -> 1``; ``keep`` starts at 1 and the output layer at 0, so a network given
+  a head (:func:`add_last_round_head`) plays as before until the head is trained (``cassino exit`` with
+  ``train_params: last_round_head``, docs/expert_iteration.md). In a two-seat last round nothing is hidden, the
+  labels can be exact, and the network alone loses most there; the observation and the move meet in the head's
+  first layer because a move's value there turns on which cards it leaves to whom.
 
 Why a critic that reads hidden cards does not bias the policy gradient (asymmetric actor-critic: Pinto et al. 2017;
 PerfectDou, Yang et al. 2022; Baisero & Amato 2022). The critic is used only during training, as the baseline and
@@ -58,6 +67,9 @@ from torch import nn
 MAX_COUNT = 15
 #: Declared or capture values 0 (trail) .. 14 (ace high).
 NUM_VALUES = 15
+#: Length of a move's own input to the last-round head: played card one-hot (52), table cards taken or used (52),
+#: kind one-hot (3), value one-hot (:data:`NUM_VALUES`); the move features follow.
+MOVE_INPUT = 52 + 52 + 3 + NUM_VALUES
 
 #: The value estimators a network may have (:attr:`NetworkShape.critic`).
 CRITICS = ("shared", "separate")
@@ -77,10 +89,13 @@ class NetworkShape:
         critic: ``"shared"`` (value head on the policy's torso) or ``"separate"`` (its own two-layer MLP).
         critic_dim: C, the length of the extra input only the separate critic reads (the full state during
             training, :func:`agents.features.critic_state`); 0: the critic sees the acting seat's view only.
+        last_round: width of the last-round head (see the module docstring); 0: none.
+        last_round_gate: with ``last_round``, the index of the observation entry that is 0 exactly in the last
+            round: the stock-size entry of the ``progress`` block (:func:`last_round_gate`).
 
     Raises:
         ValueError: a size that is not a positive int (``move_features`` and ``critic_dim`` may be 0), an unknown
-            ``critic``, or ``critic_dim`` without a separate critic.
+            ``critic``, ``critic_dim`` without a separate critic, or a ``last_round_gate`` outside the observation.
     """
 
     obs_dim: int
@@ -89,13 +104,15 @@ class NetworkShape:
     move_features: int = 0
     critic: str = "shared"
     critic_dim: int = 0
+    last_round: int = 0
+    last_round_gate: int = 0
 
     def __post_init__(self) -> None:
         for name in ("obs_dim", "hidden", "embed"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"network {name} must be a positive int, got {v!r}")
-        for name in ("move_features", "critic_dim"):
+        for name in ("move_features", "critic_dim", "last_round", "last_round_gate"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"network {name} must be an int >= 0, got {v!r}")
@@ -103,10 +120,17 @@ class NetworkShape:
             raise ValueError(f"network critic must be one of {', '.join(CRITICS)}, got {self.critic!r}")
         if self.critic_dim and self.critic != "separate":
             raise ValueError("network critic_dim (full-state critic input) needs critic='separate'")
+        if self.last_round and self.last_round_gate >= self.obs_dim:
+            raise ValueError(f"network last_round_gate must index the observation (< obs_dim {self.obs_dim}), got "
+                             f"{self.last_round_gate}")
 
     def to_dict(self) -> dict[str, int | str]:
-        """Plain dict of ints and strings (checkpoint friendly)."""
-        return dataclasses.asdict(self)
+        """Plain dict of ints and strings (checkpoint friendly); without a last-round head its two fields are left
+        out, so such a network's dict is the one of before the head existed."""
+        out = dataclasses.asdict(self)
+        if not self.last_round:
+            del out["last_round"], out["last_round_gate"]
+        return out
 
 
 @dataclass
@@ -180,10 +204,11 @@ class CassinoPolicy(nn.Module):
     """
 
     def __init__(self, obs_dim: int, hidden: int = 128, embed: int = 64, move_features: int = 0,
-                 critic: str = "shared", critic_dim: int = 0) -> None:
+                 critic: str = "shared", critic_dim: int = 0, last_round: int = 0, last_round_gate: int = 0) -> None:
         super().__init__()
         self.shape = NetworkShape(obs_dim=obs_dim, hidden=hidden, embed=embed, move_features=move_features,
-                                  critic=critic, critic_dim=critic_dim)
+                                  critic=critic, critic_dim=critic_dim, last_round=last_round,
+                                  last_round_gate=last_round_gate)
         self.torso = nn.Sequential(layer_init(nn.Linear(obs_dim, hidden)), nn.ReLU(),
                                    layer_init(nn.Linear(hidden, hidden)), nn.ReLU())
         if critic == "shared":
@@ -209,6 +234,20 @@ class CassinoPolicy(nn.Module):
         nn.init.normal_(self.table_emb.weight, std=0.1)
         self.scorer = nn.Sequential(nn.ReLU(), layer_init(nn.Linear(embed, embed)), nn.ReLU(),
                                     layer_init(nn.Linear(embed, 1), std=0.01))
+        if last_round:
+            W = last_round
+            # early fusion: the raw observation and the raw move meet in the first layer (a move's value in the last
+            # round turns on which cards it leaves to whom, bit by bit), then an MLP per move
+            self.lr_obs = layer_init(nn.Linear(obs_dim, W))
+            self.lr_move = layer_init(nn.Linear(MOVE_INPUT + move_features, W), bias_const=0.0)
+            # the head's output layer starts at 0: a network that gains a head plays as it did (add_last_round_head)
+            self.lr_scorer = nn.Sequential(nn.ReLU(), layer_init(nn.Linear(W, W)), nn.ReLU(),
+                                           layer_init(nn.Linear(W, W)), nn.ReLU(), nn.Linear(W, 1))
+            nn.init.zeros_(self.lr_scorer[-1].weight)
+            nn.init.zeros_(self.lr_scorer[-1].bias)
+            # the weight of the rest of the network's score in the last round, learned: the head can overrule a
+            # confident score (whose softmax would otherwise give the head almost no gradient)
+            self.lr_keep = nn.Parameter(torch.ones(()))
 
     @classmethod
     def from_shape(cls, shape: NetworkShape | dict[str, int]) -> CassinoPolicy:
@@ -279,9 +318,43 @@ class CassinoPolicy(nn.Module):
         scores = self.scorer(self.query(h)[rows] + m).squeeze(-1)
         if skip is not None:
             scores = scores + skip
+        if self.shape.last_round:
+            sel, extra = self._last_round_scores(batch, rows, cols)
+            scores = torch.where(sel, scores * self.lr_keep + extra, scores)
         logits = torch.full(batch.mask.shape, -torch.inf, dtype=scores.dtype)
         logits[rows, cols] = scores
         return logits
+
+    def last_round_rows(self, obs: torch.Tensor) -> torch.Tensor:
+        """bool[N]: the rows the last-round head scores (the stock is empty); all False without a head."""
+        if not self.shape.last_round:
+            return torch.zeros(obs.shape[0], dtype=torch.bool)
+        return obs[:, self.shape.last_round_gate] == 0
+
+    def last_round_parameters(self) -> list[nn.Parameter]:
+        """The last-round head's parameters (empty without one): what training on last-round labels alone moves."""
+        return [p for n, p in self.named_parameters() if n.startswith("lr_")]
+
+    def _last_round_scores(self, batch: MoveBatch, rows: torch.Tensor,
+                           cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(bool[K], float32[K]): which of the K legal moves are in the last round, and the head's score of each
+        (0 outside it)."""
+        last = self.last_round_rows(batch.obs)
+        out = torch.zeros(rows.shape[0], dtype=torch.float32)
+        sel = last[rows]
+        if not bool(sel.any()):
+            return sel, out
+        at = torch.cumsum(last.long(), 0) - 1  # row -> its place among the last-round rows
+        g = self.lr_obs(batch.obs[last])
+        r, c = rows[sel], cols[sel]
+        bits = ((batch.cards[r, c].unsqueeze(-1) >> _BITS) & 1).to(torch.float32)
+        parts = [nn.functional.one_hot(batch.card[r, c].clamp(0, 51), 52).float(), bits,
+                 nn.functional.one_hot(batch.kind[r, c].clamp(0, 2), 3).float(),
+                 nn.functional.one_hot(batch.value[r, c].clamp(0, NUM_VALUES - 1), NUM_VALUES).float()]
+        if self.shape.move_features:
+            parts.append(batch.feats[r, c])
+        s = self.lr_scorer(g[at[r]] + self.lr_move(torch.cat(parts, dim=-1))).squeeze(-1)
+        return sel, out.index_put((sel.nonzero().squeeze(-1),), s)
 
     def _value(self, batch: MoveBatch, h: torch.Tensor | None = None) -> torch.Tensor:
         if self.shape.critic == "shared":
@@ -331,3 +404,34 @@ def sample_actions(logits: torch.Tensor, rng: np.random.Generator, deterministic
         return logits.argmax(-1).numpy()
     gumbel = torch.from_numpy(rng.gumbel(size=tuple(logits.shape)).astype(np.float32))
     return (logits + gumbel).argmax(-1).numpy()
+
+
+def last_round_gate(num_players: int, num_sides: int, blocks: Any = None) -> int:
+    """The index of the stock-size entry (``progress`` block, :mod:`cassino_env.obs`) in the observation of
+    ``blocks`` (None: the default blocks): 0 exactly when the stock is empty, i.e. in the last round of a deal.
+
+    Raises:
+        ValueError: the blocks have no ``progress`` block.
+    """
+    from cassino_env.obs import obs_layout
+
+    layout = obs_layout(num_players, num_sides, blocks)
+    if "progress" not in layout:
+        raise ValueError("a last-round head needs the observation's progress block (its stock size tells the round)")
+    return layout["progress"][0]
+
+
+def add_last_round_head(policy: CassinoPolicy, width: int, gate: int) -> CassinoPolicy:
+    """A copy of ``policy`` with a last-round head of ``width`` (output layer 0: it plays exactly as ``policy``
+    until the head is trained); ``gate``: :func:`last_round_gate`.
+
+    Raises:
+        ValueError: ``policy`` has a head already, or a bad width or gate.
+    """
+    if policy.shape.last_round:
+        raise ValueError("the network has a last-round head already")
+    shape = dataclasses.replace(policy.shape, last_round=width, last_round_gate=gate)
+    out = CassinoPolicy.from_shape(shape)
+    missing, unexpected = out.load_state_dict(policy.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("lr_") for k in missing)
+    return out

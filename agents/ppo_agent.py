@@ -22,7 +22,8 @@ key                   meaning
 ``num_players``       seats
 ``rules``             every rule switch (``RuleSet.to_dict()``)
 ``network``           :class:`agents.policy.NetworkShape` as a dict (``obs_dim``, ``hidden``, ``embed``,
-                      ``move_features``, ``critic``, ``critic_dim``)
+                      ``move_features``, ``critic``, ``critic_dim``; ``last_round`` and ``last_round_gate`` for a
+                      network with a last-round head)
 ``model``             the network's ``state_dict``
 ``obs_blocks``        the observation's block names, in order (:mod:`cassino_env.obs`); a checkpoint without it
                       was trained on ``DEFAULT_BLOCKS``

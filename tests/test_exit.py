@@ -93,7 +93,8 @@ def test_policy_targets() -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), [("target", "best"), ("temperature", 0.0), ("rollout", "pimc"),
-                                          ("num_workers", 2), ("bot_rates", {"advanced": 0.8, "greedy": 0.5})])
+                                          ("num_workers", 2), ("bot_rates", {"advanced": 0.8, "greedy": 0.5}),
+                                          ("train_params", "head"), ("last_round_head", -1), ("anneal_lr", "yes")])
 def test_bad_options_name_the_field(field: str, value: object) -> None:
     with pytest.raises(ConfigError) as info:
         tiny_args(**{field: value})
@@ -274,3 +275,38 @@ def test_plot_of_an_exit_run_draws_its_own_panels(straight: Path) -> None:
     fig = draw_run(load_scalars(straight))
     titles = {ax.get_title() for ax in fig.axes}
     assert {name for _, name, _ in EXIT_TAGS} <= titles and "clip fraction" not in titles
+
+
+def test_last_round_head_run_moves_the_head_alone(straight: Path, tmp_path: Path) -> None:
+    """train_params=last_round_head with a last_round_head: only the head's weights change (the network's play
+    before the last round stays bit for bit), on exact last-round labels of the positions the network reaches
+    itself (network_last_round), with the regret target; the checkpoint keeps the head."""
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import policy_from_checkpoint
+    from train.exit import trained_parameters
+
+    start = straight / "checkpoints" / "final.pt"
+    run = tmp_path / "head"
+    train(tiny_args(run_dir=str(run), init=f"checkpoint:{start}", search="none", last_round_head=16,
+                    train_params="last_round_head", target="regret", network_last_round=True, learning_rate=1e-2))
+    first = policy_from_checkpoint(read_checkpoint(start))
+    last = policy_from_checkpoint(read_checkpoint(run / "checkpoints" / "final.pt"))
+    assert first.shape.last_round == 0 and last.shape.last_round == 16
+    head = {k for k in last.state_dict() if k.startswith("lr_")}
+    assert head and head == set(last.state_dict()) - set(first.state_dict())
+    assert all(torch.equal(v, last.state_dict()[k]) for k, v in first.state_dict().items())
+    assert not torch.equal(last.lr_scorer[-1].weight, torch.zeros_like(last.lr_scorer[-1].weight))
+    with pytest.raises(ConfigError) as info:
+        trained_parameters(CassinoPolicy(obs_dim=10), "last_round_head")
+    assert info.value.field == "train_params"
+
+
+def test_regret_target_is_the_best_moves_cross_entropy_part() -> None:
+    q = np.array([[2.0, 2.0, 0.0], [0.0, 1.0, np.nan]])
+    mask = ~np.isnan(q)
+    assert policy_targets(q, mask, np.zeros_like(q), "regret", 1.0).tolist() == [[0.5, 0.5, 0.0], [0.0, 1.0, 0.0]]
+
+
+def test_last_round_config_is_valid() -> None:
+    args = config.make_args(ExitArgs, config.load_config(ExitArgs, config.CONFIGS_DIR / "exit_last_round.yaml"))
+    assert args.train_params == "last_round_head" and args.last_round_head > 0 and args.search == "none"

@@ -142,3 +142,69 @@ def test_forward_with_a_separate_critic_equals_logits_and_value():
         np.testing.assert_allclose(value.numpy(), agent.policy.value(batch).numpy(), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(agent.policy.state_value(batch.obs, batch.critic_obs).numpy(),
                                    value.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _deal_batches(num_envs: int = 64, seed: int = 5) -> list[tuple[dict, np.ndarray]]:
+    """(observation, move features) of every turn of one deal of random play, the last round included."""
+    import copy
+
+    from agents.features import MoveFeaturizer
+
+    env = CassinoVectorEnv(num_envs=num_envs, rules="classic", seed=seed, with_view=True, episode="deal")
+    featurize = MoveFeaturizer(env.rules)
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset()
+    out = []
+    for _ in range(52 - env.rules.table_cards):
+        out.append((copy.deepcopy(obs), featurize(obs)))  # the env reuses its arrays
+        legal = obs["action_mask"].astype(bool)
+        obs, *_ = env.step(np.array([rng.choice(np.flatnonzero(m)) for m in legal]))
+    return out
+
+
+def test_last_round_head_scores_only_the_last_round_and_starts_silent() -> None:
+    """A network given a last-round head plays exactly as before; once the head's weights move, its logits change
+    in the rows where the stock is empty and nowhere else; its gradient reaches only those rows."""
+    from agents.policy import add_last_round_head, last_round_gate
+
+    torch.manual_seed(0)
+    env = CassinoVectorEnv(num_envs=1, rules="classic", with_view=False)
+    base = CassinoPolicy(obs_dim=env.obs_size, hidden=32, embed=16, move_features=10)
+    net = add_last_round_head(base, 24, last_round_gate(2, 2))
+    assert net.shape.last_round == 24 and net.last_round_parameters()
+    with pytest.raises(ValueError, match="already"):
+        add_last_round_head(net, 8, 0)
+    seen_last = seen_other = 0
+    with torch.no_grad():
+        for p in net.lr_scorer[-1].parameters():
+            p.normal_()
+    for obs, feats in _deal_batches():
+        batch = MoveBatch.from_obs(obs, feats)
+        last = obs["observation"][:, last_round_gate(2, 2)] == 0
+        with torch.no_grad():
+            a, b = base.logits(batch), net.logits(batch)
+        legal = batch.mask.numpy()
+        same = (a == b).numpy() | ~legal
+        assert same[~last].all(), "the head moved a logit before the last round"
+        if last.any():
+            assert not same[last].all(), "the head did not score the last round"
+        seen_last += int(last.sum())
+        seen_other += int((~last).sum())
+    assert seen_last and seen_other
+
+
+def test_last_round_head_shape_is_checked_and_round_trips(tmp_path) -> None:
+    from agents.policy import NetworkShape, add_last_round_head, last_round_gate
+    from agents.ppo_agent import policy_from_checkpoint, read_checkpoint, save_checkpoint
+    from cassino_env.rules import make_rules
+
+    with pytest.raises(ValueError, match="last_round_gate"):
+        NetworkShape(obs_dim=10, last_round=8, last_round_gate=10)
+    with pytest.raises(ValueError, match="last_round"):
+        NetworkShape(obs_dim=10, last_round=-1)
+    env = CassinoVectorEnv(num_envs=1, rules="classic", with_view=False)
+    net = add_last_round_head(CassinoPolicy(obs_dim=env.obs_size, hidden=16, embed=8), 12, last_round_gate(2, 2))
+    path = save_checkpoint(tmp_path / "head.pt", net, make_rules("classic"))
+    back = policy_from_checkpoint(read_checkpoint(path), path)
+    assert back.shape == net.shape
+    assert all(torch.equal(x, y) for x, y in zip(back.state_dict().values(), net.state_dict().values(), strict=True))

@@ -89,7 +89,9 @@ if typing.TYPE_CHECKING:
     from cassino_env.rules import RuleSet
 
 #: The policy targets :func:`policy_targets` makes (``target``).
-TARGETS = ("soft", "top", "awr")
+TARGETS = ("soft", "top", "awr", "regret")
+#: What an update may move (:attr:`ExitArgs.train_params`).
+TRAIN_PARAMS = ("all", "last_round_head")
 #: The labelling searches (``search``).
 SEARCHES = ("pimc", "search", "none")
 #: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
@@ -127,6 +129,9 @@ class ExitArgs(config.RunOptions):
     """deals every game plays per iteration"""
     bot_rates: dict[str, float] = field(default_factory=lambda: {"advanced": 0.25, "intermediate": 0.1})
     """share of games per bot opponent (agents.registry specs); the rest are self-play"""
+    network_last_round: bool = False
+    """the network plays its own last round (sampled from its policy), so the last round's labels are of the
+    positions the network alone reaches; false: it plays that round exactly, as the shipped agents do"""
     search_play: float = 0.0
     """share of the network's labelled decisions where the search's best move is played instead of the network's
     sample (0: the games follow the network)"""
@@ -161,8 +166,9 @@ class ExitArgs(config.RunOptions):
     """iterations to run (games + labels + update each)"""
     target: str = "awr"
     """policy target from the move values: awr (the network as the update starts times exp((q - max q) /
-    temperature), normalised), soft (softmax(q / temperature)) or top (the best move); docs/expert_iteration.md
-    gives what each did"""
+    temperature), normalised), soft (softmax(q / temperature)), top (the best move) or regret (the policy's expected
+    regret in points, plus 0.1 times the cross-entropy to the best move); docs/expert_iteration.md gives what each
+    did"""
     temperature: float = 0.5
     """points per unit of logit of the soft and awr targets"""
     replay_iterations: int = 4
@@ -175,6 +181,8 @@ class ExitArgs(config.RunOptions):
     """labels per gradient step"""
     learning_rate: float = 1e-4
     """Adam learning rate"""
+    anneal_lr: bool = False
+    """decay the learning rate linearly to 0 over the iterations (as cassino train's anneal_lr)"""
     vf_coef: float = 0.5
     """weight of the value loss"""
     ent_coef: float = 0.0
@@ -183,6 +191,13 @@ class ExitArgs(config.RunOptions):
     """global gradient-norm clip"""
     reward_scale: float = 0.1
     """the critic's target is the deal margin (points) times this, as PPO's"""
+    train_params: str = "all"
+    """what the update moves: all (the whole network and its critic) or last_round_head (the last-round head alone:
+    the rest, and so the network's play before the last round, stays as it was)"""
+    last_round_head: int = 0
+    """give the starting network a last-round head of this width (agents.policy.add_last_round_head: it scores the
+    moves where the stock is empty, and starts at 0, so the network plays as before until it is trained); 0: none (a
+    network that has one keeps it)"""
 
     # --- network (a fresh network; a warm start takes the checkpoint's shape) -----------------------------------------
     hidden: int = 128
@@ -236,8 +251,10 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
     "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000),
     "extra_labels": names(), "epochs": integer(0, 10_000),
-    "minibatch_size": integer(1, 2**24), "learning_rate": number(0.0, lo_open=True), "vf_coef": number(0.0),
+    "minibatch_size": integer(1, 2**24), "learning_rate": number(0.0, lo_open=True),
+    "anneal_lr": boolean(), "vf_coef": number(0.0),
     "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
+    "train_params": text(TRAIN_PARAMS), "last_round_head": integer(0, 4096), "network_last_round": boolean(),
     "hidden": integer(1, 4096), "embed": integer(1, 4096), "eval_every": integer(0), "eval_deals": integer(1, 100_000),
     "eval_opponents": names(_bot_spec), "proxy": optional(text()), "checkpoint_every": integer(0),
     "final_eval_deals": integer(0), "final_eval_opponents": names(_bot_spec),
@@ -376,9 +393,9 @@ def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: s
         q: float[N, W], move values in points (NaN past the legal moves).
         mask: bool[N, W], the legal moves.
         prior: float[N, W], the behaviour policy's probabilities (``awr`` only).
-        target: ``soft`` (``softmax(q / temperature)``), ``top`` (the best moves, ties sharing equally) or ``awr``
-            (``prior * exp((q - max q) / temperature)``, normalised; the prior floored at 1e-3 so a move the network
-            never plays can still be learned).
+        target: ``soft`` (``softmax(q / temperature)``), ``top`` (the best moves, ties sharing equally; also the
+            cross-entropy part of ``regret``, :func:`update`) or ``awr`` (``prior * exp((q - max q) / temperature)``,
+            normalised; the prior floored at 1e-3 so a move the network never plays can still be learned).
         temperature: points per unit of logit (soft, awr).
 
     >>> q = np.array([[1.0, 0.0, np.nan]]); m = np.array([[True, True, False]])
@@ -394,7 +411,7 @@ def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: s
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     qv = np.where(mask, np.nan_to_num(q, nan=0.0), -np.inf)
     best = qv.max(axis=1, keepdims=True)
-    if target == "top":
+    if target in ("top", "regret"):
         w = (mask & (qv >= best - 1e-9)).astype(np.float64)
     else:
         w = np.where(mask, np.exp((qv - best) / temperature), 0.0)
@@ -591,7 +608,8 @@ class LabelCollector:
                     t_said = time.time()
                     print(f"  labelling: deal {d + 1}/{args.deals_per_iteration}, move {move + 1}/{self.deal_len}, "
                           f"{n_labels:,} labels ({n_labels / max(t_said - t_start, 1e-9):,.0f}/s)", flush=True)
-                actions[mine] = play_endgame(self.rules, sub, actions[mine])  # the network's exact last round
+                if not args.network_last_round:  # the network's exact last round
+                    actions[mine] = play_endgame(self.rules, sub, actions[mine])
                 obs, reward, terminated, _, _ = env.step(actions)
                 deal_return += reward
             assert terminated.all(), "every game ends its deal after 52 - table_cards moves"
@@ -779,13 +797,22 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
     the prior is the network as it is when the update starts, :func:`network_probs`: each iteration's step is
     anchored to the network it improves, the replayed labels included) plus
     ``vf_coef`` times the critic's squared error to ``ret * reward_scale`` (halved), minus ``ent_coef`` times the
-    entropy. Returns the last pass's mean losses."""
+    entropy. ``target="regret"``: the policy loss is the expected regret ``sum_a pi(a) (max q - q(a))`` (points:
+    each decision weighs what is at stake in it) plus 0.1 times the cross-entropy to the best moves. The optimiser
+    holds the parameters :func:`trained_parameters` gives (with ``train_params="last_round_head"`` neither the rest
+    of the network nor the critic moves, and the value loss is left out). Returns the last pass's mean losses."""
     import torch
 
     from agents.policy import masked_entropy, masked_log_softmax
 
     prior = network_probs(policy, data) if args.target == "awr" else data.prior
     target = policy_targets(data.q, data.mask, prior, args.target, args.temperature)
+    gap = None
+    if args.target == "regret":
+        qv = np.where(data.mask, np.nan_to_num(data.q, nan=0.0), -np.inf)
+        gap = np.where(data.mask, qv.max(axis=1, keepdims=True) - qv, 0.0).astype(np.float32)
+    head_only = args.train_params == "last_round_head"
+    params = trained_parameters(policy, args.train_params)
     ret = data.ret * np.float32(args.reward_scale)
     N = len(data)
     mb = max(1, min(args.minibatch_size, N))
@@ -803,18 +830,39 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
             logp = masked_log_softmax(logits, batch.mask)
             tgt = torch.from_numpy(target[idx, :W])
             pg = -(tgt * logp).sum(-1).mean()
+            if gap is not None:
+                pg = 0.1 * pg + (logp.exp() * torch.from_numpy(gap[idx, :W])).sum(-1).mean()
             vl = 0.5 * ((value - torch.from_numpy(ret[idx])) ** 2).mean()
             ent = masked_entropy(logits, batch.mask).mean()
-            loss = pg + args.vf_coef * vl - args.ent_coef * ent
+            loss = pg - args.ent_coef * ent + (0.0 if head_only else args.vf_coef * vl)
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
             optimizer.step()
             sums += (pg.item(), vl.item(), ent.item())
             steps += 1
         if steps:
             stats = dict(zip(("policy_loss", "value_loss", "entropy"), (sums / steps).tolist(), strict=True))
     return stats
+
+
+def trained_parameters(policy: Any, train_params: str) -> list[Any]:
+    """The parameters an update moves (:attr:`ExitArgs.train_params`): every one, or the last-round head's alone
+    (the others are set to need no gradient).
+
+    Raises:
+        ConfigError: naming ``train_params``, the head alone of a network that has none.
+    """
+    if train_params == "all":
+        return list(policy.parameters())
+    head = policy.last_round_parameters()
+    if not head:
+        raise ConfigError("train_params=last_round_head: the network has no last-round head (give last_round_head "
+                          "a width)", field="train_params")
+    keep = {id(p) for p in head}
+    for p in policy.parameters():
+        p.requires_grad_(id(p) in keep)
+    return head
 
 
 def label_stats(policy: Any, data: Labels, reward_scale: float) -> dict[str, float]:
@@ -882,15 +930,17 @@ def main(options: Annotated[ExitOptions, tyro.conf.OmitArgPrefixes, tyro.conf.ar
 def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     """The starting network: the ``init`` checkpoint's, or a fresh one of the run's widths."""
     from agents.features import NUM_MOVE_FEATURES, critic_state_size
-    from agents.policy import CassinoPolicy
+    from agents.policy import CassinoPolicy, add_last_round_head, last_round_gate
     from agents.ppo_agent import policy_from_checkpoint, read_checkpoint
     from agents.registry import PRETRAINED_DIR
     from cassino_env.obs import obs_size
 
+    gate = last_round_gate(rules.num_players, rules.num_sides)
     if args.init is None:
         return CassinoPolicy(obs_dim=obs_size(rules.num_players, rules.num_sides), hidden=args.hidden,
                              embed=args.embed, move_features=NUM_MOVE_FEATURES, critic="separate",
-                             critic_dim=critic_state_size(rules.num_players))
+                             critic_dim=critic_state_size(rules.num_players), last_round=args.last_round_head,
+                             last_round_gate=gate if args.last_round_head else 0)
     kind, _, name = args.init.partition(":")
     if kind == "pretrained":
         path = PRETRAINED_DIR / f"{name}.pt"
@@ -903,6 +953,8 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     if not net.shape.move_features:
         raise ConfigError(f"init {args.init}: the network reads no move features; expert iteration needs them",
                           field="init")
+    if args.last_round_head and not net.shape.last_round:
+        net = add_last_round_head(net, args.last_round_head, gate)
     return net
 
 
@@ -989,7 +1041,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         policy = policy_from_checkpoint(ckpt, args.resume)
     else:
         policy = _init_network(args, rules)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5)
+    optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
     iteration, global_step, labels_total, elapsed_before = 0, 0, 0, 0.0
     if ckpt is not None:
         tr = ckpt["train"]
@@ -1068,6 +1120,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     stop = "iterations reached"
     while iteration < args.iterations:
         iteration += 1
+        if args.anneal_lr:  # linearly to 0 over the run
+            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / args.iterations)
         t0 = time.time()
         labels = games.collect(policy, rng, iteration - 1)
         t_label = time.time() - t0
