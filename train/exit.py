@@ -812,7 +812,7 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
         qv = np.where(data.mask, np.nan_to_num(data.q, nan=0.0), -np.inf)
         gap = np.where(data.mask, qv.max(axis=1, keepdims=True) - qv, 0.0).astype(np.float32)
     head_only = args.train_params == "last_round_head"
-    params = trained_parameters(policy, args.train_params)
+    params = [q for group in optimizer.param_groups for q in group["params"]]  # trained_parameters', set at the start
     ret = data.ret * np.float32(args.reward_scale)
     N = len(data)
     mb = max(1, min(args.minibatch_size, N))
