@@ -71,6 +71,9 @@ NUM_VALUES = 15
 #: kind one-hot (3), value one-hot (:data:`NUM_VALUES`); the move features follow.
 MOVE_INPUT = 52 + 52 + 3 + NUM_VALUES
 
+#: The widest last-round head :func:`add_last_round_head` (and ``cassino exit --last-round-head``) makes.
+MAX_LAST_ROUND_WIDTH = 4096
+
 #: The value estimators a network may have (:attr:`NetworkShape.critic`).
 CRITICS = ("shared", "separate")
 
@@ -95,7 +98,8 @@ class NetworkShape:
 
     Raises:
         ValueError: a size that is not a positive int (``move_features`` and ``critic_dim`` may be 0), an unknown
-            ``critic``, ``critic_dim`` without a separate critic, or a ``last_round_gate`` outside the observation.
+            ``critic``, ``critic_dim`` without a separate critic, a ``last_round_gate`` outside the observation, or
+            one without a head (it must be 0 there).
     """
 
     obs_dim: int
@@ -123,6 +127,9 @@ class NetworkShape:
         if self.last_round and self.last_round_gate >= self.obs_dim:
             raise ValueError(f"network last_round_gate must index the observation (< obs_dim {self.obs_dim}), got "
                              f"{self.last_round_gate}")
+        if not self.last_round and self.last_round_gate:
+            raise ValueError(f"network last_round_gate={self.last_round_gate} without a last-round head "
+                             "(last_round=0): it must be 0")
 
     def to_dict(self) -> dict[str, int | str]:
         """Plain dict of ints and strings (checkpoint friendly); without a last-round head its two fields are left
@@ -423,15 +430,26 @@ def last_round_gate(num_players: int, num_sides: int, blocks: Any = None) -> int
 
 def add_last_round_head(policy: CassinoPolicy, width: int, gate: int) -> CassinoPolicy:
     """A copy of ``policy`` with a last-round head of ``width`` (output layer 0: it plays exactly as ``policy``
-    until the head is trained); ``gate``: :func:`last_round_gate`.
+    until the head is trained); ``gate``: :func:`last_round_gate` of the observation blocks ``policy`` reads (a
+    checkpoint's gate is checked against its blocks when it is loaded, :func:`agents.ppo_agent.check_network`).
+    The copy is in ``policy``'s train or eval mode, and its copied parameters keep their ``requires_grad``.
 
     Raises:
-        ValueError: ``policy`` has a head already, or a bad width or gate.
+        ValueError: ``policy`` has a head already, a width that is not an int from 1 to
+            :data:`MAX_LAST_ROUND_WIDTH`, or a gate outside the observation.
     """
     if policy.shape.last_round:
         raise ValueError("the network has a last-round head already")
+    if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= MAX_LAST_ROUND_WIDTH:
+        raise ValueError(f"last-round head width must be an int from 1 to {MAX_LAST_ROUND_WIDTH}, got {width!r}")
+    if isinstance(gate, bool) or not isinstance(gate, int) or not 0 <= gate < policy.shape.obs_dim:
+        raise ValueError(f"last_round_gate must index the observation (0 to {policy.shape.obs_dim - 1}), got "
+                         f"{gate!r}")
     shape = dataclasses.replace(policy.shape, last_round=width, last_round_gate=gate)
     out = CassinoPolicy.from_shape(shape)
     missing, unexpected = out.load_state_dict(policy.state_dict(), strict=False)
     assert not unexpected and all(k.startswith("lr_") for k in missing)
-    return out
+    grads = {n: q.requires_grad for n, q in policy.named_parameters()}
+    for n, q in out.named_parameters():
+        q.requires_grad_(grads.get(n, True))
+    return out.train(policy.training)

@@ -445,6 +445,20 @@ def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
     if shape.obs_dim != need:
         raise CheckpointError(f"{path}: network reads observations of length {shape.obs_dim}, the environment "
                               f"gives {need} (observation blocks {', '.join(blocks)})")
+    if shape.last_round:
+        from .policy import last_round_gate
+
+        if "last_round_gate" not in data["network"]:
+            raise CheckpointError(f"{path}: network.last_round_gate: missing (a network with a last-round head "
+                                  "names the observation entry that tells the last round)")
+        try:
+            gate = last_round_gate(rules.num_players, rules.num_sides, blocks)
+        except ValueError as exc:
+            raise CheckpointError(f"{path}: network.last_round: {exc}") from None
+        if shape.last_round_gate != gate:
+            raise CheckpointError(f"{path}: network.last_round_gate: must be {gate}, the stock-size entry of the "
+                                  f"progress block in these observation blocks, got {shape.last_round_gate} (the "
+                                  "head would play where the stock is not empty)")
     if shape.move_features:
         from .features import NUM_MOVE_FEATURES
 

@@ -83,42 +83,15 @@ def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Mod
     def bad(field: str, problem: str) -> CheckpointError:
         return CheckpointError(f"{path}: train.{field}: {problem}")
 
-    for name in ("iteration", "global_step"):
-        v = tr.get(name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise bad(name, f"must be an integer >= 0, got {v!r}")
-    v = tr.get("elapsed_s")
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise bad("elapsed_s", f"must be a finite number of seconds >= 0, got {v!r}")
-    def check_rng(name: str, state: Any) -> None:
-        try:
-            if not isinstance(state, str):
-                raise TypeError(f"a JSON string, got {type(state).__name__}")
-            set_rng_state(np.random.default_rng(0), state)  # a scratch generator: the run's is set only once all pass
-        except (TypeError, ValueError, KeyError, OverflowError) as exc:
-            raise bad(name, f"not a numpy generator state: {exc}") from None
+    check_counters(tr, path, ("iteration", "global_step"))
+    games = f"num_envs={env.num_envs}" if num_workers == 1 else (f"{env.num_envs} games (num_envs / "
+                                                                  f"num_workers={num_workers})")
+    fields = env_state(env)
 
     def check_env(name: str, saved: Any) -> None:
-        fields = env_state(env)
-        if not isinstance(saved, dict) or set(saved) != set(fields):
-            missing = sorted(set(fields) - set(saved)) if isinstance(saved, dict) else []
-            raise bad(name, "must hold the vector env's state fields" + (f" (no {missing[0]!r})" if missing else ""))
-        for k, ref in fields.items():
-            t = saved[k]
-            if not isinstance(t, torch.Tensor) or t.dtype != ref.dtype or t.shape != ref.shape:
-                got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
-                games = (f"num_envs={env.num_envs}" if num_workers == 1 else
-                         f"{env.num_envs} games (num_envs / num_workers={num_workers})")
-                raise bad(f"{name}.{k}", f"must be a {ref.dtype} tensor of shape {tuple(ref.shape)} for {games}, "
-                                         f"got {got}")
+        check_env_fields(saved, fields, path, name, games)
 
-    check_rng("numpy_rng", tr.get("numpy_rng"))
-    want = torch.get_rng_state()
-    t = tr.get("torch_rng")
-    if not isinstance(t, torch.Tensor) or t.dtype != want.dtype or t.shape != want.shape:
-        got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
-        raise bad("torch_rng", f"must be a {want.dtype} tensor of shape {tuple(want.shape)} (torch.get_rng_state()), "
-                               f"got {got}")
+    check_rng_states(tr, path)
     pool = tr.get("pool")
     if not isinstance(pool, dict) or not isinstance(pool.get("snapshots"), list) or not pool["snapshots"]:
         raise bad("pool", "must hold a non-empty list of snapshots")
@@ -141,6 +114,24 @@ def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Mod
     if (not isinstance(rates_, list) or len(rates_) != n
             or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in rates_)):
         raise bad("pool.winrate", f"must be a list of {n} numbers from 0 to 1 (one per snapshot)")
+    check_workers(tr, path, num_workers, check_env)
+    check_optimizer_state(optimizer_state, path, policy)
+
+
+def check_workers(tr: dict[str, Any], path: str | Path, num_workers: int,
+                  check_env: typing.Callable[[str, Any], None]) -> None:
+    """A ``train`` entry's games by worker: ``env_state`` (worker 0's) and ``workers``, one ``{env_state,
+    numpy_rng}`` per further Ray worker, as many as ``num_workers`` asks; ``check_env(field, saved)`` checks one
+    games' state.
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field.
+    """
+    from agents.ppo_agent import CheckpointError
+
+    def bad(field: str, problem: str) -> CheckpointError:
+        return CheckpointError(f"{path}: train.{field}: {problem}")
+
     workers = tr.get("workers", [])
     if not isinstance(workers, list):
         raise bad("workers", f"must be a list (one entry per Ray worker after the first), got {type(workers).__name__}")
@@ -154,14 +145,93 @@ def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Mod
         if not isinstance(w, dict) or set(w) != {"env_state", "numpy_rng"}:
             raise bad(f"workers[{i}]", "must hold env_state and numpy_rng")
         check_env(f"workers[{i}].env_state", w["env_state"])
-        check_rng(f"workers[{i}].numpy_rng", w["numpy_rng"])
-    check_optimizer_state(optimizer_state, path, policy)
+        check_rng(w["numpy_rng"], path, f"workers[{i}].numpy_rng")
 
 
-def check_optimizer_state(opt: Any, path: str | Path, policy: torch.nn.Module) -> None:
-    """Check a checkpoint's ``optimizer`` entry (an Adam ``state_dict``) against the network: one group over all its
-    parameters, finite hyperparameters, and moment tensors of each parameter's shape, finite (torch's
-    ``load_state_dict`` checks the group sizes only, and a wrong shape would fail in the middle of training).
+def check_counters(tr: dict[str, Any], path: str | Path, names: tuple[str, ...]) -> None:
+    """The integer counters ``names`` of a ``train`` entry (each >= 0) and its ``elapsed_s`` (finite seconds >= 0).
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field (``train.<field>``).
+    """
+    from agents.ppo_agent import CheckpointError
+
+    for name in names:
+        v = tr.get(name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise CheckpointError(f"{path}: train.{name}: must be an integer >= 0, got {v!r}")
+    v = tr.get("elapsed_s")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise CheckpointError(f"{path}: train.elapsed_s: must be a finite number of seconds >= 0, got {v!r}")
+
+
+def check_rng(state: Any, path: str | Path, name: str) -> None:
+    """A numpy generator state (``train.<name>``: the JSON text of :func:`train.rollout.rng_state`), tried on a
+    scratch generator so that nothing of the run changes.
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field.
+    """
+    from agents.ppo_agent import CheckpointError
+
+    try:
+        if not isinstance(state, str):
+            raise TypeError(f"a JSON string, got {type(state).__name__}")
+        set_rng_state(np.random.default_rng(0), state)
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+        raise CheckpointError(f"{path}: train.{name}: not a numpy generator state: {exc}") from None
+
+
+def check_rng_states(tr: dict[str, Any], path: str | Path) -> None:
+    """A ``train`` entry's ``numpy_rng`` (:func:`check_rng`) and ``torch_rng`` (a tensor of
+    ``torch.get_rng_state()``'s dtype and shape).
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field.
+    """
+    import torch
+
+    from agents.ppo_agent import CheckpointError
+
+    check_rng(tr.get("numpy_rng"), path, "numpy_rng")
+    want = torch.get_rng_state()
+    t = tr.get("torch_rng")
+    if not isinstance(t, torch.Tensor) or t.dtype != want.dtype or t.shape != want.shape:
+        got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+        raise CheckpointError(f"{path}: train.torch_rng: must be a {want.dtype} tensor of shape {tuple(want.shape)} "
+                              f"(torch.get_rng_state()), got {got}")
+
+
+def check_env_fields(saved: Any, fields: dict[str, torch.Tensor], path: str | Path, name: str, games: str) -> None:
+    """A saved games' state (``train.<name>``) against ``fields``, the state of the run's own games
+    (:func:`train.rollout.env_state`): the same fields, each a tensor of the same dtype and shape; ``games`` says
+    how many games the run has (for the message).
+
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field.
+    """
+    import torch
+
+    from agents.ppo_agent import CheckpointError
+
+    if not isinstance(saved, dict) or set(saved) != set(fields):
+        missing = sorted(set(fields) - set(saved)) if isinstance(saved, dict) else []
+        raise CheckpointError(f"{path}: train.{name}: must hold the vector env's state fields"
+                              + (f" (no {missing[0]!r})" if missing else ""))
+    for k, ref in fields.items():
+        t = saved[k]
+        if not isinstance(t, torch.Tensor) or t.dtype != ref.dtype or t.shape != ref.shape:
+            got = (t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise CheckpointError(f"{path}: train.{name}.{k}: must be a {ref.dtype} tensor of shape "
+                                  f"{tuple(ref.shape)} for {games}, got {got}")
+
+
+def check_optimizer_state(opt: Any, path: str | Path, policy: torch.nn.Module,
+                          params: list[torch.Tensor] | None = None) -> None:
+    """Check a checkpoint's ``optimizer`` entry (an Adam ``state_dict``) against the network: one group over its
+    parameters (``params``, the ones the run trains; None: all of them), finite hyperparameters, and moment tensors
+    of each parameter's shape, finite (torch's ``load_state_dict`` checks the group sizes only, and a wrong shape
+    would fail in the middle of training).
 
     Raises:
         agents.ppo_agent.CheckpointError: naming the file and the field (``optimizer.<field>``).
@@ -179,10 +249,12 @@ def check_optimizer_state(opt: Any, path: str | Path, policy: torch.nn.Module) -
     if not isinstance(opt, dict) or not isinstance(opt.get("state"), dict) or not isinstance(opt.get("param_groups"),
                                                                                             list):
         raise CheckpointError(f"{path}: optimizer: must be an optimiser state_dict (state, param_groups)")
-    params = list(policy.parameters())
+    params = list(policy.parameters()) if params is None else list(params)
     groups = opt["param_groups"]
     if len(groups) != 1 or not isinstance(groups[0], dict) or groups[0].get("params") != list(range(len(params))):
-        raise bad("param_groups", f"must be one group of the network's {len(params)} parameters")
+        n = len(groups[0].get("params", ())) if len(groups) == 1 and isinstance(groups[0], dict) else None
+        raise bad("param_groups", f"must be one group of the {len(params)} parameters the run trains"
+                  + (f", got {n} (another train_params?)" if n is not None else ""))
     group = groups[0]
     for key in ("lr", "eps", "weight_decay"):
         if not (is_num(group.get(key)) and group[key] >= 0):

@@ -71,6 +71,7 @@ import os
 import sys
 import time
 import typing
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -265,7 +266,7 @@ def _check_combination(args: ExitArgs) -> None:
     from cassino_env.rules import make_rules
 
     try:
-        make_rules(args.preset, args.num_players)
+        n = make_rules(args.preset, args.num_players).num_players
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"preset {args.preset!r} / num_players {args.num_players!r}: {exc}", field="preset") from None
     if sum(args.bot_rates.values()) > 1 + 1e-9:
@@ -278,6 +279,16 @@ def _check_combination(args: ExitArgs) -> None:
                               f"{', '.join(r for r in SEARCH_ROLLOUTS if r != 'net')}", field="rollout")
     if args.search == "none" and not args.label_last_round:
         raise ConfigError("search=none labels only the exact last round: it needs label_last_round", field="search")
+    if args.search == "none" and n != 2:
+        raise ConfigError(f"search=none labels only a two-seat last round (exactly); with num_players={n} it would "
+                          "label nothing", field="search")
+    if args.network_last_round and n != 2:
+        raise ConfigError(f"network_last_round: only a two-seat last round is played exactly (the default it "
+                          f"changes); with num_players={n} the network plays every round already",
+                          field="network_last_round")
+    if args.train_params == "last_round_head" and n == 2 and not args.label_last_round:
+        raise ConfigError("train_params=last_round_head: with two seats every last-round decision is labelled "
+                          "exactly or not at all, so the head needs label_last_round", field="train_params")
     if args.num_workers > 1 and args.ray_address is None:
         raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
                           "too", field="num_workers")
@@ -333,18 +344,86 @@ class Labels:
         atomic_write(path, lambda f: np.savez(f, **arrays))
 
     @staticmethod
-    def load(path: Path) -> Labels:
-        """Read :meth:`save`'s file."""
-        with np.load(path, allow_pickle=False) as z:
-            rows = {k: (z[k] if k in z.files else None) for k in LABEL_ROWS}
+    def load(path: Path, shape: Any = None, field: str = "labels") -> Labels:
+        """Read :meth:`save`'s file; with ``shape`` (the network's :class:`agents.policy.NetworkShape`) its arrays
+        are checked first (:func:`check_label_file`).
+
+        Raises:
+            ConfigError: naming ``field`` and the file, one that cannot be read or does not fit ``shape``.
+        """
+        if shape is not None:
+            check_label_file(path, shape, field)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                rows = {k: (z[k] if k in z.files else None) for k in LABEL_ROWS}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise ConfigError(f"{field}: {path}: not a readable label file: {exc}", field=field) from None
         return Labels(**rows)
 
 
-def load_label_paths(paths: typing.Iterable[str]) -> list[Labels]:
-    """The :class:`Labels` of label files, or of every ``iter_*.npz`` in folders, in name order.
+#: Each label array's dtype and its shape after the N rows: "W" the move columns, "D" the observation length, "F"
+#: the move features, "C" the separate critic's extra input (:class:`Labels`).
+LABEL_ARRAYS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "obs": ("float32", ("D",)), "kind": ("int8", ("W",)), "card": ("int8", ("W",)), "value": ("int8", ("W",)),
+    "cards": ("int64", ("W",)), "mask": ("bool", ("W",)), "feat": ("float32", ("W", "F")),
+    "crit": ("float32", ("C",)), "q": ("float32", ("W",)), "prior": ("float32", ("W",)), "ret": ("float32", ()),
+}
+
+
+def check_label_file(path: Path, shape: Any, field: str) -> None:
+    """Check a label file (:meth:`Labels.save`) against the network that will train on it, from the arrays'
+    headers alone (nothing is loaded): a zip of ``.npy`` arrays, every array of :data:`LABEL_ARRAYS` the network
+    needs (``feat`` with move features, ``crit`` with a full-state critic) with its dtype, the same N rows, the same
+    move columns, and the network's observation length, feature count and critic input.
 
     Raises:
-        ConfigError: naming ``extra_labels``, a path that is neither.
+        ConfigError: naming ``field``, the file and the array.
+    """
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{field}: {path}: {problem}", field=field)
+
+    heads: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                name = info.filename.removesuffix(".npy")
+                if name not in LABEL_ARRAYS:
+                    continue
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    if version == (1, 0):
+                        shp, _, dtype = np.lib.format.read_array_header_1_0(f)
+                    else:
+                        shp, _, dtype = np.lib.format.read_array_header_2_0(f)
+                heads[name] = (tuple(shp), np.dtype(dtype))
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise bad(f"not a label file (a .npz of the arrays {', '.join(LABEL_ARRAYS)}): {exc}") from None
+    sizes = {"D": shape.obs_dim, "F": shape.move_features, "C": shape.critic_dim}
+    need = [k for k in LABEL_ARRAYS if not (k == "feat" and not sizes["F"]) and not (k == "crit" and not sizes["C"])]
+    missing = [k for k in need if k not in heads]
+    if missing:
+        raise bad(f"array {missing[0]!r} is missing (a label file holds {', '.join(need)})")
+    n = heads["ret"][0][0] if len(heads["ret"][0]) == 1 else None
+    width = heads["mask"][0][1] if len(heads["mask"][0]) == 2 else None
+    for k in need:
+        dtype, dims = LABEL_ARRAYS[k]
+        want = (n, *[width if d == "W" else sizes[d] for d in dims])
+        got, got_dtype = heads[k]
+        if n is None or width is None or got != want or got_dtype != np.dtype(dtype):
+            what = {"D": f"the network's observation length {sizes['D']}", "F": f"its {sizes['F']} move features",
+                    "C": f"its critic's {sizes['C']} full-state inputs"}
+            fits = ", ".join(what[d] for d in dims if d in what)
+            raise bad(f"array {k!r} is {got_dtype} {got}, the network needs {dtype} {want}"
+                      + (f" ({fits}: labels of another preset, player count or network?)" if fits else ""))
+
+
+def load_label_paths(paths: typing.Iterable[str], shape: Any = None) -> list[Labels]:
+    """The :class:`Labels` of label files, or of every ``iter_*.npz`` in folders, in name order; with ``shape``
+    each is checked against that network (:func:`check_label_file`).
+
+    Raises:
+        ConfigError: naming ``extra_labels``, a path that is neither, or a file that is not a label file fitting
+            ``shape``.
     """
     out = []
     for p in map(Path, paths):
@@ -352,7 +431,7 @@ def load_label_paths(paths: typing.Iterable[str]) -> list[Labels]:
         if not files:
             raise ConfigError(f"extra_labels: {p} is neither a label file nor a folder of iter_*.npz files",
                               field="extra_labels")
-        out.extend(Labels.load(f) for f in files)
+        out.extend(Labels.load(f, shape, "extra_labels") for f in files)
     return out
 
 
@@ -621,7 +700,8 @@ class LabelCollector:
         self.obs = obs
         labels = [Labels(**{k: p[k] for k in LABEL_ROWS}) for p in parts]
         if not labels:
-            raise ValueError("no decision was labelled: give more games or deals")
+            raise ConfigError(f"no decision was labelled in {B} games of {args.deals_per_iteration} deal(s): give "
+                              "more games (num_envs) or deals (deals_per_iteration)", field="num_envs")
         out = join_labels(labels)
         out.points = {k: np.concatenate(v) for k, v in points.items()}
         out.label_s = label_s
@@ -837,7 +917,14 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
             loss = pg - args.ent_coef * ent + (0.0 if head_only else args.vf_coef * vl)
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+            if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):  # before the step: the weights stay good
+                from train.run import Diverged
+
+                what = "loss" if not torch.isfinite(loss) else "gradient norm"
+                raise Diverged(f"the {what} is not finite ({(loss if what == 'loss' else grad_norm).item()}) in "
+                               f"epoch {_epoch + 1}, minibatch {s // mb + 1} of the update; no weights of it were "
+                               "saved (with a smaller learning_rate, or reward_scale)")
             optimizer.step()
             sums += (pg.item(), vl.item(), ent.item())
             steps += 1
@@ -919,11 +1006,16 @@ def main(options: Annotated[ExitOptions, tyro.conf.OmitArgPrefixes, tyro.conf.ar
     from agents.ppo_agent import CheckpointError
     from cassino_env.errors import CassinoError
     from train.cli import bad_input
+    from train.run import RunStopped
 
     with bad_input(ConfigError, CheckpointError, CassinoError) as failed:
         args = resolve_args(options)
         explicit = config.explicit_fields(ExitArgs, options)
-        train(args, explicit=explicit)
+        try:
+            train(args, explicit=explicit)
+        except RunStopped as exc:  # a diverged update: one line, the checkpoints written before it are intact
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     return failed.code
 
 
@@ -931,9 +1023,9 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     """The starting network: the ``init`` checkpoint's, or a fresh one of the run's widths."""
     from agents.features import NUM_MOVE_FEATURES, critic_state_size
     from agents.policy import CassinoPolicy, add_last_round_head, last_round_gate
-    from agents.ppo_agent import policy_from_checkpoint, read_checkpoint
+    from agents.ppo_agent import checkpoint_blocks, policy_from_checkpoint, read_checkpoint
     from agents.registry import PRETRAINED_DIR
-    from cassino_env.obs import obs_size
+    from cassino_env.obs import DEFAULT_BLOCKS, obs_size
 
     gate = last_round_gate(rules.num_players, rules.num_sides)
     if args.init is None:
@@ -949,11 +1041,20 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     else:
         raise ConfigError(f"init: checkpoint:PATH or pretrained:NAME, got {args.init!r}", field="init")
     ckpt = read_checkpoint(path, rules)
+    blocks = checkpoint_blocks(ckpt, path)
+    if tuple(blocks) != tuple(DEFAULT_BLOCKS):
+        raise ConfigError(f"init {args.init}: the network reads the observation blocks {', '.join(blocks)}; cassino "
+                          f"exit plays and labels with the default blocks ({', '.join(DEFAULT_BLOCKS)})",
+                          field="init")
     net = policy_from_checkpoint(ckpt, path)
     if not net.shape.move_features:
         raise ConfigError(f"init {args.init}: the network reads no move features; expert iteration needs them",
                           field="init")
-    if args.last_round_head and not net.shape.last_round:
+    have = net.shape.last_round
+    if args.last_round_head and have and args.last_round_head != have:
+        raise ConfigError(f"last_round_head={args.last_round_head}: the network of init {args.init} has a head of "
+                          f"width {have} already (give {have}, or leave last_round_head out)", field="last_round_head")
+    if args.last_round_head and not have:
         net = add_last_round_head(net, args.last_round_head, gate)
     return net
 
@@ -969,18 +1070,31 @@ def _proxy(args: ExitArgs, rules: RuleSet) -> Any:
     return proxy_mod.load(path)
 
 
-def _check_train_state(tr: dict[str, Any], path: str) -> None:
-    from agents.ppo_agent import CheckpointError
+def _check_train_state(tr: dict[str, Any], path: str, optimizer_state: Any, policy: Any, params: list[Any],
+                       games: LocalLabels | RayLabels, num_workers: int) -> None:
+    """Every field of an exit checkpoint's ``train`` entry and its ``optimizer`` before any is used to resume
+    (nothing is changed): the counters, the generators, the games of each worker against the run's own
+    (``games.state()``), and the optimiser's state against ``params``, the parameters the run trains
+    (train/checkpoints.py's checks, shared with the PPO trainer).
 
-    for name in ("iteration", "global_step", "labels_total"):
-        v = tr.get(name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise CheckpointError(f"{path}: train.{name}: must be an integer >= 0, got {v!r}")
-    for name in ("numpy_rng",):
-        if not isinstance(tr.get(name), str):
-            raise CheckpointError(f"{path}: train.{name}: must be a generator state (JSON text)")
-    if not isinstance(tr.get("env_state"), dict):
-        raise CheckpointError(f"{path}: train.env_state: must hold the games' state")
+    Raises:
+        agents.ppo_agent.CheckpointError: naming the file and the field.
+    """
+    from train.checkpoints import (
+        check_counters,
+        check_env_fields,
+        check_optimizer_state,
+        check_rng_states,
+        check_workers,
+    )
+
+    check_counters(tr, path, ("iteration", "global_step", "labels_total"))
+    check_rng_states(tr, path)
+    fields = games.state()["env_state"]
+    n = next(iter(fields.values())).shape[0] if fields else 0
+    desc = f"num_envs={n}" if num_workers == 1 else f"{n} games (num_envs / num_workers={num_workers})"
+    check_workers(tr, path, num_workers, lambda name, saved: check_env_fields(saved, fields, path, name, desc))
+    check_optimizer_state(optimizer_state, path, policy, params)
 
 
 def train(args: ExitArgs, explicit: set[str] | None = None) -> Path:
@@ -1002,7 +1116,15 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     import torch
     from torch.utils.tensorboard import SummaryWriter
 
-    from agents.ppo_agent import CheckpointError, PPOAgent, atomic_write, check_network, policy_from_checkpoint
+    from agents.ppo_agent import (
+        CheckpointError,
+        PPOAgent,
+        atomic_write,
+        check_network,
+        checkpoint_blocks,
+        policy_from_checkpoint,
+    )
+    from cassino_env.obs import DEFAULT_BLOCKS
     from cassino_env.rules import make_rules
     from train.arena import evaluate_deals
     from train.checkpoints import read_training_checkpoint, save_training_checkpoint
@@ -1017,7 +1139,6 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     if args.resume is not None:
         ckpt = read_training_checkpoint(args.resume)
         args = config.resume_args(args, ckpt["train"], explicit, source=str(args.resume), saved_error=CheckpointError)
-        _check_train_state(ckpt["train"], args.resume)
     torch.set_num_threads(args.threads)
     rules = make_rules(args.preset, args.num_players)
     deal_len = 52 - rules.table_cards
@@ -1038,21 +1159,34 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     torch.manual_seed(args.seed)
     if ckpt is not None:
         check_network(ckpt, args.resume)
+        if checkpoint_blocks(ckpt, args.resume) != tuple(DEFAULT_BLOCKS):
+            raise CheckpointError(f"{args.resume}: obs_blocks: cassino exit runs with the default observation blocks")
         policy = policy_from_checkpoint(ckpt, args.resume)
+        have = policy.shape.last_round
+        if args.last_round_head and args.last_round_head != have:
+            raise ConfigError(f"last_round_head={args.last_round_head}: the run's network has "
+                              + (f"a head of width {have}" if have else "no last-round head")
+                              + "; a resumed run goes on with its own network (a new run with init: checkpoint:PATH "
+                              "and last_round_head gives one a head)", field="last_round_head")
     else:
         policy = _init_network(args, rules)
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
     iteration, global_step, labels_total, elapsed_before = 0, 0, 0, 0.0
+    if args.ray_address is None:
+        games: LocalLabels | RayLabels = LocalLabels(args, rules)
+    else:
+        games = RayLabels(args, policy.shape)
+        held.append(games)
     if ckpt is not None:
         tr = ckpt["train"]
+        _check_train_state(tr, args.resume, ckpt["optimizer"], policy,
+                           [q for g in optimizer.param_groups for q in g["params"]], games, args.num_workers)
         try:
             optimizer.load_state_dict(ckpt["optimizer"])
         except (ValueError, KeyError, TypeError, RuntimeError) as exc:
             raise CheckpointError(f"{args.resume}: optimizer: does not fit the network: {exc}") from None
         iteration, global_step = int(tr["iteration"]), int(tr["global_step"])
         labels_total, elapsed_before = int(tr["labels_total"]), float(tr.get("elapsed_s", 0.0))
-        _set_rng_state(rng, tr["numpy_rng"])
-        torch.set_rng_state(tr["torch_rng"])
     replay_first = max(0, iteration - args.replay_iterations + 1)  # label files of this window are read back
     # a run resumed into another folder reads the replay window from the checkpoint's own run folder
     src = label_dir if resuming_here or not args.resume else config.run_dir_of_checkpoint(args.resume) / "labels"
@@ -1061,13 +1195,13 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     if missing:
         raise ConfigError(f"resume: the replay labels {missing[0]} of the checkpoint's run are missing (an exit run "
                           "is resumed with the labels/ folder beside its checkpoints/)", field="resume")
-    if args.ray_address is None:
-        games: LocalLabels | RayLabels = LocalLabels(args, rules)
-    else:
-        games = RayLabels(args, policy.shape)
-        held.append(games)
+    # every label file is read and checked against the network before the run folder is touched
+    replay = [Labels.load(f, policy.shape, "resume") for f in window]
+    extra = load_label_paths(args.extra_labels, policy.shape)
     if ckpt is not None:
-        games.load(ckpt["train"])
+        _set_rng_state(rng, tr["numpy_rng"])
+        torch.set_rng_state(tr["torch_rng"])
+        games.load(tr)
         print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
 
     held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
@@ -1113,8 +1247,6 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
 
     if ckpt is None:
         print(f"iteration 0 | {run_eval()}", flush=True)
-    replay = [Labels.load(f) for f in window]
-    extra = load_label_paths(args.extra_labels)
     if extra:
         print(f"{sum(len(x) for x in extra):,} extra labels from {len(extra)} files join every update", flush=True)
     stop = "iterations reached"
