@@ -86,10 +86,6 @@ def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Mod
     check_counters(tr, path, ("iteration", "global_step"))
     games = f"num_envs={env.num_envs}" if num_workers == 1 else (f"{env.num_envs} games (num_envs / "
                                                                   f"num_workers={num_workers})")
-    fields = env_state(env)
-
-    def check_env(name: str, saved: Any) -> None:
-        check_env_fields(saved, fields, path, name, games)
 
     check_rng_states(tr, path)
     pool = tr.get("pool")
@@ -114,15 +110,15 @@ def check_train_state(tr: dict[str, Any], path: str | Path, policy: torch.nn.Mod
     if (not isinstance(rates_, list) or len(rates_) != n
             or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in rates_)):
         raise bad("pool.winrate", f"must be a list of {n} numbers from 0 to 1 (one per snapshot)")
-    check_workers(tr, path, num_workers, check_env)
+    check_workers(tr, path, num_workers, env_state(env), games)
     check_optimizer_state(optimizer_state, path, policy)
 
 
-def check_workers(tr: dict[str, Any], path: str | Path, num_workers: int,
-                  check_env: typing.Callable[[str, Any], None]) -> None:
+def check_workers(tr: dict[str, Any], path: str | Path, num_workers: int, fields: dict[str, torch.Tensor],
+                  games: str) -> None:
     """A ``train`` entry's games by worker: ``env_state`` (worker 0's) and ``workers``, one ``{env_state,
-    numpy_rng}`` per further Ray worker, as many as ``num_workers`` asks; ``check_env(field, saved)`` checks one
-    games' state.
+    numpy_rng}`` per further Ray worker, as many as ``num_workers`` asks; each games' state is checked against
+    ``fields``, the state of one collector's games (:func:`check_env_fields`; ``games`` says how many).
 
     Raises:
         agents.ppo_agent.CheckpointError: naming the file and the field.
@@ -140,11 +136,11 @@ def check_workers(tr: dict[str, Any], path: str | Path, num_workers: int,
         raise bad("workers", f"the run was made with {made} (num_workers={len(workers) + 1}); resume it with "
                              f"num_workers={len(workers) + 1}" + (" and ray_address" if workers else "")
                   + f", not num_workers={num_workers}")
-    check_env("env_state", tr.get("env_state"))
+    check_env_fields(tr.get("env_state"), fields, path, "env_state", games)
     for i, w in enumerate(workers):
         if not isinstance(w, dict) or set(w) != {"env_state", "numpy_rng"}:
             raise bad(f"workers[{i}]", "must hold env_state and numpy_rng")
-        check_env(f"workers[{i}].env_state", w["env_state"])
+        check_env_fields(w["env_state"], fields, path, f"workers[{i}].env_state", games)
         check_rng(w["numpy_rng"], path, f"workers[{i}].numpy_rng")
 
 

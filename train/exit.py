@@ -299,8 +299,17 @@ def _check_combination(args: ExitArgs) -> None:
 # ----------------------------------------------------------------------------------------------------------------------
 # Labels
 # ----------------------------------------------------------------------------------------------------------------------
+#: Each label array's dtype and its shape after the N rows: "W" the move columns, "D" the observation length, "F"
+#: the move features, "C" the separate critic's extra input (:class:`Labels`).
+LABEL_ARRAYS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "obs": ("float32", ("D",)), "kind": ("int8", ("W",)), "card": ("int8", ("W",)), "value": ("int8", ("W",)),
+    "cards": ("int64", ("W",)), "mask": ("bool", ("W",)), "feat": ("float32", ("W", "F")),
+    "crit": ("float32", ("C",)), "q": ("float32", ("W",)), "prior": ("float32", ("W",)), "ret": ("float32", ()),
+}
+
+
 #: Per-label arrays of :class:`Labels`, in file order.
-LABEL_ROWS = ("obs", "kind", "card", "value", "cards", "mask", "feat", "crit", "q", "prior", "ret")
+LABEL_ROWS = tuple(LABEL_ARRAYS)
 
 
 @dataclass
@@ -359,15 +368,6 @@ class Labels:
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise ConfigError(f"{field}: {path}: not a readable label file: {exc}", field=field) from None
         return Labels(**rows)
-
-
-#: Each label array's dtype and its shape after the N rows: "W" the move columns, "D" the observation length, "F"
-#: the move features, "C" the separate critic's extra input (:class:`Labels`).
-LABEL_ARRAYS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "obs": ("float32", ("D",)), "kind": ("int8", ("W",)), "card": ("int8", ("W",)), "value": ("int8", ("W",)),
-    "cards": ("int64", ("W",)), "mask": ("bool", ("W",)), "feat": ("float32", ("W", "F")),
-    "crit": ("float32", ("C",)), "q": ("float32", ("W",)), "prior": ("float32", ("W",)), "ret": ("float32", ()),
-}
 
 
 def check_label_file(path: Path, shape: Any, field: str) -> None:
@@ -1082,7 +1082,6 @@ def _check_train_state(tr: dict[str, Any], path: str, optimizer_state: Any, poli
     """
     from train.checkpoints import (
         check_counters,
-        check_env_fields,
         check_optimizer_state,
         check_rng_states,
         check_workers,
@@ -1093,7 +1092,7 @@ def _check_train_state(tr: dict[str, Any], path: str, optimizer_state: Any, poli
     fields = games.state()["env_state"]
     n = next(iter(fields.values())).shape[0] if fields else 0
     desc = f"num_envs={n}" if num_workers == 1 else f"{n} games (num_envs / num_workers={num_workers})"
-    check_workers(tr, path, num_workers, lambda name, saved: check_env_fields(saved, fields, path, name, desc))
+    check_workers(tr, path, num_workers, fields, desc)
     check_optimizer_state(optimizer_state, path, policy, params)
 
 
