@@ -508,17 +508,19 @@ def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True,
 
 
 def checkpoint_name(path: str | Path) -> str:
-    """The name a checkpoint agent goes by in reports and at the table: ``ppo:PATH``, with PATH relative to the
-    current folder when the file lies inside it and as given otherwise, so two runs' ``final.pt`` stay apart.
+    """The name a checkpoint agent goes by in reports and at the table: ``checkpoint:PATH``, with PATH relative to
+    the current folder when the file lies inside it and as given otherwise, so two runs' ``final.pt`` stay apart. It
+    is the agent spec of that same agent (:func:`agents.registry.make_agent`): a name copied from a printed table
+    works in ``cassino eval --agents`` run from the same folder.
 
     >>> checkpoint_name("runs/a/checkpoints/final.pt")
-    'ppo:runs/a/checkpoints/final.pt'
+    'checkpoint:runs/a/checkpoints/final.pt'
     >>> checkpoint_name(Path.cwd() / "runs" / "b" / "final.pt")
-    'ppo:runs/b/final.pt'
+    'checkpoint:runs/b/final.pt'
     """
     path = Path(path)
     try:
         path = path.resolve().relative_to(Path.cwd().resolve()) if path.is_absolute() else path
     except ValueError:  # outside the current folder: keep the path as given
         pass
-    return f"ppo:{path.as_posix()}"
+    return f"checkpoint:{path.as_posix()}"

@@ -381,7 +381,8 @@ def check_spec(spec: object, *, ladder_ok: bool = False) -> None:
 
 def make_agent(spec: str, rules: RuleSet) -> Agent:
     """The agent named by ``spec`` (see the module table) for ``rules``; its ``name`` is the spec (a checkpoint's is
-    ``ppo:PATH``).
+    ``checkpoint:PATH`` with PATH relative to the current folder, :func:`agents.ppo_agent.checkpoint_name`): a name
+    printed in a report is a spec that builds the same agent.
 
     Raises:
         AgentSpecError: as :func:`parse_spec`, an unknown pretrained name, or an import path that yields no agent
@@ -423,7 +424,7 @@ def _pimc(rules: RuleSet, sims: int | None, spec: str) -> Agent:
     return PIMCAgent(rules, name=spec) if sims is None else PIMCAgent(rules, simulations=sims, name=spec)
 
 
-def _checkpoint(rules: RuleSet, path: str, spec: str) -> Agent:  # noqa: ARG001 - named ppo:PATH
+def _checkpoint(rules: RuleSet, path: str, spec: str) -> Agent:  # noqa: ARG001 - named checkpoint:PATH
     try:
         from agents.ppo_agent import load_checkpoint_agent  # lazily: imports torch
     except ImportError as exc:

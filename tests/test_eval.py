@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from agents.registry import check_spec, make_agent
 from cassino_env.rules import make_rules
 from train import cli
 from train.evaluate import (
@@ -19,6 +20,7 @@ from train.evaluate import (
     arrangements,
     bradley_terry_elo,
     evaluate,
+    format_table,
     openskill_ratings,
     ratio_interval,
     wilson_interval,
@@ -177,13 +179,14 @@ def test_checkpoint_agents_load_lazily_and_play(tmp_path) -> None:
     rules = make_rules("classic")
     path = save_checkpoint(tmp_path / "tiny.pt", CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8), rules)
     r = evaluate([f"checkpoint:{path}", "random"], rules, deals=8, seed=0)
-    assert r["agents"][0].startswith("ppo")
+    assert r["agents"][0].startswith("checkpoint:")
     assert r["pairs"][0]["deals"] >= 8
     assert cli.main(["eval", "--agents", f"checkpoint:{tmp_path / 'missing.pt'},random", "--deals", "4"]) == 2
 
 
 def test_checkpoint_agents_are_named_by_their_path(tmp_path, monkeypatch) -> None:
-    """Two runs' final.pt are told apart in the report: each is named ppo:PATH, relative to the current folder."""
+    """Two runs' final.pt are told apart in the report: each is named checkpoint:PATH, relative to the current
+    folder, a spec that builds the same agent again (a name copied from a printed table works in --agents)."""
     pytest.importorskip("torch")
     from agents.policy import CassinoPolicy
     from agents.ppo_agent import save_checkpoint
@@ -195,8 +198,12 @@ def test_checkpoint_agents_are_named_by_their_path(tmp_path, monkeypatch) -> Non
     monkeypatch.chdir(tmp_path)
     r = evaluate(["checkpoint:run_a/final.pt", f"checkpoint:{tmp_path / 'run_b' / 'final.pt'}", "random"], rules,
                  deals=4, seed=0)
-    assert r["agents"] == ["ppo:run_a/final.pt", "ppo:run_b/final.pt", "random"]
-    assert {e["a"] for e in r["pairs"]} == {"ppo:run_a/final.pt", "ppo:run_b/final.pt"}
+    assert r["agents"] == ["checkpoint:run_a/final.pt", "checkpoint:run_b/final.pt", "random"]
+    assert {e["a"] for e in r["pairs"]} == {"checkpoint:run_a/final.pt", "checkpoint:run_b/final.pt"}
+    assert "checkpoint:run_a/final.pt" in format_table(r)
+    for name in r["agents"]:
+        check_spec(name)
+        assert make_agent(name, rules).name == name
 
 
 def test_versus_first_plays_only_the_first_agent_against_the_others() -> None:

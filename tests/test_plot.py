@@ -1,8 +1,8 @@
 """Figures that teach and numbers that say what they are: the learning-curve figure (train/plot.py: k/M step ticks,
-labelled axes, interval bands, legend in ladder order outside the panels), the heatmap's unplayed pairs and match
-counts (train/report.py), and the trainer's evaluation schedule and labels (train/ppo_selfplay.py: an evaluation
-interval that gives short runs a curve, the Wilson interval logged with each evaluation, the labelled progress line,
-the announced rounding of total_timesteps)."""
+labelled axes, interval bands, legend in ladder order outside the panels), the heatmap's unplayed pairs, match
+counts and short distinct labels for long agent names (train/report.py), and the trainer's evaluation schedule and
+labels (train/ppo_selfplay.py: an evaluation interval that gives short runs a curve, the Wilson interval logged with
+each evaluation, the labelled progress line, the announced rounding of total_timesteps)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import matplotlib.colors  # noqa: E402
 from agents.registry import LADDER  # noqa: E402
 from train.plot import draw_run, format_steps, ladder_order, load_scalars, plot_run  # noqa: E402
 from train.ppo_selfplay import CONFIGS_DIR, eval_interval, load_config, make_args, train  # noqa: E402
-from train.report import NOT_PLAYED, heatmap_figure, match_counts  # noqa: E402
+from train.report import LABEL_CHARS, NOT_PLAYED, heatmap_figure, match_counts, short_labels  # noqa: E402
 
 matplotlib.use("Agg")
 
@@ -105,6 +105,52 @@ def test_the_heatmap_greys_unplayed_pairs_and_counts_matches() -> None:
     texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
     assert texts[(0, 1)] == "50%\nn=30" and texts[(2, 0)] == "75%\nn=28"
     assert texts[(1, 2)] == texts[(2, 1)] == "not\nplayed"
+    matplotlib.pyplot.close(fig)
+
+
+RUNS = "/home/someone/projects/cassino/runs"
+LONG_NAMES = [f"checkpoint:{RUNS}/classic__ppo_selfplay__1__1700000000/checkpoints/final.pt",
+              f"policy:checkpoint:{RUNS}/classic__ppo_selfplay__1__1700000000/checkpoints/final.pt",
+              f"checkpoint:{RUNS}/classic__ppo_selfplay__2__1700000999/checkpoints/final.pt",
+              "checkpoint:runs/classic__ppo_selfplay__2__1700000999/checkpoints/step_00000003072.pt",
+              "random", "advanced"]
+
+
+def test_long_agent_names_get_short_distinct_labels() -> None:
+    labels = short_labels(LONG_NAMES)
+    assert all(len(s) <= LABEL_CHARS for s in labels) and len(set(labels)) == len(labels)
+    assert labels[4:] == ["random", "advanced"]  # names that fit are kept
+    assert labels[1] == "policy:checkpoint:…/final.pt"  # the spec names and the file, the folders between cut
+    assert labels[3] == "checkpoint:…/step_00000003072.pt"
+    assert "__1__" in labels[0] and "__2__" in labels[2]  # two runs' final.pt: where their paths differ
+    # names no window tells apart (equal ones too) are numbered by position; every width down to 8 holds
+    same = ["x" * 60, "x" * 60, "y" * 30 + "a" + "y" * 30, "y" * 30 + "b" + "y" * 30]
+    for width in (8, 12, LABEL_CHARS):
+        labels = short_labels(same + LONG_NAMES, width)
+        assert all(len(s) <= width for s in labels) and len(set(labels)) == len(labels), labels
+    assert short_labels(same)[:2] == ["x" * 11 + "…" + "x" * 22 + "#1", "x" * 11 + "…" + "x" * 22 + "#2"]
+    with pytest.raises(ValueError, match="at least 8"):
+        short_labels(LONG_NAMES, 7)
+
+
+def test_the_heatmap_of_long_agent_names_stays_readable() -> None:
+    n = len(LONG_NAMES)
+    pairs = [{"a": LONG_NAMES[i], "b": LONG_NAMES[j], "matches": 20} for i in range(n) for j in range(i + 1, n)]
+    report = {"rules": "classic", "num_players": 2, "agents": LONG_NAMES, "pairs": pairs,
+              "win_matrix": [[None if i == j else 0.5 for j in range(n)] for i in range(n)]}
+    fig = heatmap_figure(report)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == short_labels(LONG_NAMES)
+    assert [t.get_text() for t in ax.get_yticklabels()] == short_labels(LONG_NAMES)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    for text in (*ax.get_xticklabels(), *ax.get_yticklabels(), ax.title, ax.xaxis.label, ax.yaxis.label):
+        box = text.get_window_extent(renderer)
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, (
+            text.get_text(), box, page)
+    cell = ax.get_window_extent(renderer).width / n / fig.dpi  # inches a cell: the labels took no room from it
+    assert cell >= 0.8, cell
     matplotlib.pyplot.close(fig)
 
 

@@ -59,7 +59,8 @@ def test_tiny_training_run_end_to_end(tiny_run: tuple[Path, subprocess.Completed
     assert "SPS" in out
     assert "step       6,144/6,144 (100%)" in out  # the progress line
     assert "final checkpoint" in out
-    final = f"ppo:{(run_dir / 'checkpoints' / 'final.pt').as_posix()}"  # named by its path (outside the cwd: as given)
+    # named by its path (outside the cwd: as given), a spec that cassino eval accepts
+    final = f"checkpoint:{(run_dir / 'checkpoints' / 'final.pt').as_posix()}"
     for name in (final, "random", "greedy", "match win A"):  # the head-to-head table
         assert name in out
     ckpts = run_dir / "checkpoints"

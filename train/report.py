@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,11 @@ import numpy as np
 
 #: The colour of a heatmap cell whose pair did not play (and of the diagonal).
 NOT_PLAYED = "lightgrey"
+#: The longest agent name the heatmap writes on its axes, in characters: a longer one (a checkpoint's path) is
+#: shortened there (:func:`short_labels`); the tables, CSV and JSON keep every name whole.
+LABEL_CHARS = 36
+
+_SPEC_HEAD = re.compile(r"(?:[a-z][a-z0-9_-]*:)+")  # the spec names before a path: "policy:checkpoint:"
 
 
 def _margin(e: dict[str, Any], fmt: str = "{:+.2f}", sep: str = ", ") -> str:
@@ -136,8 +144,75 @@ def match_counts(report: dict[str, Any]) -> np.ndarray:
     return counts
 
 
+def _head(name: str, width: int) -> int:
+    """How many leading characters of ``name`` a shortened label keeps: its spec names (``policy:checkpoint:``), at
+    most half of ``width``."""
+    m = _SPEC_HEAD.match(name)
+    return min(len(m.group()) if m else 0, width // 2)
+
+
+def _cut(name: str, width: int) -> str:
+    """``name`` in at most ``width`` characters: whole when it fits, else its spec names (the first third of a name
+    without any), ``…`` and as much of its end as fits, from a ``/`` where there is one (a path's file and the whole
+    folders above it)."""
+    if len(name) <= width:
+        return name
+    head = _head(name, width) or width // 3
+    tail = name[len(name) - (width - head - 1):]
+    slash = tail.find("/")
+    return name[:head] + "…" + (tail[slash:] if 0 < slash < len(tail) - 1 else tail)
+
+
+def _window(name: str, at: int, width: int) -> str:
+    """``name`` in at most ``width`` characters showing its character ``at`` (where it differs from names that
+    :func:`_cut` shortens alike): its spec names, ``…``, the text from a third of the room before ``at``, ``…`` when
+    more follows."""
+    if len(name) <= width:
+        return name
+    head = _head(name, width)
+    room = width - head - 2  # two ellipses at most
+    end = min(len(name), max(head, at - room // 3) + room)
+    start = max(head, end - room)
+    return (name[:head] + ("…" if start > head else "") + name[start:end]
+            + ("…" if end < len(name) else ""))
+
+
+def short_labels(names: Sequence[str], width: int = LABEL_CHARS) -> list[str]:
+    """Axis labels for ``names``: each at most ``width`` characters (>= 8), all distinct, in the order given.
+
+    A name that fits is kept. A longer one keeps its spec names and its end, the middle becoming ``…``
+    (``policy:checkpoint:…__1700000000/checkpoints/final.pt``). Names that would then read the same (two runs'
+    ``final.pt`` whose run folders differ in the middle) show instead the stretch where they differ, between ``…``;
+    names that still read the same (no window of ``width`` tells them apart, or equal names) end in ``#K``, K the
+    name's position from 1.
+
+    Raises:
+        ValueError: ``width`` below 8.
+    """
+    if width < 8:
+        raise ValueError(f"label width: at least 8 characters, got {width}")
+    names = list(names)
+    labels = [_cut(n, width) for n in names]
+    for _ in range(len(names) + 1):
+        groups: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            groups.setdefault(label, []).append(i)
+        clashes = [idx for idx in groups.values() if len(idx) > 1]
+        if not clashes:
+            return labels
+        for idx in clashes:
+            at = len(os.path.commonprefix([names[i] for i in idx]))
+            windows = [_window(names[i], at, width) for i in idx]
+            if len(set(windows)) == 1:  # no window tells them apart: numbered
+                windows = [_cut(names[i], width - len(f"#{i + 1}")) + f"#{i + 1}" for i in idx]
+            for i, label in zip(idx, windows, strict=True):
+                labels[i] = label
+    return labels
+
+
 def heatmap_figure(report: dict[str, Any]) -> Any:
-    """The matplotlib Figure of :func:`save_heatmap`."""
+    """The matplotlib Figure of :func:`save_heatmap`: agents named on the axes by :func:`short_labels`, the figure
+    widened and heightened for the longest label so that the matrix keeps its size."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -148,11 +223,13 @@ def heatmap_figure(report: dict[str, Any]) -> Any:
     m = np.ma.masked_invalid(np.array([[np.nan if x is None else x for x in row] for row in report["win_matrix"]],
                                       dtype=np.float64))
     counts = match_counts(report)
+    labels = short_labels(names)
+    extra = max(0, max((len(s) for s in labels), default=0) - 12)  # the sizes below fit labels of 12 characters
     cmap = plt.get_cmap("RdBu").with_extremes(bad=NOT_PLAYED)  # a pair not played must not look like 50%
-    fig, ax = plt.subplots(figsize=(1.3 * n + 2.8, 1.05 * n + 2.0))
+    fig, ax = plt.subplots(figsize=(1.3 * n + 2.8 + 0.075 * extra, 1.05 * n + 2.0 + 0.045 * extra))
     im = ax.imshow(m, vmin=0.0, vmax=1.0, cmap=cmap)
-    ax.set_xticks(range(n), names, rotation=35, ha="right")
-    ax.set_yticks(range(n), names)
+    ax.set_xticks(range(n), labels, rotation=35, ha="right", rotation_mode="anchor")
+    ax.set_yticks(range(n), labels)
     ax.set_xlabel("column agent (opponent)")
     ax.set_ylabel("row agent")
     for i in range(n):
@@ -176,7 +253,7 @@ def heatmap_figure(report: dict[str, Any]) -> Any:
 def save_heatmap(report: dict[str, Any], path: Path) -> None:
     """A PNG heatmap of the match win matrix: the row agent's match win rate against the column agent, with the
     matches played in each cell; a pair not played (and the diagonal) is grey (:data:`NOT_PLAYED`), not the colour
-    of 50%."""
+    of 50%. Names longer than :data:`LABEL_CHARS` are shortened on the axes (:func:`short_labels`)."""
     import matplotlib.pyplot as plt
 
     from agents.files import atomic_write
