@@ -42,6 +42,11 @@ Architecture (sizes from :class:`NetworkShape`):
   ``train_params: last_round_head``, docs/expert_iteration.md). In a two-seat last round nothing is hidden, the
   labels can be exact, and the network alone loses most there; the observation and the move meet in the head's
   first layer because a move's value there turns on which cards it leaves to whom.
+* **earlier-rounds head** (``early_rounds`` = W > 0): the same head, with its own weights (``er_*``), in the rows
+  where the stock is *not* empty (every round before the last), reading the same gate entry. It starts silent too
+  (:func:`add_early_rounds_head`) and is trained on a search's move values with everything else of the network
+  frozen (``cassino exit`` with ``train_params: early_rounds_head``), so what it learns is a correction on top of
+  the self-play network's play that cannot erase it.
 
 Why a critic that reads hidden cards does not bias the policy gradient (asymmetric actor-critic: Pinto et al. 2017;
 PerfectDou, Yang et al. 2022; Baisero & Amato 2022). The critic is used only during training, as the baseline and
@@ -93,13 +98,14 @@ class NetworkShape:
         critic_dim: C, the length of the extra input only the separate critic reads (the full state during
             training, :func:`agents.features.critic_state`); 0: the critic sees the acting seat's view only.
         last_round: width of the last-round head (see the module docstring); 0: none.
-        last_round_gate: with ``last_round``, the index of the observation entry that is 0 exactly in the last
+        last_round_gate: with either head, the index of the observation entry that is 0 exactly in the last
             round: the stock-size entry of the ``progress`` block (:func:`last_round_gate`).
+        early_rounds: width of the earlier-rounds head (the rows where the stock is not empty); 0: none.
 
     Raises:
         ValueError: a size that is not a positive int (``move_features`` and ``critic_dim`` may be 0), an unknown
             ``critic``, ``critic_dim`` without a separate critic, a ``last_round_gate`` outside the observation, or
-            one without a head (it must be 0 there).
+            one without either head (it must be 0 there).
     """
 
     obs_dim: int
@@ -110,13 +116,14 @@ class NetworkShape:
     critic_dim: int = 0
     last_round: int = 0
     last_round_gate: int = 0
+    early_rounds: int = 0
 
     def __post_init__(self) -> None:
         for name in ("obs_dim", "hidden", "embed"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"network {name} must be a positive int, got {v!r}")
-        for name in ("move_features", "critic_dim", "last_round", "last_round_gate"):
+        for name in ("move_features", "critic_dim", "last_round", "last_round_gate", "early_rounds"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"network {name} must be an int >= 0, got {v!r}")
@@ -124,19 +131,21 @@ class NetworkShape:
             raise ValueError(f"network critic must be one of {', '.join(CRITICS)}, got {self.critic!r}")
         if self.critic_dim and self.critic != "separate":
             raise ValueError("network critic_dim (full-state critic input) needs critic='separate'")
-        if self.last_round and self.last_round_gate >= self.obs_dim:
+        if (self.last_round or self.early_rounds) and self.last_round_gate >= self.obs_dim:
             raise ValueError(f"network last_round_gate must index the observation (< obs_dim {self.obs_dim}), got "
                              f"{self.last_round_gate}")
-        if not self.last_round and self.last_round_gate:
-            raise ValueError(f"network last_round_gate={self.last_round_gate} without a last-round head "
-                             "(last_round=0): it must be 0")
+        if not (self.last_round or self.early_rounds) and self.last_round_gate:
+            raise ValueError(f"network last_round_gate={self.last_round_gate} without a last-round or "
+                             "earlier-rounds head (last_round=0, early_rounds=0): it must be 0")
 
     def to_dict(self) -> dict[str, int | str]:
-        """Plain dict of ints and strings (checkpoint friendly); without a last-round head its two fields are left
-        out, so such a network's dict is the one of before the head existed."""
+        """Plain dict of ints and strings (checkpoint friendly); a head's fields are left out where the network has
+        no such head, so such a network's dict is the one of before the head existed."""
         out = dataclasses.asdict(self)
-        if not self.last_round:
-            del out["last_round"], out["last_round_gate"]
+        if not self.early_rounds:
+            del out["early_rounds"]
+            if not self.last_round:
+                del out["last_round"], out["last_round_gate"]
         return out
 
 
@@ -211,11 +220,12 @@ class CassinoPolicy(nn.Module):
     """
 
     def __init__(self, obs_dim: int, hidden: int = 128, embed: int = 64, move_features: int = 0,
-                 critic: str = "shared", critic_dim: int = 0, last_round: int = 0, last_round_gate: int = 0) -> None:
+                 critic: str = "shared", critic_dim: int = 0, last_round: int = 0, last_round_gate: int = 0,
+                 early_rounds: int = 0) -> None:
         super().__init__()
         self.shape = NetworkShape(obs_dim=obs_dim, hidden=hidden, embed=embed, move_features=move_features,
                                   critic=critic, critic_dim=critic_dim, last_round=last_round,
-                                  last_round_gate=last_round_gate)
+                                  last_round_gate=last_round_gate, early_rounds=early_rounds)
         self.torso = nn.Sequential(layer_init(nn.Linear(obs_dim, hidden)), nn.ReLU(),
                                    layer_init(nn.Linear(hidden, hidden)), nn.ReLU())
         if critic == "shared":
@@ -241,20 +251,22 @@ class CassinoPolicy(nn.Module):
         nn.init.normal_(self.table_emb.weight, std=0.1)
         self.scorer = nn.Sequential(nn.ReLU(), layer_init(nn.Linear(embed, embed)), nn.ReLU(),
                                     layer_init(nn.Linear(embed, 1), std=0.01))
-        if last_round:
-            W = last_round
+        for prefix, W in (("lr", last_round), ("er", early_rounds)):
+            if not W:
+                continue
             # early fusion: the raw observation and the raw move meet in the first layer (a move's value in the last
             # round turns on which cards it leaves to whom, bit by bit), then an MLP per move
-            self.lr_obs = layer_init(nn.Linear(obs_dim, W))
-            self.lr_move = layer_init(nn.Linear(MOVE_INPUT + move_features, W), bias_const=0.0)
+            setattr(self, f"{prefix}_obs", layer_init(nn.Linear(obs_dim, W)))
+            setattr(self, f"{prefix}_move", layer_init(nn.Linear(MOVE_INPUT + move_features, W), bias_const=0.0))
             # the head's output layer starts at 0: a network that gains a head plays as it did (add_last_round_head)
-            self.lr_scorer = nn.Sequential(nn.ReLU(), layer_init(nn.Linear(W, W)), nn.ReLU(),
-                                           layer_init(nn.Linear(W, W)), nn.ReLU(), nn.Linear(W, 1))
-            nn.init.zeros_(self.lr_scorer[-1].weight)
-            nn.init.zeros_(self.lr_scorer[-1].bias)
-            # the weight of the rest of the network's score in the last round, learned: the head can overrule a
+            scorer = nn.Sequential(nn.ReLU(), layer_init(nn.Linear(W, W)), nn.ReLU(),
+                                   layer_init(nn.Linear(W, W)), nn.ReLU(), nn.Linear(W, 1))
+            nn.init.zeros_(scorer[-1].weight)
+            nn.init.zeros_(scorer[-1].bias)
+            setattr(self, f"{prefix}_scorer", scorer)
+            # the weight of the rest of the network's score in the head's rows, learned: the head can overrule a
             # confident score (whose softmax would otherwise give the head almost no gradient)
-            self.lr_keep = nn.Parameter(torch.ones(()))
+            setattr(self, f"{prefix}_keep", nn.Parameter(torch.ones(())))
 
     @classmethod
     def from_shape(cls, shape: NetworkShape | dict[str, int]) -> CassinoPolicy:
@@ -328,6 +340,9 @@ class CassinoPolicy(nn.Module):
         if self.shape.last_round:
             sel, extra = self._last_round_scores(batch, rows, cols)
             scores = torch.where(sel, scores * self.lr_keep + extra, scores)
+        if self.shape.early_rounds:
+            sel, extra = self._head_scores("er", batch.obs[:, self.shape.last_round_gate] != 0, batch, rows, cols)
+            scores = torch.where(sel, scores * self.er_keep + extra, scores)
         logits = torch.full(batch.mask.shape, -torch.inf, dtype=scores.dtype)
         logits[rows, cols] = scores
         return logits
@@ -342,17 +357,26 @@ class CassinoPolicy(nn.Module):
         """The last-round head's parameters (empty without one): what training on last-round labels alone moves."""
         return [p for n, p in self.named_parameters() if n.startswith("lr_")]
 
+    def early_rounds_parameters(self) -> list[nn.Parameter]:
+        """The earlier-rounds head's parameters (empty without one)."""
+        return [p for n, p in self.named_parameters() if n.startswith("er_")]
+
     def _last_round_scores(self, batch: MoveBatch, rows: torch.Tensor,
                            cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(bool[K], float32[K]): which of the K legal moves are in the last round, and the head's score of each
         (0 outside it)."""
-        last = self.last_round_rows(batch.obs)
+        return self._head_scores("lr", self.last_round_rows(batch.obs), batch, rows, cols)
+
+    def _head_scores(self, prefix: str, last: torch.Tensor, batch: MoveBatch, rows: torch.Tensor,
+                     cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(bool[K], float32[K]): which of the K legal moves are in the rows ``last`` (bool[N]) that the head
+        ``prefix`` (``lr`` or ``er``) scores, and its score of each (0 elsewhere)."""
         out = torch.zeros(rows.shape[0], dtype=torch.float32)
         sel = last[rows]
         if not bool(sel.any()):
             return sel, out
         at = torch.cumsum(last.long(), 0) - 1  # row -> its place among the last-round rows
-        g = self.lr_obs(batch.obs[last])
+        g = getattr(self, f"{prefix}_obs")(batch.obs[last])
         r, c = rows[sel], cols[sel]
         bits = ((batch.cards[r, c].unsqueeze(-1) >> _BITS) & 1).to(torch.float32)
         parts = [nn.functional.one_hot(batch.card[r, c].clamp(0, 51), 52).float(), bits,
@@ -360,7 +384,8 @@ class CassinoPolicy(nn.Module):
                  nn.functional.one_hot(batch.value[r, c].clamp(0, NUM_VALUES - 1), NUM_VALUES).float()]
         if self.shape.move_features:
             parts.append(batch.feats[r, c])
-        s = self.lr_scorer(g[at[r]] + self.lr_move(torch.cat(parts, dim=-1))).squeeze(-1)
+        head_move, head_scorer = getattr(self, f"{prefix}_move"), getattr(self, f"{prefix}_scorer")
+        s = head_scorer(g[at[r]] + head_move(torch.cat(parts, dim=-1))).squeeze(-1)
         return sel, out.index_put((sel.nonzero().squeeze(-1),), s)
 
     def _value(self, batch: MoveBatch, h: torch.Tensor | None = None) -> torch.Tensor:
@@ -438,17 +463,40 @@ def add_last_round_head(policy: CassinoPolicy, width: int, gate: int) -> Cassino
         ValueError: ``policy`` has a head already, a width that is not an int from 1 to
             :data:`MAX_LAST_ROUND_WIDTH`, or a gate outside the observation.
     """
-    if policy.shape.last_round:
-        raise ValueError("the network has a last-round head already")
+    return _with_head(policy, "last_round", width, gate)
+
+
+def add_early_rounds_head(policy: CassinoPolicy, width: int, gate: int) -> CassinoPolicy:
+    """A copy of ``policy`` with an earlier-rounds head of ``width``: the last-round head's architecture, with its
+    own weights, scoring the rows where the stock is not empty (output layer 0: it plays exactly as ``policy`` until
+    the head is trained). ``gate`` as :func:`add_last_round_head`'s (the same entry, read the other way round).
+
+    Raises:
+        ValueError: ``policy`` has an earlier-rounds head already, a width that is not an int from 1 to
+            :data:`MAX_LAST_ROUND_WIDTH`, a gate outside the observation, or one other than the gate of the
+            last-round head ``policy`` has.
+    """
+    return _with_head(policy, "early_rounds", width, gate)
+
+
+def _with_head(policy: CassinoPolicy, field: str, width: int, gate: int) -> CassinoPolicy:
+    name = "last-round" if field == "last_round" else "earlier-rounds"
+    if getattr(policy.shape, field):
+        raise ValueError(f"the network has an {name} head already" if name[0] == "e" else
+                         f"the network has a {name} head already")
     if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= MAX_LAST_ROUND_WIDTH:
-        raise ValueError(f"last-round head width must be an int from 1 to {MAX_LAST_ROUND_WIDTH}, got {width!r}")
+        raise ValueError(f"{name} head width must be an int from 1 to {MAX_LAST_ROUND_WIDTH}, got {width!r}")
     if isinstance(gate, bool) or not isinstance(gate, int) or not 0 <= gate < policy.shape.obs_dim:
         raise ValueError(f"last_round_gate must index the observation (0 to {policy.shape.obs_dim - 1}), got "
                          f"{gate!r}")
-    shape = dataclasses.replace(policy.shape, last_round=width, last_round_gate=gate)
+    if (policy.shape.last_round or policy.shape.early_rounds) and gate != policy.shape.last_round_gate:
+        raise ValueError(f"last_round_gate={gate}: the network's other head reads entry "
+                         f"{policy.shape.last_round_gate}; both heads read the same one")
+    shape = dataclasses.replace(policy.shape, last_round_gate=gate, **{field: width})
     out = CassinoPolicy.from_shape(shape)
     missing, unexpected = out.load_state_dict(policy.state_dict(), strict=False)
-    assert not unexpected and all(k.startswith("lr_") for k in missing)
+    prefix = "lr_" if field == "last_round" else "er_"
+    assert not unexpected and all(k.startswith(prefix) for k in missing)
     grads = {n: q.requires_grad for n, q in policy.named_parameters()}
     for n, q in out.named_parameters():
         q.requires_grad_(grads.get(n, True))

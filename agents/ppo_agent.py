@@ -23,7 +23,7 @@ key                   meaning
 ``rules``             every rule switch (``RuleSet.to_dict()``)
 ``network``           :class:`agents.policy.NetworkShape` as a dict (``obs_dim``, ``hidden``, ``embed``,
                       ``move_features``, ``critic``, ``critic_dim``; ``last_round`` and ``last_round_gate`` for a
-                      network with a last-round head)
+                      network with a last-round head, ``early_rounds`` too for one with an earlier-rounds head)
 ``model``             the network's ``state_dict``
 ``obs_blocks``        the observation's block names, in order (:mod:`cassino_env.obs`); a checkpoint without it
                       was trained on ``DEFAULT_BLOCKS``
@@ -445,12 +445,12 @@ def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
     if shape.obs_dim != need:
         raise CheckpointError(f"{path}: network reads observations of length {shape.obs_dim}, the environment "
                               f"gives {need} (observation blocks {', '.join(blocks)})")
-    if shape.last_round:
+    if shape.last_round or shape.early_rounds:
         from .policy import last_round_gate
 
         if "last_round_gate" not in data["network"]:
-            raise CheckpointError(f"{path}: network.last_round_gate: missing (a network with a last-round head "
-                                  "names the observation entry that tells the last round)")
+            raise CheckpointError(f"{path}: network.last_round_gate: missing (a network with a last-round or "
+                                  "earlier-rounds head names the observation entry that tells the last round)")
         try:
             gate = last_round_gate(rules.num_players, rules.num_sides, blocks)
         except ValueError as exc:

@@ -301,6 +301,33 @@ def test_last_round_head_run_moves_the_head_alone(straight: Path, tmp_path: Path
     assert info.value.field == "train_params"
 
 
+def test_early_rounds_head_run_moves_the_head_alone(straight: Path, tmp_path: Path) -> None:
+    """train_params=early_rounds_head with an early_rounds_head: only that head's weights change (the rest of the
+    network, its last round and its critic, stay bit for bit), on the search's labels of the rounds before the
+    last, with the regret target; the checkpoint keeps the head, and a network without one is refused."""
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import policy_from_checkpoint
+    from train.exit import trained_parameters
+
+    start = straight / "checkpoints" / "final.pt"
+    run = tmp_path / "early"
+    train(tiny_args(run_dir=str(run), init=f"checkpoint:{start}", early_rounds_head=16, label_last_round=False,
+                    train_params="early_rounds_head", target="regret", learning_rate=1e-2))
+    first = policy_from_checkpoint(read_checkpoint(start))
+    last = policy_from_checkpoint(read_checkpoint(run / "checkpoints" / "final.pt"))
+    assert first.shape.early_rounds == 0 and last.shape.early_rounds == 16
+    head = {k for k in last.state_dict() if k.startswith("er_")}
+    assert head and head == set(last.state_dict()) - set(first.state_dict())
+    assert all(torch.equal(v, last.state_dict()[k]) for k, v in first.state_dict().items())
+    assert not torch.equal(last.er_scorer[-1].weight, torch.zeros_like(last.er_scorer[-1].weight))
+    with pytest.raises(ConfigError) as info:
+        trained_parameters(CassinoPolicy(obs_dim=10), "early_rounds_head")
+    assert info.value.field == "train_params"
+    with pytest.raises(ConfigError) as info:
+        tiny_args(search="none", train_params="early_rounds_head", early_rounds_head=16)
+    assert info.value.field == "train_params"
+
+
 def test_regret_target_is_the_best_moves_cross_entropy_part() -> None:
     q = np.array([[2.0, 2.0, 0.0], [0.0, 1.0, np.nan]])
     mask = ~np.isnan(q)
@@ -310,3 +337,9 @@ def test_regret_target_is_the_best_moves_cross_entropy_part() -> None:
 def test_last_round_config_is_valid() -> None:
     args = config.make_args(ExitArgs, config.load_config(ExitArgs, config.CONFIGS_DIR / "exit_last_round.yaml"))
     assert args.train_params == "last_round_head" and args.last_round_head > 0 and args.search == "none"
+
+
+def test_early_rounds_config_is_valid() -> None:
+    args = config.make_args(ExitArgs, config.load_config(ExitArgs, config.CONFIGS_DIR / "exit_early_rounds.yaml"))
+    assert args.train_params == "early_rounds_head" and args.early_rounds_head > 0 and args.search == "search"
+    assert not args.label_last_round

@@ -208,3 +208,45 @@ def test_last_round_head_shape_is_checked_and_round_trips(tmp_path) -> None:
     back = policy_from_checkpoint(read_checkpoint(path), path)
     assert back.shape == net.shape
     assert all(torch.equal(x, y) for x, y in zip(back.state_dict().values(), net.state_dict().values(), strict=True))
+
+
+def test_early_rounds_head_scores_only_before_the_last_round_and_starts_silent(tmp_path) -> None:
+    """An earlier-rounds head beside a last-round head: given, it changes nothing; once its weights move, the logits
+    change where the stock is not empty and nowhere else (the last round stays the last-round head's); the shape
+    round-trips through a checkpoint, and a gate other than the last-round head's is refused."""
+    from agents.policy import add_early_rounds_head, add_last_round_head, last_round_gate
+    from agents.ppo_agent import policy_from_checkpoint, read_checkpoint, save_checkpoint
+    from cassino_env.rules import make_rules
+
+    torch.manual_seed(0)
+    env = CassinoVectorEnv(num_envs=1, rules="classic", with_view=False)
+    gate = last_round_gate(2, 2)
+    base = add_last_round_head(CassinoPolicy(obs_dim=env.obs_size, hidden=32, embed=16, move_features=10), 8, gate)
+    net = add_early_rounds_head(base, 24, gate)
+    assert net.shape.early_rounds == 24 and net.shape.last_round == 8
+    assert {id(p) for p in net.early_rounds_parameters()}.isdisjoint(id(p) for p in net.last_round_parameters())
+    with pytest.raises(ValueError, match="already"):
+        add_early_rounds_head(net, 8, gate)
+    with pytest.raises(ValueError, match="same one"):
+        add_early_rounds_head(base, 8, gate + 1)
+    batches = [(MoveBatch.from_obs(obs, feats), obs["observation"][:, gate] == 0) for obs, feats in _deal_batches()]
+    with torch.no_grad():
+        assert all(torch.equal(base.logits(b), net.logits(b)) for b, _ in batches)
+        for p in net.er_scorer[-1].parameters():
+            p.normal_()
+    seen_last = seen_other = 0
+    for batch, last in batches:
+        with torch.no_grad():
+            a, b = base.logits(batch), net.logits(batch)
+        legal = batch.mask.numpy()
+        same = (a == b).numpy() | ~legal
+        assert same[last].all(), "the earlier-rounds head moved a logit of the last round"
+        if (~last).any():
+            assert not same[~last].all(), "the earlier-rounds head did not score the earlier rounds"
+        seen_last += int(last.sum())
+        seen_other += int((~last).sum())
+    assert seen_last and seen_other
+    path = save_checkpoint(tmp_path / "heads.pt", net, make_rules("classic"))
+    back = policy_from_checkpoint(read_checkpoint(path), path)
+    assert back.shape == net.shape
+    assert all(torch.equal(x, y) for x, y in zip(back.state_dict().values(), net.state_dict().values(), strict=True))

@@ -92,7 +92,7 @@ if typing.TYPE_CHECKING:
 #: The policy targets :func:`policy_targets` makes (``target``).
 TARGETS = ("soft", "top", "awr", "regret")
 #: What an update may move (:attr:`ExitArgs.train_params`).
-TRAIN_PARAMS = ("all", "last_round_head")
+TRAIN_PARAMS = ("all", "last_round_head", "early_rounds_head")
 #: The labelling searches (``search``).
 SEARCHES = ("pimc", "search", "none")
 #: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
@@ -193,12 +193,16 @@ class ExitArgs(config.RunOptions):
     reward_scale: float = 0.1
     """the critic's target is the deal margin (points) times this, as PPO's"""
     train_params: str = "all"
-    """what the update moves: all (the whole network and its critic) or last_round_head (the last-round head alone:
-    the rest, and so the network's play before the last round, stays as it was)"""
+    """what the update moves: all (the whole network and its critic), last_round_head (the last-round head alone:
+    the rest, and so the network's play before the last round, stays as it was) or early_rounds_head (the
+    earlier-rounds head alone: the network's play in the last round, and its critic, stay as they were)"""
     last_round_head: int = 0
     """give the starting network a last-round head of this width (agents.policy.add_last_round_head: it scores the
     moves where the stock is empty, and starts at 0, so the network plays as before until it is trained); 0: none (a
     network that has one keeps it)"""
+    early_rounds_head: int = 0
+    """give the starting network an earlier-rounds head of this width (agents.policy.add_early_rounds_head: it scores
+    the moves where the stock is not empty, and starts at 0); 0: none (a network that has one keeps it)"""
 
     # --- network (a fresh network; a warm start takes the checkpoint's shape) -----------------------------------------
     hidden: int = 128
@@ -256,6 +260,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "anneal_lr": boolean(), "vf_coef": number(0.0),
     "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
     "train_params": text(TRAIN_PARAMS), "last_round_head": integer(0, 4096), "network_last_round": boolean(),
+    "early_rounds_head": integer(0, 4096),
     "hidden": integer(1, 4096), "embed": integer(1, 4096), "eval_every": integer(0), "eval_deals": integer(1, 100_000),
     "eval_opponents": names(_bot_spec), "proxy": optional(text()), "checkpoint_every": integer(0),
     "final_eval_deals": integer(0), "final_eval_opponents": names(_bot_spec),
@@ -289,6 +294,9 @@ def _check_combination(args: ExitArgs) -> None:
     if args.train_params == "last_round_head" and n == 2 and not args.label_last_round:
         raise ConfigError("train_params=last_round_head: with two seats every last-round decision is labelled "
                           "exactly or not at all, so the head needs label_last_round", field="train_params")
+    if args.train_params == "early_rounds_head" and args.search == "none":
+        raise ConfigError("train_params=early_rounds_head: search=none labels only the last round, which the "
+                          "earlier-rounds head does not play (give search: search or pimc)", field="train_params")
     if args.num_workers > 1 and args.ray_address is None:
         raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
                           "too", field="num_workers")
@@ -879,8 +887,8 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
     ``vf_coef`` times the critic's squared error to ``ret * reward_scale`` (halved), minus ``ent_coef`` times the
     entropy. ``target="regret"``: the policy loss is the expected regret ``sum_a pi(a) (max q - q(a))`` (points:
     each decision weighs what is at stake in it) plus 0.1 times the cross-entropy to the best moves. The optimiser
-    holds the parameters :func:`trained_parameters` gives (with ``train_params="last_round_head"`` neither the rest
-    of the network nor the critic moves, and the value loss is left out). Returns the last pass's mean losses."""
+    holds the parameters :func:`trained_parameters` gives (with ``train_params`` one of the heads neither the
+    rest of the network nor the critic moves, and the value loss is left out). Returns the last pass's mean losses."""
     import torch
 
     from agents.policy import masked_entropy, masked_log_softmax
@@ -891,7 +899,7 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
     if args.target == "regret":
         qv = np.where(data.mask, np.nan_to_num(data.q, nan=0.0), -np.inf)
         gap = np.where(data.mask, qv.max(axis=1, keepdims=True) - qv, 0.0).astype(np.float32)
-    head_only = args.train_params == "last_round_head"
+    head_only = args.train_params != "all"
     params = [q for group in optimizer.param_groups for q in group["params"]]  # trained_parameters', set at the start
     ret = data.ret * np.float32(args.reward_scale)
     N = len(data)
@@ -934,18 +942,24 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
 
 
 def trained_parameters(policy: Any, train_params: str) -> list[Any]:
-    """The parameters an update moves (:attr:`ExitArgs.train_params`): every one, or the last-round head's alone
-    (the others are set to need no gradient).
+    """The parameters an update moves (:attr:`ExitArgs.train_params`): every one, or one head's alone (the
+    last-round or the earlier-rounds head; the others are set to need no gradient).
 
     Raises:
         ConfigError: naming ``train_params``, the head alone of a network that has none.
     """
     if train_params == "all":
         return list(policy.parameters())
-    head = policy.last_round_parameters()
-    if not head:
-        raise ConfigError("train_params=last_round_head: the network has no last-round head (give last_round_head "
-                          "a width)", field="train_params")
+    if train_params == "early_rounds_head":
+        head = policy.early_rounds_parameters()
+        if not head:
+            raise ConfigError("train_params=early_rounds_head: the network has no earlier-rounds head (give "
+                              "early_rounds_head a width)", field="train_params")
+    else:
+        head = policy.last_round_parameters()
+        if not head:
+            raise ConfigError("train_params=last_round_head: the network has no last-round head (give "
+                              "last_round_head a width)", field="train_params")
     keep = {id(p) for p in head}
     for p in policy.parameters():
         p.requires_grad_(id(p) in keep)
@@ -1022,7 +1036,7 @@ def main(options: Annotated[ExitOptions, tyro.conf.OmitArgPrefixes, tyro.conf.ar
 def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     """The starting network: the ``init`` checkpoint's, or a fresh one of the run's widths."""
     from agents.features import NUM_MOVE_FEATURES, critic_state_size
-    from agents.policy import CassinoPolicy, add_last_round_head, last_round_gate
+    from agents.policy import CassinoPolicy, add_early_rounds_head, add_last_round_head, last_round_gate
     from agents.ppo_agent import checkpoint_blocks, policy_from_checkpoint, read_checkpoint
     from agents.registry import PRETRAINED_DIR
     from cassino_env.obs import DEFAULT_BLOCKS, obs_size
@@ -1032,7 +1046,8 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
         return CassinoPolicy(obs_dim=obs_size(rules.num_players, rules.num_sides), hidden=args.hidden,
                              embed=args.embed, move_features=NUM_MOVE_FEATURES, critic="separate",
                              critic_dim=critic_state_size(rules.num_players), last_round=args.last_round_head,
-                             last_round_gate=gate if args.last_round_head else 0)
+                             last_round_gate=gate if args.last_round_head or args.early_rounds_head else 0,
+                             early_rounds=args.early_rounds_head)
     kind, _, name = args.init.partition(":")
     if kind == "pretrained":
         path = PRETRAINED_DIR / f"{name}.pt"
@@ -1056,6 +1071,13 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
                           f"width {have} already (give {have}, or leave last_round_head out)", field="last_round_head")
     if args.last_round_head and not have:
         net = add_last_round_head(net, args.last_round_head, gate)
+    have = net.shape.early_rounds
+    if args.early_rounds_head and have and args.early_rounds_head != have:
+        raise ConfigError(f"early_rounds_head={args.early_rounds_head}: the network of init {args.init} has an "
+                          f"earlier-rounds head of width {have} already (give {have}, or leave early_rounds_head "
+                          "out)", field="early_rounds_head")
+    if args.early_rounds_head and not have:
+        net = add_early_rounds_head(net, args.early_rounds_head, gate)
     return net
 
 
@@ -1167,6 +1189,12 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
                               + (f"a head of width {have}" if have else "no last-round head")
                               + "; a resumed run goes on with its own network (a new run with init: checkpoint:PATH "
                               "and last_round_head gives one a head)", field="last_round_head")
+        have = policy.shape.early_rounds
+        if args.early_rounds_head and args.early_rounds_head != have:
+            raise ConfigError(f"early_rounds_head={args.early_rounds_head}: the run's network has "
+                              + (f"an earlier-rounds head of width {have}" if have else "no earlier-rounds head")
+                              + "; a resumed run goes on with its own network (a new run with init: checkpoint:PATH "
+                              "and early_rounds_head gives one a head)", field="early_rounds_head")
     else:
         policy = _init_network(args, rules)
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
