@@ -135,7 +135,7 @@ class NetworkShape:
             raise ValueError(f"network last_round_gate must index the observation (< obs_dim {self.obs_dim}), got "
                              f"{self.last_round_gate}")
         if not (self.last_round or self.early_rounds) and self.last_round_gate:
-            raise ValueError(f"network last_round_gate={self.last_round_gate} without a last-round or "
+            raise ValueError(f"network last_round_gate={self.last_round_gate} without a last-round head or an "
                              "earlier-rounds head (last_round=0, early_rounds=0): it must be 0")
 
     def to_dict(self) -> dict[str, int | str]:
