@@ -451,14 +451,17 @@ def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
         if "last_round_gate" not in data["network"]:
             raise CheckpointError(f"{path}: network.last_round_gate: missing (a network with a last-round or "
                                   "earlier-rounds head names the observation entry that tells the last round)")
+        field, head = ("last_round", "a last-round") if shape.last_round else ("early_rounds", "an earlier-rounds")
         try:
             gate = last_round_gate(rules.num_players, rules.num_sides, blocks)
-        except ValueError as exc:
-            raise CheckpointError(f"{path}: network.last_round: {exc}") from None
+        except ValueError:
+            raise CheckpointError(f"{path}: network.{field}: {head} head needs the observation's progress block (its "
+                                  f"stock size tells the round), and the observation blocks {', '.join(blocks)} "
+                                  "have none") from None
         if shape.last_round_gate != gate:
             raise CheckpointError(f"{path}: network.last_round_gate: must be {gate}, the stock-size entry of the "
                                   f"progress block in these observation blocks, got {shape.last_round_gate} (the "
-                                  "head would play where the stock is not empty)")
+                                  "heads would not tell the last round from the others)")
     if shape.move_features:
         from .features import NUM_MOVE_FEATURES
 
@@ -471,6 +474,9 @@ def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
         want = expected_tensors(shape)
     except (RuntimeError, ValueError, OverflowError) as exc:
         raise CheckpointError(f"{path}: network shape {shape.to_dict()} cannot be built: {exc}") from None
+    except TypeError:  # torch cannot even unpack the size (past int64), its message a C++ trace
+        raise CheckpointError(f"{path}: network shape {shape.to_dict()} cannot be built: a size past 64-bit "
+                              "integers") from None
     model = data.get("model")
     if not isinstance(model, dict) or not all(isinstance(t, torch.Tensor) for t in model.values()):
         raise CheckpointError(f"{path}: model must be a mapping of tensor names to tensors (a state_dict)")

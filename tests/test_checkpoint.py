@@ -186,3 +186,41 @@ def test_resume_refuses_another_network_shape_and_an_evaluation_only_checkpoint(
 def test_read_checkpoint_without_rules_skips_the_rules_check(tmp_path: Path) -> None:
     path = save_checkpoint(tmp_path / "p3.pt", _policy(num_players=3), make_rules("classic", 3))
     assert read_checkpoint(path)["num_players"] == 3
+
+
+def _no_progress_block(data: dict) -> None:
+    from cassino_env.obs import DEFAULT_BLOCKS
+
+    data["obs_blocks"] = [b for b in DEFAULT_BLOCKS if b != "progress"]
+    data["network"]["obs_dim"] = obs_size(2, 2, data["obs_blocks"])
+
+
+@pytest.mark.parametrize(("change", "expect"), [
+    (lambda d: d["network"].update(early_rounds=-1), "network early_rounds must be an int >= 0, got -1"),
+    (lambda d: d["network"].update(early_rounds=True), "network early_rounds must be an int >= 0, got True"),
+    (lambda d: d["network"].update(early_rounds=10**30), "cannot be built: a size past 64-bit integers"),
+    (lambda d: d["network"].update(hidden=10**30), "cannot be built: a size past 64-bit integers"),
+    (lambda d: d["network"].update(early_rounds=2**20), "model.er_obs.weight is"),
+    (lambda d: d["network"].pop("last_round_gate"), "network.last_round_gate: missing"),
+    (lambda d: d["network"].update(last_round_gate=0), "network.last_round_gate: must be 524"),
+    (lambda d: d["network"].update(early_rounds=0), "last_round_gate=524 without a last-round head"),
+    (lambda d: d["network"].update(early_rounds=0, last_round_gate=0), "'er_keep' is not part of that network"),
+    (lambda d: d["model"].update({"er_obs.weight": torch.zeros(9, 3)}), r"model.er_obs.weight is torch.float32 \(9"),
+    (_no_progress_block, "network.early_rounds: an earlier-rounds head needs the observation's progress block"),
+])
+def test_an_earlier_rounds_networks_bad_fields_are_named(tmp_path: Path, change, expect: str) -> None:
+    """A network with an earlier-rounds head and no last-round head: a bad width (negative, a bool, past int64 —
+    once a TypeError with torch's C++ trace), a gate missing or pointing elsewhere, head weights of the wrong shape
+    or without the head, or observation blocks without the stock size: a CheckpointError naming the field."""
+    from agents.policy import add_early_rounds_head, last_round_gate
+
+    net = add_early_rounds_head(_policy(), 8, last_round_gate(2, 2))
+    good = save_checkpoint(tmp_path / "er.pt", net, RULES)
+    assert load_checkpoint_agent(str(good), RULES).policy.shape.early_rounds == 8
+    data = torch.load(good, weights_only=True)
+    change(data)
+    path = tmp_path / "bad.pt"
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match=expect) as info:
+        load_checkpoint_agent(str(path), RULES)
+    assert str(path) in str(info.value) and "frame #" not in str(info.value)

@@ -297,6 +297,10 @@ def _check_combination(args: ExitArgs) -> None:
     if args.train_params == "early_rounds_head" and args.search == "none":
         raise ConfigError("train_params=early_rounds_head: search=none labels only the last round, which the "
                           "earlier-rounds head does not play (give search: search or pimc)", field="train_params")
+    if args.early_rounds_head and args.search == "none":
+        raise ConfigError(f"early_rounds_head={args.early_rounds_head}: search=none labels only the last round, so "
+                          "no label would reach the earlier-rounds head (give search: search or pimc, or leave "
+                          "early_rounds_head out: a network that has the head keeps it)", field="early_rounds_head")
     if args.num_workers > 1 and args.ray_address is None:
         raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
                           "too", field="num_workers")
