@@ -91,6 +91,9 @@ if typing.TYPE_CHECKING:
 
 #: The policy targets :func:`policy_targets` makes (``target``).
 TARGETS = ("soft", "top", "awr", "regret")
+#: The heads a warm start may be given: the option naming its width, the :class:`agents.policy.NetworkShape` field,
+#: and its name with an article.
+HEADS = (("last_round_head", "last_round", "a last-round"), ("early_rounds_head", "early_rounds", "an earlier-rounds"))
 #: What an update may move (:attr:`ExitArgs.train_params`).
 TRAIN_PARAMS = ("all", "last_round_head", "early_rounds_head")
 #: The labelling searches (``search``).
@@ -1069,19 +1072,13 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     if not net.shape.move_features:
         raise ConfigError(f"init {args.init}: the network reads no move features; expert iteration needs them",
                           field="init")
-    have = net.shape.last_round
-    if args.last_round_head and have and args.last_round_head != have:
-        raise ConfigError(f"last_round_head={args.last_round_head}: the network of init {args.init} has a head of "
-                          f"width {have} already (give {have}, or leave last_round_head out)", field="last_round_head")
-    if args.last_round_head and not have:
-        net = add_last_round_head(net, args.last_round_head, gate)
-    have = net.shape.early_rounds
-    if args.early_rounds_head and have and args.early_rounds_head != have:
-        raise ConfigError(f"early_rounds_head={args.early_rounds_head}: the network of init {args.init} has an "
-                          f"earlier-rounds head of width {have} already (give {have}, or leave early_rounds_head "
-                          "out)", field="early_rounds_head")
-    if args.early_rounds_head and not have:
-        net = add_early_rounds_head(net, args.early_rounds_head, gate)
+    for (option, shape_field, name), add in zip(HEADS, (add_last_round_head, add_early_rounds_head), strict=True):
+        want, have = getattr(args, option), getattr(net.shape, shape_field)
+        if want and have and want != have:
+            raise ConfigError(f"{option}={want}: the network of init {args.init} has {name} head of width {have} "
+                              f"already (give {have}, or leave {option} out)", field=option)
+        if want and not have:
+            net = add(net, want, gate)
     return net
 
 
@@ -1187,18 +1184,13 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         if checkpoint_blocks(ckpt, args.resume) != tuple(DEFAULT_BLOCKS):
             raise CheckpointError(f"{args.resume}: obs_blocks: cassino exit runs with the default observation blocks")
         policy = policy_from_checkpoint(ckpt, args.resume)
-        have = policy.shape.last_round
-        if args.last_round_head and args.last_round_head != have:
-            raise ConfigError(f"last_round_head={args.last_round_head}: the run's network has "
-                              + (f"a head of width {have}" if have else "no last-round head")
-                              + "; a resumed run goes on with its own network (a new run with init: checkpoint:PATH "
-                              "and last_round_head gives one a head)", field="last_round_head")
-        have = policy.shape.early_rounds
-        if args.early_rounds_head and args.early_rounds_head != have:
-            raise ConfigError(f"early_rounds_head={args.early_rounds_head}: the run's network has "
-                              + (f"an earlier-rounds head of width {have}" if have else "no earlier-rounds head")
-                              + "; a resumed run goes on with its own network (a new run with init: checkpoint:PATH "
-                              "and early_rounds_head gives one a head)", field="early_rounds_head")
+        for option, shape_field, name in HEADS:
+            want, have = getattr(args, option), getattr(policy.shape, shape_field)
+            if want and want != have:
+                raise ConfigError(f"{option}={want}: the run's network has "
+                                  + (f"{name} head of width {have}" if have else f"no {name.split()[1]} head")
+                                  + "; a resumed run goes on with its own network (a new run with init: "
+                                  f"checkpoint:PATH and {option} gives one a head)", field=option)
     else:
         policy = _init_network(args, rules)
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
