@@ -480,12 +480,11 @@ def add_early_rounds_head(policy: CassinoPolicy, width: int, gate: int) -> Cassi
 
 
 def _with_head(policy: CassinoPolicy, field: str, width: int, gate: int) -> CassinoPolicy:
-    name = "last-round" if field == "last_round" else "earlier-rounds"
+    name = "a last-round" if field == "last_round" else "an earlier-rounds"
     if getattr(policy.shape, field):
-        raise ValueError(f"the network has an {name} head already" if name[0] == "e" else
-                         f"the network has a {name} head already")
+        raise ValueError(f"the network has {name} head already")
     if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= MAX_LAST_ROUND_WIDTH:
-        raise ValueError(f"{name} head width must be an int from 1 to {MAX_LAST_ROUND_WIDTH}, got {width!r}")
+        raise ValueError(f"{name.split()[1]} head width must be an int from 1 to {MAX_LAST_ROUND_WIDTH}, got {width!r}")
     if isinstance(gate, bool) or not isinstance(gate, int) or not 0 <= gate < policy.shape.obs_dim:
         raise ValueError(f"last_round_gate must index the observation (0 to {policy.shape.obs_dim - 1}), got "
                          f"{gate!r}")
