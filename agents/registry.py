@@ -286,8 +286,9 @@ class ParsedSpec:
         return out
 
 
-def spec_summary() -> str:
-    """The specs in one sentence, from the table, for help and error texts."""
+def spec_summary(*, ladder_ok: bool = False) -> str:
+    """The specs in one sentence, from the table, for help and error texts; with ``ladder_ok`` (the texts of an
+    agent list, where ``ladder`` is taken: :func:`expand_specs`) it says what ``ladder`` stands for."""
     lad = ladder()
     parts = [", ".join(lad) + " (the bot ladder, weakest first)"] if lad else []
     for e in ENTRIES.values():
@@ -296,16 +297,20 @@ def spec_summary() -> str:
         aliases = [a.syntax for a in ENTRIES.values() if a.alias_of == e.name]
         parts.append(e.syntax + (f" (or {', '.join(aliases)})" if aliases else ""))
     parts.append("MODULE:OBJECT (your own agent, an import path)")
-    return ", ".join(parts) + f"; ladder stands for {', '.join(lad) or 'no bot'}"
+    return ", ".join(parts) + (f"; ladder stands for {', '.join(lad) or 'no bot'}" if ladder_ok else "")
 
 
-def _unknown(spec: str) -> AgentSpecError:
-    return UnknownAgentError(f"unknown agent {excerpt(spec)}; agents are {spec_summary()}")
+def _unknown(spec: str, ladder_ok: bool) -> AgentSpecError:
+    if spec == "ladder" and not ladder_ok:  # several agents, where one is asked for
+        return UnknownAgentError(f"unknown agent 'ladder': ladder stands for several bots and is only for a list of "
+                                 f"agents (cassino eval --agents); name one agent: {spec_summary()}")
+    return UnknownAgentError(f"unknown agent {excerpt(spec)}; agents are {spec_summary(ladder_ok=ladder_ok)}")
 
 
-def parse_spec(spec: object) -> ParsedSpec:
+def parse_spec(spec: object, *, ladder_ok: bool = False) -> ParsedSpec:
     """Check an agent spec without building it (no import, no file read): its names, arguments, budgets and
-    nesting.
+    nesting. ``ladder_ok``: the caller takes ``ladder`` in place of a spec (an agent list, :func:`expand_specs`), so
+    an unknown name's message says what ``ladder`` stands for; ``ladder`` itself is no spec here either way.
 
     Raises:
         AgentSpecError: not a string, longer than :data:`MAX_SPEC_CHARS`, an unknown name, a missing or unexpected
@@ -333,8 +338,8 @@ def parse_spec(spec: object) -> ParsedSpec:
                                  f"{excerpt(text)}")
         if entry is None:
             if not sep:
-                raise _unknown(text)
-            _check_import_path(text)
+                raise _unknown(text, ladder_ok and not nodes)
+            _check_import_path(text, ladder_ok and not nodes)
             nodes.append((text, name, None, arg, None))
             break
         budget = None
@@ -361,11 +366,11 @@ def parse_spec(spec: object) -> ParsedSpec:
     return node
 
 
-def _check_import_path(spec: str) -> None:
+def _check_import_path(spec: str, ladder_ok: bool = False) -> None:
     module, _, attr = spec.partition(":")
     if not module or not attr or not all(part.isidentifier() for part in (*module.split("."), *attr.split("."))):
         raise UnknownAgentError(f"agent {excerpt(spec)}: not a known agent, and an import path is MODULE:OBJECT "
-                             f"(mypkg.mybot:MyBot); agents are {spec_summary()}")
+                                f"(mypkg.mybot:MyBot); agents are {spec_summary(ladder_ok=ladder_ok)}")
 
 
 def check_spec(spec: object, *, ladder_ok: bool = False) -> None:
@@ -373,23 +378,24 @@ def check_spec(spec: object, *, ladder_ok: bool = False) -> None:
     check. Raises AgentSpecError as :func:`parse_spec` does."""
     if ladder_ok and isinstance(spec, str) and spec.strip() == "ladder":
         return
-    parse_spec(spec)
+    parse_spec(spec, ladder_ok=ladder_ok)
 
 
 # --- building ------------------------------------------------------------------------------------------------------
 
 
-def make_agent(spec: str, rules: RuleSet) -> Agent:
+def make_agent(spec: str, rules: RuleSet, *, ladder_ok: bool = False) -> Agent:
     """The agent named by ``spec`` (see the module table) for ``rules``; its ``name`` is the spec (a checkpoint's is
     ``checkpoint:PATH`` with PATH relative to the current folder, :func:`agents.ppo_agent.checkpoint_name`): a name
-    printed in a report is a spec that builds the same agent.
+    printed in a report is a spec that builds the same agent. ``ladder_ok``: as :func:`parse_spec` (a spec of an
+    agent list: an unknown name's message says what ``ladder`` stands for).
 
     Raises:
         AgentSpecError: as :func:`parse_spec`, an unknown pretrained name, or an import path that yields no agent
             (:func:`load_agent`).
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be loaded for ``rules`` (names file and problem).
     """
-    parsed = parse_spec(spec)
+    parsed = parse_spec(spec, ladder_ok=ladder_ok)
     chain = parsed.chain()
     leaf = chain[-1]
     if leaf.entry is None:
@@ -628,10 +634,10 @@ HELP_TEMPLATE = "__agent_help_template__"
 
 
 def fill_help(text: str) -> str:
-    """``text`` with ``{agent_specs}`` (:func:`spec_summary`), ``{ladder}`` and ``{bots}`` (:func:`bot_names`)
-    filled in from the table."""
-    return (text.replace("{agent_specs}", spec_summary()).replace("{ladder}", ", ".join(ladder()))
-            .replace("{bots}", ", ".join(bot_names())))
+    """``text`` with ``{agent_specs}`` (:func:`spec_summary`: one agent), ``{agent_list_specs}`` (the same with what
+    ``ladder`` stands for: an agent list), ``{ladder}`` and ``{bots}`` (:func:`bot_names`) filled in from the table."""
+    return (text.replace("{agent_list_specs}", spec_summary(ladder_ok=True)).replace("{agent_specs}", spec_summary())
+            .replace("{ladder}", ", ".join(ladder())).replace("{bots}", ", ".join(bot_names())))
 
 
 def agent_help(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -179,6 +179,30 @@ def test_the_trainer_takes_import_paths_in_its_agent_lists() -> None:
         check_spec("ladder")
 
 
+def test_only_commands_that_take_ladder_offer_it(capsys) -> None:
+    """A new-user trial: ``cassino play --opponent ladder`` was refused by a message (and a --help) that offered
+    ``ladder`` (an agent list's shorthand for several bots); play, exploit and serve take one agent."""
+    assert cli.main(["play", "--opponent", "ladder"]) == 2
+    err = capsys.readouterr().err
+    assert "only for a list of agents (cassino eval --agents)" in err and "ladder stands for random" not in err
+    assert cli.main(["play", "--opponent", "nobody"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown agent 'nobody'; agents are random" in err and "ladder stands for" not in err
+    for command in ("play", "exploit", "serve"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        assert "ladder stands for" not in " ".join(capsys.readouterr().out.split()), command
+    with pytest.raises(SystemExit):  # eval's agent list takes ladder: its help and message say what it stands for
+        cli.main(["eval", "--help"])
+    assert "ladder stands for random, greedy" in " ".join(capsys.readouterr().out.split())
+    assert cli.main(["eval", "--agents", "greedy,nobody", "--deals", "10"]) == 2
+    assert "agents are random" in (err := capsys.readouterr().err) and "; ladder stands for random" in err
+    with pytest.raises(AgentSpecError, match="ladder stands for random"):
+        check_spec("nobody", ladder_ok=True)
+    with pytest.raises(AgentSpecError, match="only for a list of agents"):
+        check_spec("endgame:ladder", ladder_ok=True)
+
+
 def test_serve_checks_the_allowed_specs_before_it_starts(capsys) -> None:
     pytest.importorskip("starlette")
     from train.serve import main

@@ -241,7 +241,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         raise ValueError(f"batch_games: expected games stepped together 1..{MAX_BATCH_GAMES:,} (the vector "
                          f"environment holds about 75 KB a game), got {excerpt(batch_games)}")
     boards_per_task = check_boards_per_task(boards_per_task)
-    agents = [_Timed(make_agent(s, rules) if isinstance(s, str) else s) for s in agent_specs]
+    agents = [_Timed(make_agent(s, rules, ladder_ok=True) if isinstance(s, str) else s) for s in agent_specs]
     names = _unique_names([s.strip() if isinstance(s, str) and not s.startswith("checkpoint:") else a.name
                            for s, a in zip(agent_specs, agents, strict=True)])
     pairs = ([(0, j) for j in range(1, len(agents))] if versus_first
@@ -498,7 +498,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
     OpenSkill ratings.
 
     Args:
-        agents: comma-separated agent specs (agents.registry; docs/bots.md): {agent_specs}. Your own bot
+        agents: comma-separated agent specs (agents.registry; docs/bots.md): {agent_list_specs}. Your own bot
             MODULE:OBJECT is a class with act(obs, rng) taking the rules (mypkg.mybot:MyBot, see agents/base.py).
         deals: deal budget per pair (at least this many deals, seats swapped included).
         preset: rule preset of docs/rules.md section 6: classic, matsuda, cicera, bga, stadium or royal.
