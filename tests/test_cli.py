@@ -160,6 +160,35 @@ def test_eval_and_train_help_show_the_preset_options(capsys: pytest.CaptureFixtu
         assert option in out
 
 
+#: Every command that takes --preset, with the arguments it needs besides (the torch ones are marked).
+PRESET_COMMANDS = [
+    (["train"], True), (["exit"], True), (["exploit", "greedy"], True), (["eval", "--agents", "random,greedy"], False),
+    (["play"], False), (["proxy", "--agents", "greedy"], False), (["bench"], False),
+]
+
+
+@pytest.mark.parametrize(("args", "torch"), PRESET_COMMANDS, ids=[a[0] for a, _ in PRESET_COMMANDS])
+def test_an_unknown_preset_is_named_once(args: list[str], torch: bool, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new-user trial: ``cassino train --preset clasic`` said "preset 'clasic': unknown preset 'clasic'; ..."."""
+    if torch:
+        pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([*args, "--preset", "clasic"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "unknown preset 'clasic'; known presets: " in err[0], err
+    assert err[0].count("clasic") == 1, err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize("command", ["train", "exit"])
+def test_a_player_count_the_preset_lacks_is_named_once(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    assert cli.main([command, "--num-players", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: num_players: preset 'classic' allows num_players 2, 3, 4, not 5 (docs/rules.md 6)", err
+
+
 def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib import metadata
 

@@ -888,11 +888,11 @@ def _check_combination(args: Args) -> None:
     try:
         make_rules(args.preset)
     except (ValueError, TypeError) as exc:
-        raise ConfigError(f"preset {args.preset!r}: {exc}", field="preset") from None
+        raise ConfigError(f"preset: {exc}", field="preset") from None  # exc names the preset
     try:
         rules = make_rules(args.preset, args.num_players)
     except (ValueError, TypeError) as exc:
-        raise ConfigError(f"num_players={args.num_players!r}: {exc}", field="num_players") from None
+        raise ConfigError(f"num_players: {exc}", field="num_players") from None  # exc names the count
     deal_len = 52 - rules.table_cards
     if args.num_steps % deal_len:
         raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "
