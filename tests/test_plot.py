@@ -84,6 +84,20 @@ def test_plot_run_reads_a_run_folder(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plot_names_a_missing_folder_a_file_and_a_folder_without_events(tmp_path: Path, capsys) -> None:
+    """A new-user trial: ``cassino plot runs/nonexistent`` said the folder had no event files."""
+    from train import cli
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "a_file").write_text("x\n")
+    for name, said in (("nonexistent", "no such folder"), ("a_file", "not a folder"),
+                       ("empty", "no TensorBoard event files (events.out.tfevents.*) in this folder")):
+        assert cli.main(["plot", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: {tmp_path / name}: {said}") and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "nonexistent").exists()
+
+
 def report_with_unplayed_pairs() -> dict:
     names = ["a", "b", "c"]
     return {"rules": "classic", "num_players": 2, "agents": names,

@@ -19,7 +19,7 @@ k and M.
 >>> load_scalars("no/such/run")
 Traceback (most recent call last):
 ...
-FileNotFoundError: no/such/run: no TensorBoard event files (events.out.tfevents.*) in this folder
+FileNotFoundError: no/such/run: no such folder (a run folder of cassino train)
 """
 
 from __future__ import annotations
@@ -92,11 +92,17 @@ def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]
     When a resumed run wrote a step twice, the value written last is kept.
 
     Raises:
-        FileNotFoundError: the folder has no event files.
+        FileNotFoundError: no such folder, or one without event files.
+        NotADirectoryError: a file, not a folder.
     """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise FileNotFoundError(f"{run_dir}: no such folder (a run folder of cassino train)")
+    if not run_dir.is_dir():
+        raise NotADirectoryError(f"{run_dir}: not a folder (a run folder of cassino train holds "
+                                 "events.out.tfevents.* files)")
     files = sorted(run_dir.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime)
     if not files:
         raise FileNotFoundError(f"{run_dir}: no TensorBoard event files (events.out.tfevents.*) in this folder")
@@ -209,7 +215,7 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
         out: the PNG to write; default ``RUN_DIR/learning_curves.png``.
 
     Raises:
-        FileNotFoundError: the folder has no event files.
+        FileNotFoundError, NotADirectoryError: as :func:`load_scalars`.
     """
     import matplotlib.pyplot as plt
 
@@ -241,7 +247,7 @@ def main(run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="R
     """
     from train.errors import bad_input
 
-    with bad_input(OSError) as failed:  # no event files (FileNotFoundError), or an output that cannot be written
+    with bad_input(OSError) as failed:  # no folder or no event files (FileNotFoundError), an unwritable output
         path = plot_run(run_dir, out)
     if failed.code:
         return failed.code
