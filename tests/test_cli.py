@@ -189,6 +189,18 @@ def test_a_player_count_the_preset_lacks_is_named_once(command: str, capsys: pyt
     assert err == "error: num_players: preset 'classic' allows num_players 2, 3, 4, not 5 (docs/rules.md 6)", err
 
 
+@pytest.mark.parametrize("command", ["play", "eval", "exploit", "bench", "proxy", "train", "exit"])
+def test_the_num_players_help_says_what_none_means(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new-user trial: ``cassino play --help`` showed ``--num-players {None}|INT ... (default: None)`` and did not
+    say what None means."""
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.replace("\u2502", " ").split())
+    text = out[out.index("--num-players"):]
+    text = text[:text.index(" --", 2)]
+    assert "None" in text and "default: the preset's first allowed count" in text, text
+
+
 def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib import metadata
 

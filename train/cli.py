@@ -163,7 +163,7 @@ def bench(
         batch: batch sizes (games stepped together) to measure, one after another.
         seconds: wall-clock seconds spent at each batch size.
         threads: numba threads the core may use.
-        num_players: seats at each table (default: the preset's first allowed count, 4 for cicera).
+        num_players: seats at each table (None, the default: the preset's first allowed count, 2 or 4 for cicera).
         json: print one JSON object of results instead of a table.
         peers: also time OpenSpiel's hearts in this process (when open_spiel is installed) and print each row's
             ratio to it.

@@ -670,8 +670,8 @@ class Args(RunOptions):
     preset: str = "classic"
     """rule preset (docs/rules.md 6)"""
     num_players: int | None = None
-    """seats per game; null: the preset's first allowed count (docs/rules.md 6: 2, or 4 for cicera); 4 and 6 seats play
-    partnerships"""
+    """seats per game; None (null in a config file), the built-in default: the preset's first allowed count
+    (docs/rules.md 6: 2, or 4 for cicera); 4 and 6 seats play partnerships"""
     reward: str = "points"
     """env reward: points (deal margin, zero-sum, every deal) or win (+-1 per match)"""
     reward_scale: float = 0.1

@@ -502,8 +502,9 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             MODULE:OBJECT is a class with act(obs, rng) taking the rules (mypkg.mybot:MyBot, see agents/base.py).
         deals: deal budget per pair (at least this many deals, seats swapped included).
         preset: rule preset of docs/rules.md section 6: classic, matsuda, cicera, bga, stadium or royal.
-        num_players: seats, one the preset allows (default its first: 2, or 4 for cicera); 4 and 6 play
-            partnerships, both partners the same agent (seats 0 and 2 one agent, 1 and 3 the other).
+        num_players: seats, one the preset allows (None, the default: the preset's first allowed count, 2 or 4 for
+            cicera); 4 and 6 play partnerships, both partners the same agent (seats 0 and 2 one agent, 1 and 3 the
+            other).
         seed: seed of the deals, 0..2147483647; the same seed gives the same results.
         session_wins: Trump Stadium's session: each game plays matches until a side has won this many (1, 2 or 3);
             the report adds session win rates. 1 is a single match.

@@ -126,7 +126,8 @@ class ExitArgs(config.RunOptions):
     preset: str = "classic"
     """rule preset (docs/rules.md 6)"""
     num_players: int | None = None
-    """seats per game; null: the preset's first allowed count"""
+    """seats per game; None (null in a config file), the built-in default: the preset's first allowed count (2, or 4
+    for cicera)"""
     num_envs: int = 256
     """games played (and searched) together each iteration"""
     deals_per_iteration: int = 2

@@ -301,7 +301,8 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
     Args:
         opponent: agent spec (agents.registry; e.g. pretrained:classic): {agent_specs}.
         preset: rule preset of docs/rules.md section 6.
-        num_players: seats (the agent plays every seat but yours; in partnerships, your partner too).
+        num_players: seats (the agent plays every seat but yours; in partnerships, your partner too); None, the
+            default: the preset's first allowed count (2, or 4 for cicera).
         seat: your seat; seat 0 moves first.
         seed: seed of the deals, 0 <= seed < 2**63.
         deals: stop after this many deals (0: play the whole match).

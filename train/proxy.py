@@ -397,7 +397,8 @@ def main(agents: str, path: Path | None = None, preset: str = "classic", num_pla
         path: the proxy file (default ``~/.cache/cassino-rl/proxy/<preset>-<P>p.npz``, built by
             ``python scripts/make_proxy.py``).
         preset: rule preset of the default path.
-        num_players: seats of the default path.
+        num_players: seats of the default path (None, the default: the preset's first allowed count, 2 or 4 for
+            cicera).
         limit: score on the first N positions only (a uniform subset; search agents cost their time per move
             times the positions).
         seed: the agents' random generator.
