@@ -37,7 +37,7 @@ import tyro
 import yaml
 
 from agents.registry import LADDER, AgentSpecError, check_spec
-from cassino_env.rules import make_rules
+from cassino_env.rules import RuleSet, make_rules
 
 #: The folder of the YAML configs.
 CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -883,16 +883,25 @@ def _machine_bytes() -> int:
         return 2**62
 
 
-def _check_combination(args: Args) -> None:
-    """The checks that involve several fields: the rules, the rollout length, the opponent rates, the memory."""
+def checked_rules(preset: str, num_players: int | None) -> RuleSet:
+    """The rules of a run's ``preset`` and ``num_players`` (docs/rules.md 6).
+
+    Raises:
+        ConfigError: naming ``preset`` (an unknown one) or ``num_players`` (a count the preset does not allow).
+    """
     try:
-        make_rules(args.preset)
+        make_rules(preset)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"preset: {exc}", field="preset") from None  # exc names the preset
     try:
-        rules = make_rules(args.preset, args.num_players)
+        return make_rules(preset, num_players)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"num_players: {exc}", field="num_players") from None  # exc names the count
+
+
+def _check_combination(args: Args) -> None:
+    """The checks that involve several fields: the rules, the rollout length, the opponent rates, the memory."""
+    rules = checked_rules(args.preset, args.num_players)
     deal_len = 52 - rules.table_cards
     if args.num_steps % deal_len:
         raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "

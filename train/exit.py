@@ -272,16 +272,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
 
 
 def _check_combination(args: ExitArgs) -> None:
-    from cassino_env.rules import make_rules
-
-    try:
-        make_rules(args.preset)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"preset: {exc}", field="preset") from None  # exc names the preset (as the trainer's)
-    try:
-        n = make_rules(args.preset, args.num_players).num_players
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"num_players: {exc}", field="num_players") from None  # exc names the count
+    n = config.checked_rules(args.preset, args.num_players).num_players
     if sum(args.bot_rates.values()) > 1 + 1e-9:
         raise ConfigError(f"bot_rates add up to {sum(args.bot_rates.values()):g}: at most 1", field="bot_rates")
     if args.search == "search":
