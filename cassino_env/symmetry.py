@@ -1,0 +1,110 @@
+"""Suit symmetries: relabellings of the cards that map every position of a preset to one of equal value.
+
+The capture and build rules read ranks only (docs/rules.md 1-4), so a permutation of the suits changes a game only
+through the scoring (docs/rules.md 5): ``standard`` and ``bga`` scoring name spades (most spades, 2♠) and diamonds
+(10♦) and treat clubs and hearts alike, so swapping clubs and hearts maps every position to one with the same moves
+(relabelled), the same outcomes and so the same move values. ``cicera`` scoring also names J♥ (5.3), so it has no
+such symmetry. A learner can train on each labelled decision twice, as played and with the two suits swapped
+(``cassino exit --augment-suits``, :func:`train.exit.mirror_labels`).
+
+>>> from cassino_env.rules import make_rules
+>>> [card_text(int(c)) for c in suit_permutations(make_rules("classic"))[0][[0, 22, 26, 40]]]
+['AH', '10D', 'AC', '2S']
+>>> suit_permutations(make_rules("cicera"))
+[]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .cards import CLUBS, HEARTS, NUM_CARDS, card_text  # noqa: F401 - card_text for the doctest
+from .errors import CassinoError
+from .obs import layout_of
+from .rules import RuleSet
+
+#: Blocks of the observation laid out card by card (``length`` a multiple of 52, card id ``c`` at ``52 k + c``);
+#: the kernel's other blocks do not depend on which suit a card has (cassino_env/obs.py).
+CARD_BLOCKS = frozenset({"hand", "loose", "build_owned_by", "build_value", "captured_by", "unseen", "last_trail"})
+#: The kernel's blocks that hold no card identities (counts, values, ranks, seats), unchanged by a suit swap.
+SUIT_FREE_BLOCKS = frozenset({"builds", "hand_sizes", "captured_count", "spades_count", "sweeps", "in_play",
+                              "match_scores", "seat_from_dealer", "progress", "last_capturer", "unseen_by_rank",
+                              "most_decided"})
+
+
+class SymmetryError(CassinoError):
+    """A suit relabelling asked of something it cannot be applied to (a block of unknown layout)."""
+
+
+def swap_suits(a: int, b: int) -> np.ndarray:
+    """int64[52]: the card permutation ``perm[c]`` that swaps suits ``a`` and ``b`` (0..3), rank for rank."""
+    perm = np.arange(NUM_CARDS, dtype=np.int64)
+    perm[13 * a:13 * a + 13], perm[13 * b:13 * b + 13] = np.arange(13 * b, 13 * b + 13), np.arange(13 * a, 13 * a + 13)
+    return perm
+
+
+def suit_permutations(rules: RuleSet) -> list[np.ndarray]:
+    """The non-identity suit relabellings under which ``rules`` score every deal alike (module docstring).
+
+    Returns:
+        A list of int64[52] card permutations: ``[swap clubs and hearts]`` for ``standard`` and ``bga`` scoring
+        (docs/rules.md 5.1, 5.2), ``[]`` for ``cicera`` (5.3 names J♥).
+    """
+    if rules.scoring in ("standard", "bga"):
+        return [swap_suits(CLUBS, HEARTS)]
+    return []
+
+
+def permute_card_sets(cards: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """Card-set bitmasks (bit ``c`` for card id ``c``; any integer dtype of 64 bits) with each card ``c`` moved to
+    ``perm[c]``; same shape and dtype."""
+    arr = np.asarray(cards)
+    bits = arr.view(np.uint64)
+    out = np.zeros_like(bits)
+    one = np.uint64(1)
+    for c in range(NUM_CARDS):
+        out |= ((bits >> np.uint64(c)) & one) << np.uint64(int(perm[c]))
+    return out.view(arr.dtype)
+
+
+def permute_card_ids(card: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """Card ids with each ``c >= 0`` replaced by ``perm[c]`` (negative entries, "no card", kept); same shape and
+    dtype."""
+    arr = np.asarray(card)
+    ok = arr >= 0
+    out = arr.copy()
+    out[ok] = perm[arr[ok].astype(np.int64)]
+    return out
+
+
+def permute_card_blocks(x: np.ndarray, perm: np.ndarray, blocks: int) -> np.ndarray:
+    """``x``: [..., 52 * blocks] card-by-card rows (as :func:`agents.features.critic_state`'s); each block's entry
+    for card ``c`` moved to ``perm[c]``."""
+    out = np.array(x, copy=True)
+    for k in range(blocks):
+        out[..., 52 * k + perm] = x[..., 52 * k:52 * k + 52]
+    return out
+
+
+def permute_observation(obs: np.ndarray, perm: np.ndarray, num_players: int, num_sides: int,
+                        blocks: Sequence[str] | None = None) -> np.ndarray:
+    """float32[N, D]: observations (``blocks``' layout, None: the default) of the same positions with every card
+    ``c`` relabelled ``perm[c]``.
+
+    Raises:
+        SymmetryError: a block outside the kernel's (``register_block``): its layout by card is unknown.
+        ObsBlocksError: a bad block list.
+    """
+    lay = layout_of(num_players, num_sides, blocks)
+    out = np.array(obs, copy=True)
+    for name, (start, length) in lay.starts.items():
+        if name in CARD_BLOCKS:
+            for k in range(length // NUM_CARDS):
+                a = start + NUM_CARDS * k
+                out[..., a + perm] = obs[..., a:a + NUM_CARDS]
+        elif name not in SUIT_FREE_BLOCKS:
+            raise SymmetryError(f"blocks: {name!r} is not a kernel block, so how a suit swap moves its entries is "
+                                "unknown")
+    return out

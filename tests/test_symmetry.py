@@ -1,0 +1,121 @@
+"""Suit symmetries (cassino_env/symmetry.py): the relabelled observation, moves, move features and critic state of
+a position are the env's own for the relabelled position, over random positions of real games."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.features import MoveFeaturizer, critic_state
+from cassino_env import core
+from cassino_env.cards import card_text
+from cassino_env.obs import BLOCKS
+from cassino_env.rules import make_rules
+from cassino_env.symmetry import (
+    CARD_BLOCKS,
+    SUIT_FREE_BLOCKS,
+    SymmetryError,
+    permute_card_blocks,
+    permute_card_ids,
+    permute_card_sets,
+    permute_observation,
+    suit_permutations,
+    swap_suits,
+)
+from cassino_env.vector import CassinoVectorEnv
+
+
+def test_every_kernel_block_is_classified() -> None:
+    names = {b.name for b in BLOCKS}
+    assert CARD_BLOCKS | SUIT_FREE_BLOCKS == names and not CARD_BLOCKS & SUIT_FREE_BLOCKS
+
+
+@pytest.mark.parametrize(("preset", "count"), [("classic", 1), ("matsuda", 1), ("bga", 1), ("stadium", 1),
+                                                ("royal", 1), ("cicera", 0)])
+def test_which_presets_have_the_swap(preset: str, count: int) -> None:
+    perms = suit_permutations(make_rules(preset))
+    assert len(perms) == count
+    for p in perms:
+        assert sorted(p.tolist()) == list(range(52))
+        assert [card_text(int(p[c])) for c in (0, 12, 22, 26, 39, 40)] == ["AH", "KH", "10D", "AC", "AS", "2S"]
+
+
+def test_card_helpers_are_involutions_and_keep_no_card() -> None:
+    p = swap_suits(0, 2)
+    rng = np.random.default_rng(1)
+    sets = rng.integers(0, 2**52, size=(5, 7), dtype=np.int64)
+    assert np.array_equal(permute_card_sets(permute_card_sets(sets, p), p), sets)
+    ids = np.array([[-1, 0, 13, 26, 51]], dtype=np.int8)
+    assert permute_card_ids(ids, p).tolist() == [[-1, 26, 13, 0, 51]] and permute_card_ids(ids, p).dtype == np.int8
+    x = rng.random((3, 104)).astype(np.float32)
+    assert np.array_equal(permute_card_blocks(permute_card_blocks(x, p, 2), p, 2), x)
+
+
+def _relabelled(pos: dict, p: np.ndarray) -> dict:
+    def m(xs: list[int]) -> list[int]:
+        return [int(p[c]) for c in xs]
+
+    out = dict(pos)
+    out["hands"] = [m(h) for h in pos["hands"]]
+    out["captured"] = [m(h) for h in pos["captured"]]
+    out["loose"], out["stock"] = m(pos["loose"]), m(pos["stock"])
+    out["builds"] = [(m(c), v, o) for c, v, o in pos["builds"]]
+    out["last_trail"] = None if pos["last_trail"] is None else int(p[pos["last_trail"]])
+    return out
+
+
+@pytest.mark.parametrize("preset", ["classic", "matsuda", "royal"])
+def test_relabelled_position_is_observed_as_the_relabelled_observation(preset: str) -> None:
+    rules = make_rules(preset)
+    (p,) = suit_permutations(rules)
+    P, S = rules.num_players, rules.num_sides
+    env = CassinoVectorEnv(32, rules, seed=11, with_view=True)
+    obs, _ = env.reset()
+    featurize = MoveFeaturizer(rules)
+    rng = np.random.default_rng(2)
+    checked = 0
+    for t in range(45):
+        if t % 4 == 1:
+            for b in range(0, 32, 5):
+                pos = core.position(env.state, b)
+                if pos["to_move"] is None:
+                    continue
+                st = core.from_position(rules, **_relabelled(pos, p), max_moves=env.max_moves)
+                other = CassinoVectorEnv(1, rules, with_view=True, max_moves=env.max_moves)
+                other.reset()
+                other.state = st
+                o2 = other.observe()
+                o1 = {k: ({kk: vv[b:b + 1] for kk, vv in v.items()} if isinstance(v, dict) else v[b:b + 1])
+                      for k, v in obs.items()}
+                assert np.array_equal(permute_observation(o1["observation"], p, P, S), o2["observation"])
+                f1, f2 = featurize(o1), featurize(o2)
+                n1, n2 = int((o1["action_mask"] != 0).sum()), int((o2["action_mask"] != 0).sum())
+                cards1 = permute_card_sets(o1["move_cards"][0, :n1], p)
+                card1 = permute_card_ids(o1["move_card"][0, :n1], p)
+                moves1 = {(int(o1["move_kind"][0, i]), int(card1[i]), int(o1["move_value"][0, i]), int(cards1[i])):
+                          tuple(np.round(f1[0, i], 5)) for i in range(n1)}
+                moves2 = {(int(o2["move_kind"][0, i]), int(o2["move_card"][0, i]), int(o2["move_value"][0, i]),
+                           int(o2["move_cards"][0, i])): tuple(np.round(f2[0, i], 5)) for i in range(n2)}
+                assert moves1 == moves2, "the same moves, relabelled, with the same move features"
+                crit = permute_card_blocks(critic_state(env.state)[b:b + 1], p, P + 1)
+                assert np.array_equal(crit, critic_state(st))
+                checked += 1
+        m = obs["action_mask"] != 0
+        obs, *_ = env.step(np.array([rng.choice(np.flatnonzero(r)) for r in m]))
+    assert checked >= 50
+
+
+def test_a_registered_block_is_refused() -> None:
+    from cassino_env.obs import Block, register_block, unregister_block
+
+    blocks = ["hand", "loose"]
+    x = np.zeros((1, 104), dtype=np.float32)
+    x[0, 0] = 1.0
+    assert permute_observation(x, swap_suits(0, 2), 2, 2, blocks)[0, 26] == 1.0
+    register_block(Block("test_sym_extra", 3, 0, 0, "test", fill=lambda view, rules: np.zeros((1, 3))))
+    try:
+        with pytest.raises(SymmetryError, match="test_sym_extra"):
+            permute_observation(np.zeros((1, 107), np.float32), swap_suits(0, 2), 2, 2, ["hand", "loose",
+                                                                                           "test_sym_extra"])
+    finally:
+        unregister_block("test_sym_extra")
