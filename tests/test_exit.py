@@ -343,3 +343,30 @@ def test_early_rounds_config_is_valid() -> None:
     args = config.make_args(ExitArgs, config.load_config(ExitArgs, config.CONFIGS_DIR / "exit_early_rounds.yaml"))
     assert args.train_params == "early_rounds_head" and args.early_rounds_head > 0 and args.search == "search"
     assert not args.label_last_round
+
+
+def test_augment_suits_mirrors_the_labels(straight: Path, tmp_path: Path) -> None:
+    """augment_suits: each update also trains on the labels with clubs and hearts swapped (cassino_env.symmetry);
+    the relabelling twice is the identity, values and outcomes stay, and presets that tell every suit apart refuse
+    the option."""
+    from cassino_env.symmetry import suit_permutations
+    from train.exit import augmented, join_labels, load_label_paths, mirror_labels
+
+    rules = make_rules("classic")
+    (perm,) = suit_permutations(rules)
+    data = join_labels(load_label_paths([str(straight / "labels")]))
+    once = mirror_labels(data, perm, 2, 2)
+    assert not np.array_equal(once.obs, data.obs) and not np.array_equal(once.cards, data.cards)
+    assert np.array_equal(once.q, data.q, equal_nan=True) and np.array_equal(once.ret, data.ret)
+    twice = mirror_labels(once, perm, 2, 2)
+    for k in ("obs", "card", "cards", "crit", "feat", "mask"):
+        a, b = getattr(twice, k), getattr(data, k)
+        assert (a is None and b is None) or np.array_equal(a, b), k
+    both = augmented(data, rules)
+    assert len(both) == 2 * len(data) and np.array_equal(both.obs[len(data):], once.obs)
+    run = tmp_path / "aug"
+    train(tiny_args(run_dir=str(run), augment_suits=True, iterations=1))
+    assert (run / "checkpoints" / "final.pt").is_file()
+    with pytest.raises(ConfigError) as info:
+        tiny_args(augment_suits=True, preset="cicera", num_players=None)
+    assert info.value.field == "augment_suits"

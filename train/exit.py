@@ -180,6 +180,10 @@ class ExitArgs(config.RunOptions):
     """train on the labels of this many latest iterations"""
     extra_labels: tuple[str, ...] = ()
     """label files (iter_N.npz) or folders of them (an earlier run's labels/) added to every update's data"""
+    augment_suits: bool = False
+    """train on every label twice: as played, and with the cards relabelled by the preset's suit symmetry (clubs and
+    hearts swapped: standard and bga scoring treat them alike, docs/rules.md 5.1-5.2; cassino_env.symmetry), which
+    doubles the labels an update sees at no search cost; cicera's scoring (J of hearts) has none"""
     epochs: int = 4
     """passes over the replay labels per iteration"""
     minibatch_size: int = 512
@@ -259,7 +263,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "label_last_round": boolean(),
     "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
     "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000),
-    "extra_labels": names(), "epochs": integer(0, 10_000),
+    "extra_labels": names(), "augment_suits": boolean(), "epochs": integer(0, 10_000),
     "minibatch_size": integer(1, 2**24), "learning_rate": number(0.0, lo_open=True),
     "anneal_lr": boolean(), "vf_coef": number(0.0),
     "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
@@ -300,6 +304,14 @@ def _check_combination(args: ExitArgs) -> None:
         raise ConfigError(f"early_rounds_head={args.early_rounds_head}: search=none labels only the last round, so "
                           "no label would reach the earlier-rounds head (give search: search or pimc, or leave "
                           "early_rounds_head out: a network that has the head keeps it)", field="early_rounds_head")
+    if args.augment_suits:
+        from cassino_env.symmetry import suit_permutations
+
+        rules = config.checked_rules(args.preset, args.num_players)
+        if not suit_permutations(rules):
+            raise ConfigError(f"augment_suits: preset {rules.preset!r} scores with {rules.scoring!r} (docs/rules.md "
+                              "5), which tells every suit apart: it has no suit symmetry to augment with",
+                              field="augment_suits")
     if args.num_workers > 1 and args.ray_address is None:
         raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
                           "too", field="num_workers")
@@ -474,6 +486,33 @@ def join_labels(parts: list[Labels]) -> Labels:
             points.setdefault(name, []).append(v)
     return Labels(**rows, points={k: np.concatenate(v) for k, v in points.items()},
                   label_s=max(p.label_s for p in parts))
+
+
+def mirror_labels(data: Labels, perm: np.ndarray, num_players: int, num_sides: int) -> Labels:
+    """The same decisions with every card ``c`` relabelled ``perm[c]`` (a suit symmetry of the rules,
+    :func:`cassino_env.symmetry.suit_permutations`): the observations (the default blocks), the moves' cards and card
+    sets and the critic's full state are relabelled; the move values, the move features, the prior and the outcome stay
+    (the symmetry keeps them; tests/test_symmetry.py checks the observations and features against the env's).
+
+    Args:
+        data: N labelled decisions. perm: int64[52], a card permutation.
+        num_players, num_sides: of the rules the labels were made under (the observation's layout).
+    """
+    from cassino_env.symmetry import permute_card_blocks, permute_card_ids, permute_card_sets, permute_observation
+
+    crit = None if data.crit is None else permute_card_blocks(data.crit, perm, data.crit.shape[1] // 52)
+    return Labels(obs=permute_observation(data.obs, perm, num_players, num_sides), kind=data.kind,
+                  card=permute_card_ids(data.card, perm), value=data.value, cards=permute_card_sets(data.cards, perm),
+                  mask=data.mask, feat=data.feat, crit=crit, q=data.q, prior=data.prior, ret=data.ret,
+                  points=dict(data.points), label_s=data.label_s)
+
+
+def augmented(data: Labels, rules: RuleSet) -> Labels:
+    """``data`` followed by its copy under each of the rules' suit symmetries (``augment_suits``)."""
+    from cassino_env.symmetry import suit_permutations
+
+    perms = suit_permutations(rules)
+    return join_labels([data, *(mirror_labels(data, p, rules.num_players, rules.num_sides) for p in perms)])
 
 
 def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: str, temperature: float) -> np.ndarray:
@@ -1282,7 +1321,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         before = label_stats(policy, labels, args.reward_scale)  # the network that played, on its own decisions
         replay = [*replay, labels][-args.replay_iterations:]
         t1 = time.time()
-        losses = update(policy, optimizer, join_labels([*extra, *replay]), args, rng)
+        data = join_labels([*extra, *replay])
+        losses = update(policy, optimizer, augmented(data, rules) if args.augment_suits else data, args, rng)
         t_update = time.time() - t1
         writer.add_scalar("exit/labels", len(labels), global_step)
         writer.add_scalar("exit/labels_total", labels_total, global_step)
