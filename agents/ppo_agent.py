@@ -203,9 +203,14 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
             version, preset, player count or rule switch).
     """
     path = Path(path)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError as exc:  # a name too long, no permission: not a file that can be read
+        shown = str(path) if len(str(path)) <= 200 else excerpt(str(path), 200)
+        raise CheckpointError(f"{shown}: no such checkpoint file ({exc.strerror or exc})") from None
+    if is_dir:
         raise CheckpointError(f"{path}: a folder, not a checkpoint file (a run folder keeps them in checkpoints/)")
-    if not path.is_file():
+    if not is_file:
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:  # torch.save writes a zip archive; anything else, or a member whose CRC fails, is corrupt or truncated
         with zipfile.ZipFile(path) as archive:

@@ -130,6 +130,8 @@ class Entry:
         arg_name: how help texts write the argument (``N``, ``PATH``, ``NAME``, ``SPEC``).
         inner: for ``takes="spec"``: the names the wrapped spec may start with (empty: any agent).
         alias_of: the entry this name is another name of (help texts list it beside that one).
+        check: for ``takes="text"``: ``check(arg)`` raises AgentSpecError for an argument the entry refuses, read
+            without building anything (no file read), so that :func:`parse_spec` refuses it (None: any text).
     """
 
     name: str
@@ -142,6 +144,7 @@ class Entry:
     arg_name: str = ""
     inner: tuple[str, ...] = ()
     alias_of: str | None = None
+    check: Callable[[str], None] | None = None
 
     @property
     def syntax(self) -> str:
@@ -315,7 +318,8 @@ def parse_spec(spec: object, *, ladder_ok: bool = False) -> ParsedSpec:
     Raises:
         AgentSpecError: not a string, longer than :data:`MAX_SPEC_CHARS`, an unknown name, a missing or unexpected
             argument, a budget :func:`parse_count` refuses, a wrapped spec an entry does not take, nesting deeper
-            than :data:`MAX_NESTING`, an import path that is not ``MODULE:OBJECT`` of identifiers.
+            than :data:`MAX_NESTING`, an import path that is not ``MODULE:OBJECT`` of identifiers, an argument the
+            entry's ``check`` refuses (``search:SPEC[:N]`` whose SPEC is not a network's spec).
     """
     if not isinstance(spec, str):
         raise AgentSpecError(f"an agent spec is a string such as 'greedy' or 'pimc:64', got {type(spec).__name__} "
@@ -355,6 +359,8 @@ def parse_spec(spec: object, *, ladder_ok: bool = False) -> ParsedSpec:
         elif not arg.strip():
             what = "an agent spec" if entry.takes == "spec" else "an argument"
             raise AgentSpecError(f"{name} needs {what}: {entry.syntax}")
+        elif entry.takes == "text" and entry.check is not None:
+            entry.check(arg)
         nodes.append((text, name, entry, arg, budget))
         if entry.takes != "spec" or not sep:
             break
@@ -493,9 +499,20 @@ def _search(rules: RuleSet, arg: str, spec: str) -> Agent:
         raise AgentSpecError(str(exc)) from None
 
 
+def _check_search(arg: str) -> None:
+    """search:ARG's form: ``SPEC[:N]`` with a budget in range and SPEC a network's spec the registry takes."""
+    from agents.search import SearchSpecError, parse_search_arg
+
+    try:
+        spec, _ = parse_search_arg(arg)
+    except SearchSpecError as exc:
+        raise AgentSpecError(str(exc)) from None
+    parse_spec(spec)  # pretrained:, checkpoint: or policy: (which wraps no search): no deeper than one level
+
+
 register(Entry("search", _search, "determinised search guided by a trained network (SPEC: pretrained:NAME or "
                "checkpoint:PATH; N rollouts per decision, default 4000, the time of pimc; docs/search.md)",
-               takes="text", arg_required=True, arg_name="SPEC[:N]"))
+               takes="text", arg_required=True, arg_name="SPEC[:N]", check=_check_search))
 
 
 # --- your own agents: import paths ---------------------------------------------------------------------------------

@@ -221,3 +221,115 @@ def test_help_of_every_command_imports_neither_torch_nor_the_kernels(repo_root: 
                           check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "[]", proc.stdout[-2000:]
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str], *, quiet: bool = True) -> str:
+    """The one ``error:`` line, the last, a command refused for bad input printed; ``quiet``: it printed nothing
+    else (not: the trainer's notes, a first compile's notice, may come before it)."""
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert [line for line in err if line.startswith("error: ")] == err[-1:], err
+    assert not quiet or (captured.out == "" and len(err) == 1), (captured.out[-500:], err)
+    return err[-1]
+
+
+@pytest.mark.parametrize("command", ["train", "exit"])
+def test_a_preset_name_too_long_for_a_file_name_is_an_unknown_preset(command: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A breaker review: ``cassino train --preset <5,000 characters>`` ended in OSError (file name too long): the
+    preset's config file was looked up before the name was checked."""
+    pytest.importorskip("torch")
+    assert cli.main([command, "--preset", "x" * 5000]) == 2
+    err = one_error_line(capsys)
+    assert err.startswith("error: preset: unknown preset 'xxx") and "...xxx" in err and "(5002 characters)" in err
+    assert len(err) < 300, err
+
+
+#: A path no file can have: one name longer than any file system takes (looking it up is ENAMETOOLONG, an OSError).
+LONG_NAME = "y" * 300
+
+
+@pytest.mark.parametrize(("args", "torch"), [
+    (["train", "--config", LONG_NAME], True), (["train", "--resume", LONG_NAME], True),
+    (["train", "--run-dir", LONG_NAME], True), (["exit", "--config", LONG_NAME], True),
+    (["exit", "--resume", LONG_NAME], True), (["eval", "--agents", f"checkpoint:{LONG_NAME},random"], True),
+    (["play", "--opponent", f"checkpoint:{LONG_NAME}"], True), (["exploit", f"checkpoint:{LONG_NAME}"], True),
+    (["proxy", "--agents", "random", "--path", LONG_NAME], False), (["plot", LONG_NAME], False),
+], ids=["train-config", "train-resume", "train-run-dir", "exit-config", "exit-resume", "eval-checkpoint",
+        "play-checkpoint", "exploit-checkpoint", "proxy-path", "plot"])
+def test_a_path_too_long_to_look_up_is_no_file(args: list[str], torch: bool, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: Path.is_file()/exists() raise OSError for such a name; each command says the file is not
+    there (or cannot be made), in one line that quotes an excerpt of the name, and writes nothing."""
+    if torch:
+        pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(args) == 2
+    err = one_error_line(capsys, quiet=False)  # the trainer notes its rounded step count before it makes the folder
+    assert "(300 characters)" in err or "(302 characters)" in err, err
+    assert LONG_NAME not in err and len(err) < 600, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spec", ["search:ladder", "search:foo", "search:policy:random", "search:pretrained:classic:0"])
+def test_serve_refuses_a_search_spec_play_refuses_before_it_starts(spec: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A breaker review: ``cassino serve --allow-agent search:ladder`` started the server; play, eval and exploit
+    refuse the spec. Its argument is now read by the registry's check, which serve runs before listening."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    assert cli.main(["serve", "--port", "0", "--allow-agent", spec]) == 2
+    err = one_error_line(capsys)
+    assert err.startswith("error: allow-agent: ") and "Cassino is served" not in err, err
+    assert cli.main(["play", "--opponent", spec]) == 2
+    assert one_error_line(capsys).removeprefix("error: opponent: ") == err.removeprefix("error: allow-agent: ")
+
+
+@pytest.mark.parametrize(("args", "start"), [
+    (["play", "--opponent", "ladder"], "error: opponent: unknown agent 'ladder': "),
+    (["play", "--opponent", "pimc:0"], "error: opponent: pimc:N needs a positive number"),
+    (["eval", "--agents", "LADDER,random", "--deals", "2"], "error: agents: unknown agent 'LADDER'; "),
+    (["eval", "--agents", "random,search:ladder", "--deals", "2"], "error: agents: search:SPEC[:N]: "),
+    (["proxy", "--agents", "random,nobody"], "error: agents: unknown agent 'nobody'; "),
+])
+def test_an_agent_spec_error_names_its_option(args: list[str], start: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: ``cassino play --opponent ladder`` and ``cassino eval --agents LADDER,random`` printed the
+    registry's message without the option it came from (cassino exploit says ``agent:``, serve ``allow-agent:``)."""
+    if args[0] == "proxy":
+        from train.proxy import default_path
+
+        if not default_path().is_file():  # proxy reads its file before it builds the agents
+            pytest.skip("no default proxy file (python scripts/make_proxy.py)")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(args) == 2
+    assert one_error_line(capsys).startswith(start)
+
+
+@pytest.mark.parametrize("command", ["train", "exit"])
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--num-players", "0", "error: num_players: must be an integer >= 1, got 0"),
+    ("--preset", "", "error: preset: must be a non-empty string, got ''"),
+])
+def test_a_field_rule_names_its_field_as_the_rules_check_does(command: str, flag: str, value: str, said: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A breaker review: ``num_players must be an integer >= 1`` beside ``num_players: preset 'classic' allows ...``
+    for the same option; every field rule now says ``FIELD: must be ...``."""
+    pytest.importorskip("torch")
+    assert cli.main([command, flag, value]) == 2
+    assert one_error_line(capsys) == said
+
+
+def test_exploit_checks_its_options_before_it_prints(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: ``cassino exploit ladder`` printed "exploit: training a best response to ladder ..." and
+    then the error; a bad agent, or a bad option the trainer refuses, is now the only line."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["exploit", "ladder"]) == 2
+    assert one_error_line(capsys).startswith("error: agent: unknown agent 'ladder': ")
+    assert cli.main(["exploit", "random", "--threads", "0"]) == 2
+    assert one_error_line(capsys).startswith("error: threads: must be an integer from 1 to 1024")
+    assert list(tmp_path.iterdir()) == []

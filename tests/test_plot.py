@@ -98,6 +98,21 @@ def test_plot_names_a_missing_folder_a_file_and_a_folder_without_events(tmp_path
     assert not (tmp_path / "nonexistent").exists()
 
 
+def test_plot_names_an_odd_folder_argument_in_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A breaker review: ``cassino plot $'new\\nline'`` printed a two-line error, ``cassino plot ''`` named the
+    current folder (``.``), and a name too long to look up was an OSError's text of 5,000 characters."""
+    from train import cli
+
+    monkeypatch.chdir(tmp_path)
+    for arg, said in (("new\nline", "error: 'new\\nline': no such folder (a run folder of cassino train)"),
+                      ("", "error: run_dir: the folder argument is empty; name a run folder of cassino train"),
+                      ("x" * 5000, "xxx' (5002 characters): no such folder (a run folder of cassino train)")):
+        assert cli.main(["plot", arg]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and said in err and len(err) < 500, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def report_with_unplayed_pairs() -> dict:
     names = ["a", "b", "c"]
     return {"rules": "classic", "num_players": 2, "agents": names,

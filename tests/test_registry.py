@@ -213,6 +213,36 @@ def test_serve_checks_the_allowed_specs_before_it_starts(capsys) -> None:
         assert err.startswith("error: allow-agent: ") and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("spec", "said"), [
+    ("search:ladder", "SPEC is a trained network"), ("search:foo", "SPEC is a trained network"),
+    ("search:", "search needs an argument"), ("search:checkpoint:", "checkpoint needs an argument"),
+    ("search:policy:random", "policy:SPEC plays a trained network alone"),
+    ("search:pretrained:classic:0", "needs a budget 1..100000"), ("endgame:search:ladder", "SPEC is a trained network"),
+])
+def test_the_check_of_a_spec_reads_the_argument_of_search(spec: str, said: str, capsys) -> None:
+    """A breaker review: ``cassino serve --allow-agent search:ladder`` started the server (the check took any text
+    after search:); play, eval and exploit, which build the agent, refused it. The table's check of search's
+    argument refuses what building it would refuse for its form, reading no file."""
+    for check in (parse_spec, check_spec):
+        with pytest.raises(AgentSpecError, match=said):
+            check(spec)
+    with pytest.raises(AgentSpecError, match=said):
+        make_agent(spec, make_rules("classic"))
+    pytest.importorskip("starlette")
+    from train.serve import main
+
+    assert main(port=0, allow_agent=(spec,)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: allow-agent: ") and said in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_check_of_search_takes_every_network_spec() -> None:
+    for spec in ("search:pretrained:classic", "search:pretrained:classic:64", "search:checkpoint:runs/x.pt:8",
+                 "search:policy:pretrained:classic", "endgame:search:checkpoint:/nonexistent/x.pt"):
+        check_spec(spec)  # the form only: no file is read
+    assert parse_spec("search:pretrained:nosuch").arg == "pretrained:nosuch"  # a name is checked when it is built
+
+
 #: Hostile agent specs: each must be refused with an AgentSpecError (or, for a file that is no checkpoint, a
 #: CheckpointError), never another exception, a call of the named object or a hang.
 HOSTILE_SPECS = [

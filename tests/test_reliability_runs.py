@@ -476,7 +476,7 @@ def test_the_yaml_path_and_the_flag_path_give_the_same_errors() -> None:
 def test_an_opponent_list_is_a_list_and_ladder_still_works() -> None:
     """In Python a bare string was split into letters (r, a, n, d, o, m); the YAML path reads a bare word as a
     list of one, so ``eval_opponents: ladder`` keeps working."""
-    with pytest.raises(ConfigError, match="eval_opponents must be a list of names, got the string 'random'"):
+    with pytest.raises(ConfigError, match="eval_opponents: must be a list of names, got the string 'random'"):
         Args(eval_opponents="random")
     assert make_args({"eval_opponents": "ladder"}).eval_opponents == ("ladder",)
     assert make_args({"eval_opponents": "random"}).eval_opponents == ("random",)
@@ -670,7 +670,7 @@ def test_the_word_none_on_the_command_line_is_a_value_not_an_absent_flag(tmp_pat
     for flag in ("--seed", "--num-envs", "--reuse-run-dir"):
         assert cli.main(["train", "--config", str(TINY), flag, "None", "--run-dir", str(tmp_path / "r")]) == 2
         err = capsys.readouterr().err
-        assert err.count("error: ") == 1 and f"{flag[2:].replace('-', '_')} must be " in err and "'None'" in err
+        assert err.count("error: ") == 1 and f"{flag[2:].replace('-', '_')}: must be " in err and "'None'" in err
     assert not (tmp_path / "r").exists()
     # for an optional field it is None, given: it overrides the config file (eval_every: 3072 in the tiny config)
     opts = TrainOptions(config=TINY, eval_every="None")

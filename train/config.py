@@ -37,7 +37,8 @@ import tyro
 import yaml
 
 from agents.registry import LADDER, AgentSpecError, check_spec
-from cassino_env.rules import RuleSet, make_rules
+from cassino_env.errors import excerpt
+from cassino_env.rules import PRESETS, RuleSet, make_rules
 
 #: The folder of the YAML configs.
 CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -67,7 +68,7 @@ FieldRule = Callable[[str, Any], Any]
 
 
 def _refuse(name: str, want: str, value: Any) -> ConfigError:
-    return ConfigError(f"{name} must be {want}, got {value!r}", field=name)
+    return ConfigError(f"{name}: must be {want}, got {excerpt(value)}", field=name)
 
 
 def integer(lo: int | None = None, hi: int | None = None, want: str | None = None) -> FieldRule:
@@ -78,7 +79,7 @@ def integer(lo: int | None = None, hi: int | None = None, want: str | None = Non
     >>> integer(1)("num_envs", 0)
     Traceback (most recent call last):
     ...
-    train.config.ConfigError: num_envs must be an integer >= 1, got 0
+    train.config.ConfigError: num_envs: must be an integer >= 1, got 0
     """
     if want is None:
         want = ("an integer" + (f" >= {lo}" if lo is not None and hi is None else "")
@@ -108,7 +109,7 @@ def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = 
     def rule(name: str, value: Any) -> float:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             hint = " (YAML reads 1e-3 as a string: write 1.0e-3)" if isinstance(value, str) else ""
-            raise ConfigError(f"{name} must be {want}, got {value!r}{hint}", field=name)
+            raise ConfigError(f"{name}: must be {want}, got {excerpt(value)}{hint}", field=name)
         v = float(value)
         if not math.isfinite(v) or (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
             raise _refuse(name, want, value)
@@ -158,7 +159,7 @@ def names(check: Callable[[str, str], None] | None = None) -> FieldRule:
 
     def rule(name: str, value: Any) -> tuple[str, ...]:
         if isinstance(value, str):
-            raise ConfigError(f"{name} must be a list of names, got the string {value!r} (write [{value}])",
+            raise ConfigError(f"{name}: must be a list of names, got the string {value!r} (write [{value}])",
                               field=name)
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
             raise _refuse(name, "a list of non-empty strings", value)
@@ -227,7 +228,7 @@ def parse_flag(t: Any, name: str, raw: Any) -> Any:
     >>> parse_flag(int, "seed", "1.5")
     Traceback (most recent call last):
     ...
-    train.config.ConfigError: seed must be an integer, got '1.5'
+    train.config.ConfigError: seed: must be an integer, got '1.5'
     """
     inner, is_optional = _unwrap_optional(t)
     origin = typing.get_origin(inner)
@@ -253,7 +254,7 @@ def parse_flag(t: Any, name: str, raw: Any) -> Any:
             return float(raw)
     except (KeyError, ValueError):
         want = {bool: "True or False", int: "an integer", float: "a number"}[inner]
-        raise ConfigError(f"{name} must be {want}, got {raw!r}", field=name) from None
+        raise ConfigError(f"{name}: must be {want}, got {excerpt(raw)}", field=name) from None
     return raw
 
 
@@ -286,14 +287,29 @@ def find_config(path: str | Path) -> Path:
     ``configs/ppo_tiny.yaml`` all name :data:`CONFIGS_DIR` ``/ppo_tiny.yaml`` from any directory, as the default
     config is found. A path found nowhere is returned as given (reading it then fails, naming it)."""
     given = Path(path)
-    if given.exists() or given.is_absolute():
+    if _looked_at(given.exists) or given.is_absolute():
         return given
     name = given.name if given.suffix in (".yaml", ".yml") else given.name + ".yaml"
     if len(given.parts) == 1 or given.parent.as_posix() in ("configs", "./configs"):
         shipped = CONFIGS_DIR / name
-        if shipped.is_file():
+        if _looked_at(shipped.is_file):
             return shipped
     return given
+
+
+def _looked_at(check: Callable[[], bool]) -> bool:
+    """``check()`` (``path.exists``, ``path.is_file``, ``path.is_dir``), False for a path that cannot be looked at
+    (a name too long, no permission): not a file here; reading or creating it later says why."""
+    try:
+        return check()
+    except OSError:
+        return False
+
+
+def _shown(path: str | Path) -> str:
+    """A file name for an error message: as given, or an excerpt past 200 characters."""
+    text = str(path)
+    return text if len(text) <= 200 else excerpt(text, 200)
 
 
 def load_config(cls: type, path: str | Path) -> dict[str, Any]:
@@ -308,10 +324,11 @@ def load_config(cls: type, path: str | Path) -> dict[str, Any]:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader)
     except FileNotFoundError as exc:
         shipped = ", ".join(sorted(p.name for p in CONFIGS_DIR.glob("*.yaml")))
-        raise ConfigError(f"{path}: {exc.strerror or exc} (the shipped configs are in {CONFIGS_DIR}: {shipped}; "
-                          "a bare name such as ppo_tiny.yaml or configs/ppo_tiny.yaml is looked up there)") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"{_shown(path)}: {exc.strerror or exc} (the shipped configs are in {CONFIGS_DIR}: "
+                          f"{shipped}; a bare name such as ppo_tiny.yaml or configs/ppo_tiny.yaml is looked up "
+                          "there)") from None
+    except OSError as exc:  # a folder, no permission, a name too long
+        raise ConfigError(f"{_shown(path)}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except RecursionError:
@@ -362,8 +379,10 @@ def preset_config(preset: str | None) -> Path:
     >>> preset_config("cicera").name, preset_config(None).name, preset_config("nonesuch").name
     ('ppo_cicera.yaml', 'ppo_classic.yaml', 'ppo_classic.yaml')
     """
+    if not isinstance(preset, str) or preset not in PRESETS:  # checked by name first: no file is looked up
+        return DEFAULT_CONFIG  # for an unknown preset, which the rules check then names
     path = CONFIGS_DIR / f"ppo_{preset}.yaml"
-    return path if preset and path.is_file() else DEFAULT_CONFIG
+    return path if path.is_file() else DEFAULT_CONFIG
 
 
 # --- the command line -------------------------------------------------------------------------------------------------
@@ -529,7 +548,7 @@ class RunLock:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
-            raise ConfigError(f"run_dir {self.run_dir}: cannot create the run folder: {exc.strerror or exc}",
+            raise ConfigError(f"run_dir {_shown(self.run_dir)}: cannot create the run folder: {exc.strerror or exc}",
                               field="run_dir") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -560,9 +579,9 @@ def check_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> None:
         ConfigError: naming ``run_dir``, saying how to go on.
     """
     run_dir = Path(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
+    if _looked_at(run_dir.exists) and not run_dir.is_dir():
         raise ConfigError(f"run_dir {run_dir} exists and is not a folder", field="run_dir")
-    if resuming or reuse or not run_dir.is_dir():
+    if resuming or reuse or not _looked_at(run_dir.is_dir):  # one that cannot be looked at: creating it says why
         return
     held = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_NAME)
     if held:

@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import Agent
-from agents.registry import LADDER, expand_specs
+from agents.registry import LADDER, AgentSpecError, expand_specs
 from cassino_env.errors import excerpt
 from cassino_env.rules import RuleSet
 from cassino_env.session import check_session_wins
@@ -547,9 +547,12 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         rules = make_rules(preset, num_players, **({} if target is None else {"target": target}))
         with RecordWriter(save_games) if save_games is not None else contextlib.nullcontext() as writer:
             recorder = None if writer is None else GameRecorder(writer.write)
-            report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
-                              progress=not no_progress and not json, session_wins=session_wins, recorder=recorder,
-                              ray_address=ray, boards_per_task=boards_per_task)
+            try:
+                report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
+                                  progress=not no_progress and not json, session_wins=session_wins,
+                                  recorder=recorder, ray_address=ray, boards_per_task=boards_per_task)
+            except AgentSpecError as exc:  # named as the option it came from (an UnknownAgentError stays one)
+                raise type(exc)(f"agents: {exc}") from None
     if failed.code:
         return failed.code
     if out_dir is None:

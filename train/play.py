@@ -247,7 +247,7 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
         raise ValueError(f"deals: expected an integer >= 0 (0: play the match to its end), got {deals!r}")
 
     from agents.base import one_move
-    from agents.registry import make_agent
+    from agents.registry import AgentSpecError, make_agent
     from cassino_env.vector import CassinoVectorEnv, resolve_rules
 
     inp = sys.stdin if inp is None else inp
@@ -255,7 +255,10 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
     rules = resolve_rules(rules, num_players)
     if not 0 <= seat < rules.num_players:
         raise ValueError(f"seat must be 0..{rules.num_players - 1}, got {seat}")
-    agent = make_agent(opponent, rules)
+    try:
+        agent = make_agent(opponent, rules)
+    except AgentSpecError as exc:  # named as the option it came from (an UnknownAgentError stays one)
+        raise type(exc)(f"opponent: {exc}") from None
     env = CassinoVectorEnv(1, rules, seed=seed, episode="match", reward="win", with_view=True)
     obs, _ = env.reset()
     rng = np.random.default_rng(seed)

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import numpy as np
 import tyro
 
+from cassino_env.errors import excerpt
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -98,14 +100,19 @@ def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir = Path(run_dir)
-    if not run_dir.exists():
-        raise FileNotFoundError(f"{run_dir}: no such folder (a run folder of cassino train)")
+    shown = _shown(run_dir)
+    try:
+        found = run_dir.exists()
+    except OSError:  # a name too long: no such folder
+        found = False
+    if not found:
+        raise FileNotFoundError(f"{shown}: no such folder (a run folder of cassino train)")
     if not run_dir.is_dir():
-        raise NotADirectoryError(f"{run_dir}: not a folder (a run folder of cassino train holds "
+        raise NotADirectoryError(f"{shown}: not a folder (a run folder of cassino train holds "
                                  "events.out.tfevents.* files)")
     files = sorted(run_dir.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime)
     if not files:
-        raise FileNotFoundError(f"{run_dir}: no TensorBoard event files (events.out.tfevents.*) in this folder")
+        raise FileNotFoundError(f"{shown}: no TensorBoard event files (events.out.tfevents.*) in this folder")
     merged: dict[str, dict[int, float]] = {}
     for f in files:
         acc = EventAccumulator(str(f), size_guidance={"scalars": 0})
@@ -119,6 +126,13 @@ def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]
         steps = np.array(sorted(series), dtype=np.int64)
         out[tag] = (steps, np.array([series[s] for s in steps], dtype=np.float64))
     return out
+
+
+def _shown(path: Path) -> str:
+    """A folder name for a one-line error message: as given, or quoted with its line breaks and other unprintable
+    characters escaped (``repr``), cut in the middle past 200 characters."""
+    text = str(path)
+    return text if text.isprintable() and len(text) <= 200 else excerpt(text, 200)
 
 
 def _run_config(run_dir: Path) -> dict[str, Any]:
@@ -237,7 +251,7 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
     return out
 
 
-def main(run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")],
+def main(run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")],
          out: Path | None = None) -> int:
     """Draw a training run's learning curves (win rate vs each bot, losses, SPS) from its TensorBoard files to a PNG.
 
@@ -245,8 +259,11 @@ def main(run_dir: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="R
         run_dir: the run folder written by cassino train (it holds events.out.tfevents.* files).
         out: the PNG to write (default RUN_DIR/learning_curves.png).
     """
-    from train.errors import bad_input
+    from train.errors import bad_input, error
 
+    if not str(run_dir):  # read as text: a Path of '' would be '.', the current folder
+        return error("run_dir: the folder argument is empty; name a run folder of cassino train (it holds "
+                     "events.out.tfevents.* files)")
     with bad_input(OSError) as failed:  # no folder or no event files (FileNotFoundError), an unwritable output
         path = plot_run(run_dir, out)
     if failed.code:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import slice_obs
+from cassino_env.errors import excerpt
 from cassino_env.rules import RuleSet, make_rules
 
 #: Format tag and version of a proxy file.
@@ -333,8 +334,14 @@ def load(path: str | Path) -> Proxy:
     import ast
 
     path = Path(path)
-    if not path.is_file():
-        raise ProxyError(f"{path}: no proxy file (build one with: python scripts/make_proxy.py --path {path})")
+    try:
+        found = path.is_file()
+    except OSError:  # a name too long, no permission: no proxy file there
+        found = False
+    if not found:
+        shown = str(path) if len(str(path)) <= 200 else excerpt(str(path), 200)
+        raise ProxyError(f"{shown}: no proxy file (build one with: python scripts/make_proxy.py --path "
+                         f"{path if shown == str(path) else 'PATH'})")
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
@@ -406,7 +413,7 @@ def main(agents: str, path: Path | None = None, preset: str = "classic", num_pla
     """
     import json as _json
 
-    from agents.registry import make_agent
+    from agents.registry import AgentSpecError, make_agent
     from train.errors import bad_input
 
     with bad_input() as failed:
@@ -416,7 +423,10 @@ def main(agents: str, path: Path | None = None, preset: str = "classic", num_pla
         specs = [s.strip() for s in agents.split(",") if s.strip()]
         if not specs:
             raise ProxyError("--agents: give at least one agent spec")
-        built = [make_agent(s, proxy.rules) for s in specs]
+        try:
+            built = [make_agent(s, proxy.rules) for s in specs]
+        except AgentSpecError as exc:  # named as the option it came from (an UnknownAgentError stays one)
+            raise type(exc)(f"agents: {exc}") from None
     if failed.code:
         return failed.code
     rows = []
