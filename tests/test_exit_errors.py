@@ -231,3 +231,19 @@ def test_the_command_line_cap_is_the_apis() -> None:
         tiny_args(last_round_head=MAX_LAST_ROUND_WIDTH + 1)
     assert info.value.field == "last_round_head"
     assert tiny_args(last_round_head=MAX_LAST_ROUND_WIDTH).last_round_head == MAX_LAST_ROUND_WIDTH
+
+
+def test_a_bad_extra_labels_name_or_proxy_file_names_its_field(tmp_path: Path) -> None:
+    """A name too long to look up is no label file (not an OSError), and a proxy file that is not one is a
+    ConfigError naming ``proxy``, before the run folder is made."""
+    with pytest.raises(ConfigError) as info:
+        load_label_paths(["x" * 5000])
+    assert info.value.field == "extra_labels" and len(str(info.value)) < 400
+    bad = tmp_path / "proxy.npz"
+    bad.write_bytes(b"not a proxy")
+    run = tmp_path / "run"
+    for proxy in (str(bad), str(tmp_path / "missing.npz")):
+        with pytest.raises(ConfigError) as info:
+            train(tiny_args(run_dir=str(run), proxy=proxy))
+        assert info.value.field == "proxy"
+        assert not run.exists()

@@ -450,10 +450,11 @@ def load_label_paths(paths: typing.Iterable[str], shape: Any = None) -> list[Lab
     """
     out = []
     for p in map(Path, paths):
-        files = sorted(p.glob("iter_*.npz")) if p.is_dir() else [p] if p.is_file() else []
+        files = (sorted(p.glob("iter_*.npz")) if config._looked_at(p.is_dir)
+                 else [p] if config._looked_at(p.is_file) else [])
         if not files:
-            raise ConfigError(f"extra_labels: {p} is neither a label file nor a folder of iter_*.npz files",
-                              field="extra_labels")
+            raise ConfigError(f"extra_labels: {config._shown(p)} is neither a label file nor a folder of iter_*.npz "
+                              "files", field="extra_labels")
         out.extend(Labels.load(f, shape, "extra_labels") for f in files)
     return out
 
@@ -1125,7 +1126,10 @@ def _proxy(args: ExitArgs, rules: RuleSet) -> Any:
     path = proxy_mod.default_path(rules.preset, rules.num_players) if args.proxy == "auto" else Path(args.proxy)
     if args.proxy == "auto" and not path.is_file():
         return None
-    return proxy_mod.load(path)
+    try:
+        return proxy_mod.load(path)
+    except proxy_mod.ProxyError as exc:
+        raise ConfigError(f"proxy: {exc}", field="proxy") from None
 
 
 def _check_train_state(tr: dict[str, Any], path: str, optimizer_state: Any, policy: Any, params: list[Any],
