@@ -5,7 +5,7 @@ through the scoring (docs/rules.md 5): ``standard`` and ``bga`` scoring name spa
 (10♦) and treat clubs and hearts alike, so swapping clubs and hearts maps every position to one with the same moves
 (relabelled), the same outcomes and so the same move values. ``cicera`` scoring also names J♥ (5.3), so it has no
 such symmetry. A learner can train on each labelled decision twice, as played and with the two suits swapped
-(``cassino exit --augment-suits``, :func:`train.exit.mirror_labels`).
+(``cassino exit --augment-suits True``, :func:`train.exit.mirror_labels`).
 
 >>> from cassino_env.rules import make_rules
 >>> [card_text(int(c)) for c in suit_permutations(make_rules("classic"))[0][[0, 22, 26, 40]]]
@@ -38,8 +38,33 @@ class SymmetryError(CassinoError):
     """A suit relabelling asked of something it cannot be applied to (a block of unknown layout)."""
 
 
+def _suit(x: object, name: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or not 0 <= int(x) < 4:
+        raise SymmetryError(f"{name}: expected a suit 0..3 (clubs, diamonds, hearts, spades), got {x!r:.40}")
+    return int(x)
+
+
+def check_permutation(perm: object) -> np.ndarray:
+    """int64[52]: ``perm`` checked to be a permutation of the 52 card ids (an integer array holding each id once).
+
+    Raises:
+        SymmetryError: anything else (another length or dtype, an id twice or out of 0..51).
+    """
+    arr = np.asarray(perm)
+    ok = arr.shape == (NUM_CARDS,) and arr.dtype.kind in "iu"
+    if not ok or not np.array_equal(np.sort(arr), np.arange(NUM_CARDS)):
+        raise SymmetryError(f"perm: expected a permutation of the card ids 0..51 (an integer array of 52), got "
+                            f"{arr.dtype} {arr.shape}" + ("" if arr.shape != (NUM_CARDS,) else " that is not one"))
+    return arr.astype(np.int64)
+
+
 def swap_suits(a: int, b: int) -> np.ndarray:
-    """int64[52]: the card permutation ``perm[c]`` that swaps suits ``a`` and ``b`` (0..3), rank for rank."""
+    """int64[52]: the card permutation ``perm[c]`` that swaps suits ``a`` and ``b`` (0..3), rank for rank.
+
+    Raises:
+        SymmetryError: a suit outside 0..3.
+    """
+    a, b = _suit(a, "a"), _suit(b, "b")
     perm = np.arange(NUM_CARDS, dtype=np.int64)
     perm[13 * a:13 * a + 13], perm[13 * b:13 * b + 13] = np.arange(13 * b, 13 * b + 13), np.arange(13 * a, 13 * a + 13)
     return perm
@@ -58,9 +83,18 @@ def suit_permutations(rules: RuleSet) -> list[np.ndarray]:
 
 
 def permute_card_sets(cards: np.ndarray, perm: np.ndarray) -> np.ndarray:
-    """Card-set bitmasks (bit ``c`` for card id ``c``; any integer dtype of 64 bits) with each card ``c`` moved to
-    ``perm[c]``; same shape and dtype."""
+    """Card-set bitmasks (bit ``c`` for card id ``c``; int64 or uint64) with each card ``c`` moved to ``perm[c]``;
+    same shape and dtype.
+
+    Raises:
+        SymmetryError: another dtype, a bit above 51 set, or ``perm`` not a permutation.
+    """
+    perm = check_permutation(perm)
     arr = np.asarray(cards)
+    if arr.dtype not in (np.dtype(np.int64), np.dtype(np.uint64)):
+        raise SymmetryError(f"cards: expected int64 or uint64 card-set bitmasks, got {arr.dtype}")
+    if (arr.view(np.uint64) >> np.uint64(NUM_CARDS)).any():
+        raise SymmetryError("cards: a bit above 51 is set (card ids are 0..51)")
     bits = arr.view(np.uint64)
     out = np.zeros_like(bits)
     one = np.uint64(1)
@@ -71,8 +105,17 @@ def permute_card_sets(cards: np.ndarray, perm: np.ndarray) -> np.ndarray:
 
 def permute_card_ids(card: np.ndarray, perm: np.ndarray) -> np.ndarray:
     """Card ids with each ``c >= 0`` replaced by ``perm[c]`` (negative entries, "no card", kept); same shape and
-    dtype."""
+    dtype.
+
+    Raises:
+        SymmetryError: a non-integer dtype, an id above 51, or ``perm`` not a permutation.
+    """
+    perm = check_permutation(perm)
     arr = np.asarray(card)
+    if arr.dtype.kind not in "iu":
+        raise SymmetryError(f"card: expected integer card ids, got {arr.dtype}")
+    if (arr >= NUM_CARDS).any():
+        raise SymmetryError(f"card: card ids are 0..51 (negative: no card), got {int(arr.max())}")
     ok = arr >= 0
     out = arr.copy()
     out[ok] = perm[arr[ok].astype(np.int64)]
@@ -81,7 +124,17 @@ def permute_card_ids(card: np.ndarray, perm: np.ndarray) -> np.ndarray:
 
 def permute_card_blocks(x: np.ndarray, perm: np.ndarray, blocks: int) -> np.ndarray:
     """``x``: [..., 52 * blocks] card-by-card rows (as :func:`agents.features.critic_state`'s); each block's entry
-    for card ``c`` moved to ``perm[c]``."""
+    for card ``c`` moved to ``perm[c]``.
+
+    Raises:
+        SymmetryError: ``blocks`` < 1, a last axis other than ``52 * blocks``, or ``perm`` not a permutation.
+    """
+    perm = check_permutation(perm)
+    x = np.asarray(x)
+    if isinstance(blocks, bool) or not isinstance(blocks, int | np.integer) or blocks < 1:
+        raise SymmetryError(f"blocks: expected an integer >= 1, got {blocks!r:.40}")
+    if x.ndim < 1 or x.shape[-1] != NUM_CARDS * blocks:
+        raise SymmetryError(f"x: expected a last axis of 52 * {blocks} = {NUM_CARDS * blocks}, got shape {x.shape}")
     out = np.array(x, copy=True)
     for k in range(blocks):
         out[..., 52 * k + perm] = x[..., 52 * k:52 * k + 52]
@@ -94,10 +147,21 @@ def permute_observation(obs: np.ndarray, perm: np.ndarray, num_players: int, num
     ``c`` relabelled ``perm[c]``.
 
     Raises:
-        SymmetryError: a block outside the kernel's (``register_block``): its layout by card is unknown.
+        SymmetryError: a block outside the kernel's (``register_block``): its layout by card is unknown; an
+            observation whose last axis is not the layout's length D; bad counts; ``perm`` not a permutation.
         ObsBlocksError: a bad block list.
     """
+    perm = check_permutation(perm)
+    for name, n in (("num_players", num_players), ("num_sides", num_sides)):
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise SymmetryError(f"{name}: expected an integer >= 1, got {n!r:.40}")
+    if num_sides > num_players or num_players % num_sides:
+        raise SymmetryError(f"num_sides: {num_sides} sides do not split {num_players} seats evenly")
     lay = layout_of(num_players, num_sides, blocks)
+    obs = np.asarray(obs)
+    if obs.ndim < 1 or obs.shape[-1] != lay.size:
+        raise SymmetryError(f"obs: expected a last axis of {lay.size} (the layout for {num_players} seats, "
+                            f"{num_sides} sides), got shape {obs.shape}")
     out = np.array(obs, copy=True)
     for name, (start, length) in lay.starts.items():
         if name in CARD_BLOCKS:

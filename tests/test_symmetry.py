@@ -119,3 +119,24 @@ def test_a_registered_block_is_refused() -> None:
                                                                                            "test_sym_extra"])
     finally:
         unregister_block("test_sym_extra")
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda p: swap_suits(0, 4), "b"),
+    (lambda p: swap_suits(0, 1.5), "b"),
+    (lambda p: permute_card_ids(np.array([3]), np.zeros(52, np.int64)), "perm"),
+    (lambda p: permute_card_ids(np.array([3]), np.arange(51)), "perm"),
+    (lambda p: permute_card_ids(np.array([26.7]), p), "card"),
+    (lambda p: permute_card_ids(np.array([52]), p), "card"),
+    (lambda p: permute_card_sets(np.array([1.0]), p), "cards"),
+    (lambda p: permute_card_sets(np.array([1 << 55], np.int64), p), "cards"),
+    (lambda p: permute_card_blocks(np.zeros((2, 104)), p, 0), "blocks"),
+    (lambda p: permute_card_blocks(np.zeros((2, 100)), p, 2), "x"),
+    (lambda p: permute_observation(np.zeros((3, 536), np.float32), p, 2, 2), "obs"),
+    (lambda p: permute_observation(np.zeros((3, 546), np.float32), p, 0, 2), "num_players"),
+    (lambda p: permute_observation(np.zeros((3, 546), np.float32), p, 2, 3), "num_sides"),
+])
+def test_bad_input_is_a_symmetry_error_naming_the_argument(call, field: str) -> None:
+    with pytest.raises(SymmetryError, match=f"^{field}:"):
+        call(swap_suits(0, 2))
+    assert issubclass(SymmetryError, ValueError)

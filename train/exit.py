@@ -513,7 +513,10 @@ def augmented(data: Labels, rules: RuleSet) -> Labels:
     from cassino_env.symmetry import suit_permutations
 
     perms = suit_permutations(rules)
-    return join_labels([data, *(mirror_labels(data, p, rules.num_players, rules.num_sides) for p in perms)])
+    copies = [mirror_labels(data, p, rules.num_players, rules.num_sides) for p in perms]
+    for c in copies:
+        c.points = {}  # the games' margins against each bot are counted once, with the labels as played
+    return join_labels([data, *copies])
 
 
 def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: str, temperature: float) -> np.ndarray:
@@ -1260,6 +1263,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     # every label file is read and checked against the network before the run folder is touched
     replay = [Labels.load(f, policy.shape, "resume") for f in window]
     extra = load_label_paths(args.extra_labels, policy.shape)
+    if args.augment_suits:  # each label mirrored once, kept beside it for every update that replays it
+        replay, extra = [augmented(x, rules) for x in replay], [augmented(x, rules) for x in extra]
     if ckpt is not None:
         _set_rng_state(rng, tr["numpy_rng"])
         torch.set_rng_state(tr["torch_rng"])
@@ -1310,7 +1315,9 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     if ckpt is None:
         print(f"iteration 0 | {run_eval()}", flush=True)
     if extra:
-        print(f"{sum(len(x) for x in extra):,} extra labels from {len(extra)} files join every update", flush=True)
+        mirrored = " (with their mirror: augment_suits)" if args.augment_suits else ""
+        print(f"{sum(len(x) for x in extra):,} extra labels{mirrored} from {len(extra)} files join every update",
+              flush=True)
     stop = "iterations reached"
     while iteration < args.iterations:
         iteration += 1
@@ -1323,10 +1330,9 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         global_step += args.num_envs * args.deals_per_iteration * deal_len
         labels_total += len(labels)
         before = label_stats(policy, labels, args.reward_scale)  # the network that played, on its own decisions
-        replay = [*replay, labels][-args.replay_iterations:]
+        replay = [*replay, augmented(labels, rules) if args.augment_suits else labels][-args.replay_iterations:]
         t1 = time.time()
-        data = join_labels([*extra, *replay])
-        losses = update(policy, optimizer, augmented(data, rules) if args.augment_suits else data, args, rng)
+        losses = update(policy, optimizer, join_labels([*extra, *replay]), args, rng)
         t_update = time.time() - t1
         writer.add_scalar("exit/labels", len(labels), global_step)
         writer.add_scalar("exit/labels_total", labels_total, global_step)
