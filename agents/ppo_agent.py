@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from cassino_env.errors import excerpt
+from cassino_env.errors import excerpt, shown_name
 from cassino_env.obs import DEFAULT_BLOCKS, ObsBlocksError, check_blocks, encode_view, obs_size
 from cassino_env.rules import RuleSet, make_rules
 from cassino_env.version import ENV_NAME
@@ -203,15 +203,15 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
             version, preset, player count or rule switch).
     """
     path = Path(path)
+    shown = shown_name(path)  # one line: quoted when unprintable, cut past 200 characters
     try:
         is_dir, is_file = path.is_dir(), path.is_file()
     except OSError as exc:  # a name too long, no permission: not a file that can be read
-        shown = str(path) if len(str(path)) <= 200 else excerpt(str(path), 200)
         raise CheckpointError(f"{shown}: no such checkpoint file ({exc.strerror or exc})") from None
     if is_dir:
-        raise CheckpointError(f"{path}: a folder, not a checkpoint file (a run folder keeps them in checkpoints/)")
+        raise CheckpointError(f"{shown}: a folder, not a checkpoint file (a run folder keeps them in checkpoints/)")
     if not is_file:
-        raise CheckpointError(f"{path}: no such checkpoint file")
+        raise CheckpointError(f"{shown}: no such checkpoint file")
     try:  # torch.save writes a zip archive; anything else, or a member whose CRC fails, is corrupt or truncated
         with zipfile.ZipFile(path) as archive:
             _check_declared_sizes(archive, path)  # before anything is unpacked

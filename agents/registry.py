@@ -445,10 +445,15 @@ def _checkpoint(rules: RuleSet, path: str, spec: str) -> Agent:  # noqa: ARG001 
     return load_checkpoint_agent(path, rules)
 
 
-def _pretrained(rules: RuleSet, name: str, spec: str) -> Agent:
+def _check_pretrained(name: str) -> None:
+    """pretrained:NAME's name: one of the shipped checkpoints (:func:`pretrained_names`; no file is read)."""
     names = pretrained_names()
     if name not in names:
         raise AgentSpecError(f"unknown pretrained agent {excerpt(name)}; shipped: {', '.join(names) or 'none'}")
+
+
+def _pretrained(rules: RuleSet, name: str, spec: str) -> Agent:
+    _check_pretrained(name)
     agent = _checkpoint(rules, str(PRETRAINED_DIR / f"{name}.pt"), spec)
     agent.name = spec
     return agent
@@ -484,7 +489,8 @@ register(Entry("ismcts", _pimc, "the pimc agent under its first name", takes="in
 register(Entry("checkpoint", _checkpoint, "a trained policy from a checkpoint file of cassino train (torch), with "
                "the exact last round of a two-seat deal", takes="text", arg_required=True, arg_name="PATH"))
 register(Entry("pretrained", _pretrained, "a checkpoint shipped with the package, agents/pretrained/NAME.pt "
-               "(classic, classic-4p, ...), as checkpoint:", takes="text", arg_required=True, arg_name="NAME"))
+               "(classic, classic-4p, ...), as checkpoint:", takes="text", arg_required=True, arg_name="NAME",
+               check=_check_pretrained))
 register(Entry("policy", _policy, "the network alone of SPEC (checkpoint:PATH or pretrained:NAME): every move from "
                "the policy, the last round too", takes="spec", arg_required=True, inner=("checkpoint", "pretrained")))
 register(Entry("endgame", _endgame, "any agent with the exact last round of a two-seat deal (endgame:advanced)",

@@ -88,3 +88,17 @@ def excerpt(value: Any, limit: int = 80) -> str:
         return text
     half = (limit - 3) // 2
     return f"{text[:half]}...{text[-half:]} ({len(text)} characters)"
+
+
+def shown_name(value: Any, limit: int = 200) -> str:
+    """A file or host name for a one-line error message: as given when it is printable, has no leading or trailing
+    spaces and is at most ``limit`` characters; else quoted (``repr``: line breaks and other unprintable characters
+    escaped) and, past ``limit``, cut in the middle (:func:`excerpt`).
+
+    >>> shown_name("runs/x"), shown_name("a\\nb"), shown_name(" lead")
+    ('runs/x', "'a\\\\nb'", "' lead'")
+    """
+    text = str(value)
+    if text and text.isprintable() and text == text.strip() and len(text) <= limit:
+        return text
+    return excerpt(text, limit)

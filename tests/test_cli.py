@@ -333,3 +333,81 @@ def test_exploit_checks_its_options_before_it_prints(capsys: pytest.CaptureFixtu
     assert cli.main(["exploit", "random", "--threads", "0"]) == 2
     assert one_error_line(capsys).startswith("error: threads: must be an integer from 1 to 1024")
     assert list(tmp_path.iterdir()) == []
+
+
+#: A name with a line break (and so with no printable one-line form as given).
+NEWLINE_NAME = "a\nb"
+
+
+@pytest.mark.parametrize(("args", "start", "torch"), [
+    (["train", "--resume", NEWLINE_NAME], "error: resume: 'a\\nb': no such checkpoint file", True),
+    (["exit", "--resume", NEWLINE_NAME], "error: resume: 'a\\nb': no such checkpoint file", True),
+    (["train", "--config", NEWLINE_NAME], "error: 'a\\nb': No such file or directory", True),
+    (["exit", "--config", NEWLINE_NAME], "error: 'a\\nb': No such file or directory", True),
+    (["play", "--opponent", f"checkpoint:{NEWLINE_NAME}"], "error: opponent: 'a\\nb': no such checkpoint file", True),
+    (["eval", "--agents", f"random,checkpoint:{NEWLINE_NAME}"], "error: agents: 'a\\nb': no such checkpoint", True),
+    (["exploit", f"checkpoint:{NEWLINE_NAME}"], "error: agent: 'a\\nb': no such checkpoint file", True),
+    (["play", "--opponent", "checkpoint:/nonexist.pt"], "error: opponent: /nonexist.pt: no such checkpoint", True),
+    (["eval", "--agents", "random,checkpoint:/nonexist.pt"], "error: agents: /nonexist.pt: no such checkpoint",
+     True),
+    (["train", "--resume", "\u00fcn\u00ef"], "error: resume: \u00fcn\u00ef: no such checkpoint file", True),
+    (["serve", "--port", "0", "--host", NEWLINE_NAME], "error: host: expected an address to listen on, got 'a\\nb'",
+     False),
+], ids=["train-resume", "exit-resume", "train-config", "exit-config", "play-checkpoint", "eval-checkpoint",
+        "exploit-checkpoint", "play-missing", "eval-missing", "train-resume-missing", "serve-host"])
+def test_an_odd_name_is_quoted_in_one_line_naming_its_option(args: list[str], start: str, torch: bool,
+                                                             tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: a line break in a path split the error over two lines, and a missing ``checkpoint:PATH``
+    did not name its option; the name is now quoted (repr-style) and the option named, in one line."""
+    if torch:
+        pytest.importorskip("torch")
+    else:
+        pytest.importorskip("uvicorn")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(args) == 2
+    assert one_error_line(capsys, quiet=False).startswith(start)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spec", ["pretrained:nosuch", "search:pretrained:nosuch", "policy:pretrained:nosuch"])
+def test_serve_refuses_an_unknown_pretrained_name_before_it_starts(spec: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A breaker review: ``cassino serve --allow-agent pretrained:nosuch`` started serving; the registry's check
+    now knows the shipped names (no file is read)."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    assert cli.main(["serve", "--port", "0", "--allow-agent", spec]) == 2
+    assert one_error_line(capsys).startswith("error: allow-agent: unknown pretrained agent 'nosuch'; shipped: ")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["play", "--preset", "bad"], "error: preset: unknown preset 'bad'; known presets: "),
+    (["proxy", "--preset", "bad", "--agents", "random"], "error: preset: unknown preset 'bad'; known presets: "),
+    (["eval", "--preset", "bad", "--agents", "random,greedy"], "error: preset: unknown preset 'bad'; known presets: "),
+    (["play", "--num-players", "7"], "error: num_players: preset 'classic' allows num_players 2, 3, 4, not 7"),
+    (["eval", "--agents", "random,greedy", "--deals", "0"], "error: deals: must be an integer from 1 to 10,000,000, "
+     "got 0"),
+    (["eval", "--agents", "random,greedy", "--deals", "9" * 40], "error: deals: must be an integer from 1 to "
+     "10,000,000, got 9999"),
+    (["eval", "--agents", ""], "error: agents: evaluation needs at least two agents, got 0"),
+    (["eval", "--agents", "random"], "error: agents: evaluation needs at least two agents, got 1"),
+], ids=["play-preset", "proxy-preset", "eval-preset", "play-num-players", "eval-deals-0", "eval-deals-40-digits",
+        "eval-no-agents", "eval-one-agent"])
+def test_a_bad_option_of_play_eval_proxy_names_its_field(args: list[str], said: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: ``cassino play --preset bad`` and ``cassino eval --deals 0`` did not name their option, and
+    ``cassino eval --deals <40 digits>`` ran on without end; each is now one line naming the field."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(args) == 2
+    assert one_error_line(capsys).startswith(said)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_num_steps_not_a_multiple_of_the_deal_names_its_field(capsys: pytest.CaptureFixture[str]) -> None:
+    """A breaker review: ``num_steps=100 must be ...``; the field rules say ``FIELD: must be ...``."""
+    pytest.importorskip("torch")
+    assert cli.main(["train", "--num-steps", "100"]) == 2
+    assert one_error_line(capsys) == ("error: num_steps: must be a multiple of the deal length 48 (rollouts hold "
+                                      "whole deals), got 100")

@@ -240,7 +240,8 @@ def test_the_check_of_search_takes_every_network_spec() -> None:
     for spec in ("search:pretrained:classic", "search:pretrained:classic:64", "search:checkpoint:runs/x.pt:8",
                  "search:policy:pretrained:classic", "endgame:search:checkpoint:/nonexistent/x.pt"):
         check_spec(spec)  # the form only: no file is read
-    assert parse_spec("search:pretrained:nosuch").arg == "pretrained:nosuch"  # a name is checked when it is built
+    with pytest.raises(AgentSpecError, match="unknown pretrained agent 'nosuch'"):  # the shipped names are known
+        parse_spec("search:pretrained:nosuch")
 
 
 #: Hostile agent specs: each must be refused with an AgentSpecError (or, for a file that is no checkpoint, a
@@ -270,3 +271,15 @@ def test_hostile_agent_specs_are_refused_with_the_documented_error(spec, monkeyp
         make_agent(spec, make_rules("classic"))
     assert len(str(caught.value)) < 1200 and calls == []
     assert time.perf_counter() - start < 5.0
+
+
+def test_the_spec_check_knows_the_shipped_pretrained_names() -> None:
+    """A breaker review: ``check_spec('pretrained:nosuch')`` passed (serve started with it); the check now refuses a
+    name that is not shipped, without reading a file."""
+    from agents.registry import AgentSpecError, check_spec, pretrained_names
+
+    for spec in ("pretrained:nosuch", "search:pretrained:nosuch:8", "policy:pretrained:nosuch"):
+        with pytest.raises(AgentSpecError, match="unknown pretrained agent 'nosuch'"):
+            check_spec(spec)
+    for name in pretrained_names():
+        check_spec(f"pretrained:{name}")

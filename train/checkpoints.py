@@ -32,10 +32,15 @@ def read_training_checkpoint(path: str | Path) -> dict[str, Any]:
         agents.ppo_agent.CheckpointError: an unreadable file, or an evaluation-only checkpoint (no training state).
     """
     from agents.ppo_agent import CheckpointError, read_checkpoint
+    from cassino_env.errors import shown_name
 
-    ckpt = read_checkpoint(path)
+    try:
+        ckpt = read_checkpoint(path)
+    except CheckpointError as exc:  # named as the option it came from
+        raise CheckpointError(f"resume: {exc}") from None
     if not isinstance(ckpt.get("train"), dict) or ckpt.get("optimizer") is None:
-        raise CheckpointError(f"{path}: an evaluation-only checkpoint; --resume needs a training checkpoint")
+        raise CheckpointError(f"resume: {shown_name(path)}: an evaluation-only checkpoint; --resume needs a training "
+                              "checkpoint")
     return ckpt
 
 

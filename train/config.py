@@ -37,7 +37,7 @@ import tyro
 import yaml
 
 from agents.registry import LADDER, AgentSpecError, check_spec
-from cassino_env.errors import excerpt
+from cassino_env.errors import excerpt, shown_name
 from cassino_env.rules import PRESETS, RuleSet, make_rules
 
 #: The folder of the YAML configs.
@@ -129,8 +129,16 @@ def boolean() -> FieldRule:
     return rule
 
 
+#: The longest text a ``no_slash`` field (a name inside a folder name: ``exp_name``) takes, in characters: the
+#: run folder's name adds the preset, the seed and the time, and a file system takes names of 255 bytes.
+MAX_NAME_CHARS = 200
+#: The longest name of one folder or file a file system takes, in bytes (NAME_MAX of ext4, APFS, NTFS).
+NAME_MAX_BYTES = 255
+
+
 def text(choices: tuple[str, ...] | None = None, *, no_slash: bool = False) -> FieldRule:
-    """A rule: a non-empty string, one of ``choices`` when given; ``no_slash``: also no ``/`` (it names a folder)."""
+    """A rule: a non-empty string, one of ``choices`` when given; ``no_slash``: also no ``/`` and at most
+    :data:`MAX_NAME_CHARS` characters (it names a folder)."""
     want = f"one of {', '.join(choices)}" if choices else "a non-empty string" + (" without /" if no_slash else "")
 
     def rule(name: str, value: Any) -> str:
@@ -138,6 +146,8 @@ def text(choices: tuple[str, ...] | None = None, *, no_slash: bool = False) -> F
             raise _refuse(name, want, value)
         if (choices and value not in choices) or (no_slash and ("/" in value or "\\" in value)):
             raise _refuse(name, want, value)
+        if no_slash and len(value) > MAX_NAME_CHARS:
+            raise _refuse(name, f"at most {MAX_NAME_CHARS} characters (it is part of the run folder's name)", value)
         return value
 
     return rule
@@ -307,9 +317,9 @@ def _looked_at(check: Callable[[], bool]) -> bool:
 
 
 def _shown(path: str | Path) -> str:
-    """A file name for an error message: as given, or an excerpt past 200 characters."""
-    text = str(path)
-    return text if len(text) <= 200 else excerpt(text, 200)
+    """A file name for a one-line error message (:func:`cassino_env.errors.shown_name`): as given, or quoted with
+    unprintable characters escaped, cut in the middle past 200 characters."""
+    return shown_name(path)
 
 
 def load_config(cls: type, path: str | Path) -> dict[str, Any]:
@@ -570,14 +580,31 @@ class RunLock:
             self._fd = None
 
 
+def check_run_path(run_dir: str | Path, field: str = "run_dir") -> None:
+    """Refuse a run folder that cannot be created, before any of it is made: a name in the path longer than
+    :data:`NAME_MAX_BYTES` bytes (creating the parents first would leave them behind when the last name fails).
+    Reads nothing.
+
+    Raises:
+        ConfigError: naming ``field``.
+    """
+    for part in Path(run_dir).parts:
+        size = len(os.fsencode(part))
+        if size > NAME_MAX_BYTES:
+            raise ConfigError(f"{field}: {_shown(run_dir)}: cannot create the run folder: a name in it is {size} "
+                              f"bytes long, and a file system takes at most {NAME_MAX_BYTES}", field=field)
+
+
 def check_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> None:
-    """Refuse a run folder a new run must not write to: a path that exists and is not a folder, or a non-empty
+    """Refuse a run folder a new run must not write to: one that cannot be created (:func:`check_run_path`), a path
+    that exists and is not a folder, or a non-empty
     folder (its lock file aside) that is not the folder of the run being resumed, unless ``reuse``
     (``--reuse-run-dir True``). Reads only; writes nothing.
 
     Raises:
         ConfigError: naming ``run_dir``, saying how to go on.
     """
+    check_run_path(run_dir)
     run_dir = Path(run_dir)
     if _looked_at(run_dir.exists) and not run_dir.is_dir():
         raise ConfigError(f"run_dir {run_dir} exists and is not a folder", field="run_dir")
@@ -923,8 +950,8 @@ def _check_combination(args: Args) -> None:
     rules = checked_rules(args.preset, args.num_players)
     deal_len = 52 - rules.table_cards
     if args.num_steps % deal_len:
-        raise ConfigError(f"num_steps={args.num_steps} must be a multiple of the deal length {deal_len} "
-                          "(rollouts hold whole deals)", field="num_steps")
+        raise ConfigError(f"num_steps: must be a multiple of the deal length {deal_len} (rollouts hold whole "
+                          f"deals), got {args.num_steps}", field="num_steps")
     if args.reward != "points":
         raise ConfigError(f"reward={args.reward!r}: the trainer plays one deal per episode (rollouts hold whole "
                           "deals), and the win reward pays only at the end of a match; use reward=points",

@@ -48,3 +48,35 @@ class bad_input:  # a context manager, named like contextlib.suppress
             return False
         self.code = error(exc)
         return True
+
+
+def spec_errors() -> tuple[type[BaseException], ...]:
+    """The errors of building an agent from its spec, for an ``except`` that names the option it came from:
+    ``AgentSpecError`` and, once ``agents.ppo_agent`` is loaded (a checkpoint was read), ``CheckpointError``.
+    Evaluated when an exception is being matched, so no module is imported for it (torch stays unloaded)."""
+    from agents.registry import AgentSpecError
+
+    loaded = sys.modules.get("agents.ppo_agent")
+    return (AgentSpecError,) if loaded is None else (AgentSpecError, loaded.CheckpointError)
+
+
+def named_rules(preset: object, num_players: object = None, **switches: object) -> object:
+    """``cassino_env.rules.make_rules(preset, num_players, **switches)`` for a command's options: an unknown preset
+    is an error naming ``preset:``, a player count it does not allow one naming ``num_players:`` (as the trainer's
+    :func:`train.config.checked_rules` says them).
+
+    Raises:
+        cassino_env.errors.RulesError: naming the field.
+    """
+    from cassino_env.errors import RulesError
+    from cassino_env.rules import make_rules
+
+    try:
+        make_rules(preset)  # type: ignore[arg-type]
+    except (ValueError, TypeError) as exc:
+        raise RulesError(f"preset: {exc}") from None  # exc names the preset
+    try:
+        make_rules(preset, num_players)  # type: ignore[arg-type]
+    except (ValueError, TypeError) as exc:
+        raise RulesError(f"num_players: {exc}") from None  # exc names the count
+    return make_rules(preset, num_players, **switches)  # type: ignore[arg-type]

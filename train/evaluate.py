@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import Agent
-from agents.registry import LADDER, AgentSpecError, expand_specs
+from agents.registry import LADDER, expand_specs
 from cassino_env.errors import excerpt
 from cassino_env.rules import RuleSet
 from cassino_env.session import check_session_wins
@@ -106,6 +106,8 @@ __all__ = [
 
 #: The most games :func:`evaluate` steps together (``batch_games``): about 4.9 GB of observations.
 MAX_BATCH_GAMES = 1 << 16
+#: The most deals :func:`evaluate` plays (``deals``): a bound a typo cannot pass (a 40-digit count ran forever).
+MAX_DEALS = 10_000_000
 #: The files ``cassino eval`` writes into its ``--out-dir``.
 REPORT_FILES = ("eval.json", "eval.csv", "eval.md", "heatmap.png")
 
@@ -233,9 +235,9 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     session_wins = check_session_wins(session_wins)
     agent_specs = expand_specs(agent_specs)
     if len(agent_specs) < 2:
-        raise ValueError("evaluation needs at least two agents")
-    if deals < 1:
-        raise ValueError(f"deals must be at least 1, got {deals}")
+        raise ValueError(f"agents: evaluation needs at least two agents, got {len(agent_specs)}")
+    if isinstance(deals, bool) or not isinstance(deals, (int, np.integer)) or not 1 <= deals <= MAX_DEALS:
+        raise ValueError(f"deals: must be an integer from 1 to {MAX_DEALS:,}, got {excerpt(deals)}")
     if isinstance(batch_games, bool) or not isinstance(batch_games, (int, np.integer)) or not (
             1 <= batch_games <= MAX_BATCH_GAMES):
         raise ValueError(f"batch_games: expected games stepped together 1..{MAX_BATCH_GAMES:,} (the vector "
@@ -524,8 +526,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             search agents (pimc) uses the whole cluster, and the results are those of the same command without
             ray. Results differ from a run without boards_per_task for agents that draw random numbers.
     """
-    from cassino_env.rules import make_rules
-    from train.errors import bad_input, error
+    from train.errors import bad_input, error, named_rules, spec_errors
     from train.records import GameRecorder, RecordWriter
 
     specs = [s.strip() for s in agents.split(",") if s.strip()]
@@ -544,14 +545,14 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             return error(f"save_games {excerpt(str(save_games))} is the report's {clash} in out_dir "
                          f"{excerpt(str(out_dir))} (which holds {', '.join(REPORT_FILES)}); save the games elsewhere")
     with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError, a bad seed: all ValueErrors
-        rules = make_rules(preset, num_players, **({} if target is None else {"target": target}))
+        rules = named_rules(preset, num_players, **({} if target is None else {"target": target}))
         with RecordWriter(save_games) if save_games is not None else contextlib.nullcontext() as writer:
             recorder = None if writer is None else GameRecorder(writer.write)
             try:
                 report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
                                   progress=not no_progress and not json, session_wins=session_wins,
                                   recorder=recorder, ray_address=ray, boards_per_task=boards_per_task)
-            except AgentSpecError as exc:  # named as the option it came from (an UnknownAgentError stays one)
+            except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
                 raise type(exc)(f"agents: {exc}") from None
     if failed.code:
         return failed.code

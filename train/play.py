@@ -247,8 +247,9 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
         raise ValueError(f"deals: expected an integer >= 0 (0: play the match to its end), got {deals!r}")
 
     from agents.base import one_move
-    from agents.registry import AgentSpecError, make_agent
+    from agents.registry import make_agent
     from cassino_env.vector import CassinoVectorEnv, resolve_rules
+    from train.errors import spec_errors
 
     inp = sys.stdin if inp is None else inp
     out = sys.stdout if out is None else out
@@ -257,7 +258,7 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
         raise ValueError(f"seat must be 0..{rules.num_players - 1}, got {seat}")
     try:
         agent = make_agent(opponent, rules)
-    except AgentSpecError as exc:  # named as the option it came from (an UnknownAgentError stays one)
+    except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
         raise type(exc)(f"opponent: {exc}") from None
     env = CassinoVectorEnv(1, rules, seed=seed, episode="match", reward="win", with_view=True)
     obs, _ = env.reset()
@@ -311,9 +312,10 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
         deals: stop after this many deals (0: play the whole match).
         ascii: draw cards as 10D rather than 10♦.
     """
-    from train.errors import bad_input
+    from train.errors import bad_input, named_rules
 
     with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError: all ValueErrors
+        named_rules(preset, num_players)  # an unknown preset or count, named as its option
         return play_session(opponent, preset, num_players=num_players, seat=seat, seed=seed, deals=deals,
                             ascii_only=ascii)
     return failed.code

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import numpy as np
 import tyro
 
-from cassino_env.errors import excerpt
+from cassino_env.errors import shown_name
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -131,8 +131,7 @@ def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]
 def _shown(path: Path) -> str:
     """A folder name for a one-line error message: as given, or quoted with its line breaks and other unprintable
     characters escaped (``repr``), cut in the middle past 200 characters."""
-    text = str(path)
-    return text if text.isprintable() and len(text) <= 200 else excerpt(text, 200)
+    return shown_name(path)
 
 
 def _run_config(run_dir: Path) -> dict[str, Any]:

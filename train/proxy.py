@@ -413,19 +413,21 @@ def main(agents: str, path: Path | None = None, preset: str = "classic", num_pla
     """
     import json as _json
 
-    from agents.registry import AgentSpecError, make_agent
-    from train.errors import bad_input
+    from agents.registry import make_agent
+    from train.errors import bad_input, named_rules, spec_errors
 
     with bad_input() as failed:
         if limit is not None and limit < 1:
             raise ProxyError(f"--limit must be >= 1, got {limit}")
+        if path is None:
+            named_rules(preset, num_players)  # the default file's rules: an unknown preset or count named as its option
         proxy = load(path if path is not None else default_path(preset, num_players)).head(limit)
         specs = [s.strip() for s in agents.split(",") if s.strip()]
         if not specs:
             raise ProxyError("--agents: give at least one agent spec")
         try:
             built = [make_agent(s, proxy.rules) for s in specs]
-        except AgentSpecError as exc:  # named as the option it came from (an UnknownAgentError stays one)
+        except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
             raise type(exc)(f"agents: {exc}") from None
     if failed.code:
         return failed.code

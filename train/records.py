@@ -42,7 +42,7 @@ import numpy as np
 import tyro
 
 from cassino_env.cards import NUM_CARDS
-from cassino_env.errors import CassinoError, check_seed, excerpt
+from cassino_env.errors import CassinoError, check_seed, excerpt, shown_name
 from cassino_env.interchange import game_to_position, move_from_dict, move_to_dict
 from cassino_env.reference import Game, Move, match_winner
 from cassino_env.rules import RuleSet, make_rules
@@ -233,9 +233,8 @@ class RecordWriter:
 
 
 def _shown(path: Any) -> str:
-    """A file name for an error message: as given, or an excerpt past 200 characters."""
-    text = str(path)
-    return text if len(text) <= 200 else excerpt(text, 200)
+    """A file name for a one-line error message (:func:`cassino_env.errors.shown_name`)."""
+    return shown_name(path)
 
 
 def _is_dir(path: Path) -> bool:

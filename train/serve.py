@@ -854,6 +854,7 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
             pretrained:NAME (checkpoint:PATH, MODULE:OBJECT, a larger pimc:N), each exactly as it will be asked for;
             the page can name no other file or module. Agent specs: {agent_specs}.
     """
+    from cassino_env.errors import shown_name
     from train.errors import error
 
     try:
@@ -867,6 +868,8 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
         return error("host: expected an address to listen on (127.0.0.1: this machine only; 0.0.0.0: every "
                      "interface), got an empty one")
     host = host.strip()
+    if not host.isprintable():  # a line break would split the error line and the address printed
+        return error(f"host: expected an address to listen on, got {shown_name(host)}")
     if any(not spec.strip() for spec in allow_agent):
         return error("allow-agent: expected agent specs, got an empty one")
     from agents.registry import AgentSpecError, check_spec
@@ -879,7 +882,7 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
     try:
         port = free_port(host, port)
     except OSError as exc:
-        return error(f"cannot listen on {host} port {port}: {exc.strerror or exc}")
+        return error(f"host: cannot listen on {shown_name(host)} port {port}: {exc.strerror or exc}")
     shown = f"[{host}]" if ":" in host else host
     print(f"Cassino is served at http://{shown}:{port}/  (Ctrl+C stops it)", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
