@@ -247,3 +247,16 @@ def test_a_bad_extra_labels_name_or_proxy_file_names_its_field(tmp_path: Path) -
             train(tiny_args(run_dir=str(run), proxy=proxy))
         assert info.value.field == "proxy"
         assert not run.exists()
+
+
+def test_a_proxy_of_other_rules_is_refused(tmp_path: Path) -> None:
+    """cassino exit --proxy FILE: the file's positions must be of the run's rules (a royal run scoring classic
+    positions would report a regret that means nothing)."""
+    from train import proxy as proxy_mod
+
+    src = proxy_mod.build("classic", None, positions=4, seed=3, simulations=8, path=tmp_path / "p.npz",
+                          progress=False, deals_per_source=1)
+    run = tmp_path / "run"
+    with pytest.raises(ConfigError, match="royal") as info:
+        train(tiny_args(run_dir=str(run), preset="royal", proxy=str(src)))
+    assert info.value.field == "proxy" and not run.exists()

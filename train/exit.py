@@ -1130,9 +1130,14 @@ def _proxy(args: ExitArgs, rules: RuleSet) -> Any:
     if args.proxy == "auto" and not path.is_file():
         return None
     try:
-        return proxy_mod.load(path)
+        proxy = proxy_mod.load(path)
     except proxy_mod.ProxyError as exc:
         raise ConfigError(f"proxy: {exc}", field="proxy") from None
+    if proxy.rules != rules:
+        raise ConfigError(f"proxy: {config._shown(path)} holds positions of {proxy.rules.preset} with "
+                          f"{proxy.rules.num_players} players; this run plays {rules.preset} with {rules.num_players}",
+                          field="proxy")
+    return proxy
 
 
 def _check_train_state(tr: dict[str, Any], path: str, optimizer_state: Any, policy: Any, params: list[Any],
