@@ -411,3 +411,50 @@ def test_num_steps_not_a_multiple_of_the_deal_names_its_field(capsys: pytest.Cap
     assert cli.main(["train", "--num-steps", "100"]) == 2
     assert one_error_line(capsys) == ("error: num_steps: must be a multiple of the deal length 48 (rollouts hold "
                                       "whole deals), got 100")
+
+
+@pytest.mark.parametrize("command", ["train", "exit"])
+def test_an_exp_name_too_long_for_a_folder_is_refused_before_anything_is_made(command: str, tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str],
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: ``--exp-name <300 y's>`` failed to create the run folder but left an empty ``runs/``."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([command, "--exp-name", LONG_NAME]) == 2
+    err = one_error_line(capsys, quiet=False)
+    assert err.startswith("error: exp_name: must be at most 200 characters") and "(302 characters)" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["train"], ["exit"], ["exploit", "random"]], ids=["train", "exit", "exploit"])
+def test_a_run_dir_whose_last_name_cannot_be_made_leaves_no_parent(args: list[str], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: ``--run-dir $'a\\nb/'<300 y's>`` made ``a\\nb`` before the last name failed; the whole path
+    is now checked first (every name at most 255 bytes), and exploit checks it before its first line."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([*args, "--run-dir", f"{NEWLINE_NAME}/{LONG_NAME}"]) == 2
+    err = one_error_line(capsys, quiet=args[0] == "exploit")  # the trainer notes its rounded step count first
+    assert err.startswith("error: run_dir: 'a\\nb/yyy") and "a name in it is 300 bytes long" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["train", "--config", ""], "error: config: the file name is empty"),
+    (["exit", "--config", ""], "error: config: the file name is empty"),
+    (["proxy", "--agents", "random", "--path", ""], "error: path: the file name is empty"),
+    (["proxy", "--agents", "random", "--path", NEWLINE_NAME], "error: 'a\\nb': no proxy file"),
+    (["plot", " lead"], "error: ' lead': no such folder"),
+], ids=["train-config", "exit-config", "proxy-path", "proxy-newline", "plot-lead"])
+def test_an_empty_or_odd_file_name_is_said_so(args: list[str], said: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: ``--config ''`` said ".: Is a directory", ``proxy --path ''`` ".: no proxy file", and
+    ``cassino plot ' lead'`` printed the name unquoted."""
+    if args[0] in ("train", "exit"):
+        pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(args) == 2
+    assert one_error_line(capsys).startswith(said)
+    assert list(tmp_path.iterdir()) == []

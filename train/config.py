@@ -329,6 +329,9 @@ def load_config(cls: type, path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: naming the file and the problem (unreadable, not UTF-8, not YAML, nested too deeply).
     """
+    if not str(path).strip():  # Path("") is ".", a folder: say what is wrong instead
+        raise ConfigError("config: the file name is empty; name a YAML file of options (the shipped configs are in "
+                          f"{CONFIGS_DIR})", field="config")
     path = find_config(path)
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader)
@@ -425,7 +428,7 @@ def options_type(cls: type, name: str = "TrainOptions", aliases: dict[str, tuple
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     defaults = args_to_dict(cls())
-    fields: list[Any] = [("config", Annotated[Path | None, tyro.conf.arg(
+    fields: list[Any] = [("config", Annotated[str | None, tyro.conf.arg(  # text: an empty name stays one (not ".")
         help="YAML file of options that differ from the built-in defaults; options given here override it",
         metavar="FILE",
         help_behavior_hint=f"(default: {config_hint})")],

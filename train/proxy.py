@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import slice_obs
-from cassino_env.errors import excerpt
+from cassino_env.errors import shown_name
 from cassino_env.rules import RuleSet, make_rules
 
 #: Format tag and version of a proxy file.
@@ -339,7 +339,7 @@ def load(path: str | Path) -> Proxy:
     except OSError:  # a name too long, no permission: no proxy file there
         found = False
     if not found:
-        shown = str(path) if len(str(path)) <= 200 else excerpt(str(path), 200)
+        shown = shown_name(path)  # one line: quoted when unprintable, cut past 200 characters
         raise ProxyError(f"{shown}: no proxy file (build one with: python scripts/make_proxy.py --path "
                          f"{path if shown == str(path) else 'PATH'})")
     try:
@@ -347,9 +347,9 @@ def load(path: str | Path) -> Proxy:
             data = {k: z[k] for k in z.files}
         meta = ast.literal_eval(str(data.pop("meta")))
     except (OSError, ValueError, KeyError, SyntaxError) as exc:
-        raise ProxyError(f"{path}: not a readable proxy file: {exc}") from None
+        raise ProxyError(f"{shown_name(path)}: not a readable proxy file: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise ProxyError(f"{path}: not a {FORMAT} file of version {FORMAT_VERSION}")
+        raise ProxyError(f"{shown_name(path)}: not a {FORMAT} file of version {FORMAT_VERSION}")
     rules = make_rules(meta["preset"], meta["num_players"])
     obs: dict[str, Any] = {k: data[k] for k in _OBS_KEYS}
     obs["view"] = {k.partition(".")[2]: v for k, v in data.items() if k.startswith("view.")}
@@ -395,7 +395,7 @@ def score(agent: Any, proxy: Proxy, seed: int = 0, chunk: int = 512) -> dict[str
             "seconds_per_decision": dt / max(N, 1)}
 
 
-def main(agents: str, path: Path | None = None, preset: str = "classic", num_players: int | None = None,
+def main(agents: str, path: str | None = None, preset: str = "classic", num_players: int | None = None,
          limit: int | None = None, seed: int = 0, json: bool = False) -> int:
     """Score agents on the development proxy set: regret per decision (points) and top-1 agreement.
 
@@ -419,6 +419,9 @@ def main(agents: str, path: Path | None = None, preset: str = "classic", num_pla
     with bad_input() as failed:
         if limit is not None and limit < 1:
             raise ProxyError(f"--limit must be >= 1, got {limit}")
+        if path is not None and not path.strip():  # Path("") is ".", a folder: say what is wrong instead
+            raise ProxyError("path: the file name is empty; name a proxy file, or leave --path out for the "
+                             "preset's default file")
         if path is None:
             named_rules(preset, num_players)  # the default file's rules: an unknown preset or count named as its option
         proxy = load(path if path is not None else default_path(preset, num_players)).head(limit)
