@@ -458,3 +458,15 @@ def test_an_empty_or_odd_file_name_is_said_so(args: list[str], said: str, tmp_pa
     assert cli.main(args) == 2
     assert one_error_line(capsys).startswith(said)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_exit_init_with_a_name_too_long_gives_a_short_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: ``cassino exit --init checkpoint:<5,000 characters>`` printed a 5,055-character line; the
+    checkpoint reader quotes an excerpt of the name."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["exit", "--init", "checkpoint:" + "z" * 5000]) == 2
+    err = one_error_line(capsys, quiet=False)
+    assert "(5002 characters)" in err and "no such checkpoint file" in err and len(err) < 300, err
+    assert list(tmp_path.iterdir()) == []
