@@ -219,44 +219,44 @@ def read_checkpoint(path: str | Path, rules: RuleSet | None = None) -> dict[str,
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         if isinstance(exc, CheckpointError):
             raise
-        raise CheckpointError(f"{path}: not a readable checkpoint (not a torch.save archive: corrupt or truncated?): "
+        raise CheckpointError(f"{shown}: not a readable checkpoint (not a torch.save archive: corrupt or truncated?): "
                               f"{exc}") from None
     if bad is not None:
-        raise CheckpointError(f"{path}: corrupt checkpoint: the CRC of its member {bad!r} does not match")
+        raise CheckpointError(f"{shown}: corrupt checkpoint: the CRC of its member {bad!r} does not match")
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:  # weights_only met something other than tensors and plain containers
         detail = str(exc).partition("WeightsUnpickler error:")[2].strip().split("\n")[0] or str(exc).split("\n")[0]
-        raise CheckpointError(f"{path}: refused to load: it holds more than plain data (tensors, numbers, strings, "
+        raise CheckpointError(f"{shown}: refused to load: it holds more than plain data (tensors, numbers, strings, "
                               f"lists, dicts), and loading it could run code ({detail})") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError) as exc:
-        raise CheckpointError(f"{path}: not a readable checkpoint (corrupt or truncated?): "
+        raise CheckpointError(f"{shown}: not a readable checkpoint (corrupt or truncated?): "
                               f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: not a cassino PPO checkpoint (no format={FORMAT!r} field)")
+        raise CheckpointError(f"{shown}: not a cassino PPO checkpoint (no format={FORMAT!r} field)")
     if data.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path}: checkpoint format version {data.get('format_version')!r}, this code reads "
+        raise CheckpointError(f"{shown}: checkpoint format version {data.get('format_version')!r}, this code reads "
                               f"version {FORMAT_VERSION}")
     if data.get("env_version") != ENV_VERSION:
-        raise CheckpointError(f"{path}: made for environment {data.get('env_version')!r}, this code runs "
+        raise CheckpointError(f"{shown}: made for environment {data.get('env_version')!r}, this code runs "
                               f"{ENV_VERSION!r}; observations or rewards differ, retrain the policy")
     for key in ("preset", "num_players", "rules", "network", "model"):
         if key not in data:
-            raise CheckpointError(f"{path}: checkpoint has no {key!r} field")
+            raise CheckpointError(f"{shown}: checkpoint has no {key!r} field")
     check_tensors(data, path)
     _check_fields(data, path)
     if rules is not None:
         if data["preset"] != rules.preset or data["num_players"] != rules.num_players:
-            raise CheckpointError(f"{path}: made for preset {data['preset']!r} with {data['num_players']} players, "
+            raise CheckpointError(f"{shown}: made for preset {data['preset']!r} with {data['num_players']} players, "
                                   f"not {rules.preset!r} with {rules.num_players}")
         theirs, ours = data["rules"], rules.to_dict()
         diff = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
         if diff:
             k = diff[0]
-            raise CheckpointError(f"{path}: made for rule switch {k}={theirs.get(k)!r}, not {ours.get(k)!r}")
+            raise CheckpointError(f"{shown}: made for rule switch {k}={theirs.get(k)!r}, not {ours.get(k)!r}")
     made = make_rules(data["rules"])  # valid (checked above)
     if made.preset != data["preset"] or made.num_players != data["num_players"]:
-        raise CheckpointError(f"{path}: rules are for preset {made.preset!r} with {made.num_players} players, but the "
+        raise CheckpointError(f"{shown}: rules are for preset {made.preset!r} with {made.num_players} players, but the "
                               f"checkpoint says preset {data['preset']!r} with {data['num_players']}")
     return data
 

@@ -470,3 +470,20 @@ def test_exit_init_with_a_name_too_long_gives_a_short_line(tmp_path: Path, capsy
     err = one_error_line(capsys, quiet=False)
     assert "(5002 characters)" in err and "no such checkpoint file" in err and len(err) < 300, err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "content", "said"), [
+    (["play", "--opponent", "checkpoint:a\nb.pt"], b"junk", "error: opponent: 'a\\nb.pt': not a readable checkpoint"),
+    (["train", "--config", "a\nb.pt"], b"[", "error: 'a\\nb.pt': not valid YAML"),
+    (["train", "--config", "a\nb.pt"], b"\xff", "error: 'a\\nb.pt': not UTF-8 text"),
+], ids=["checkpoint-corrupt", "config-not-yaml", "config-not-utf8"])
+def test_a_bad_file_with_an_odd_name_is_one_line(args: list[str], content: bytes, said: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: a line break in a file name split the error; every message of the checkpoint reader and
+    the config reader quotes such a name."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a\nb.pt").write_bytes(content)
+    assert cli.main(args) == 2
+    assert one_error_line(capsys).startswith(said)

@@ -322,6 +322,16 @@ def _shown(path: str | Path) -> str:
     return shown_name(path)
 
 
+def _yaml_problem(exc: Exception) -> str:
+    """A YAML error in one line: its problem and where (PyYAML's message spans lines, with a caret under the spot)."""
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+    if not problem:
+        return " ".join(str(exc).split())
+    context = getattr(exc, "context", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{context + ': ' if context else ''}{problem}{where}"
+
+
 def load_config(cls: type, path: str | Path) -> dict[str, Any]:
     """Read a YAML config (a mapping of fields of the dataclass ``cls``); unknown fields, and a field given twice,
     are errors.
@@ -343,18 +353,18 @@ def load_config(cls: type, path: str | Path) -> dict[str, Any]:
     except OSError as exc:  # a folder, no permission, a name too long
         raise ConfigError(f"{_shown(path)}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise ConfigError(f"{_shown(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except RecursionError:
-        raise ConfigError(f"{path}: not valid YAML: nested too deeply") from None
+        raise ConfigError(f"{_shown(path)}: not valid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{_shown(path)}: not valid YAML: {_yaml_problem(exc)}") from None
     data = {} if data is None else data
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config must be a mapping of {cls.__name__} fields")
+        raise ConfigError(f"{_shown(path)}: a config must be a mapping of {cls.__name__} fields")
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known, key=repr)  # keys of mixed types (1: 2, foo: 3) sort by their text
     if unknown:
-        raise ConfigError(f"{path}: unknown field {unknown[0]!r} (fields are those of {cls.__module__}."
+        raise ConfigError(f"{_shown(path)}: unknown field {unknown[0]!r} (fields are those of {cls.__module__}."
                           f"{cls.__qualname__})")
     return data
 
