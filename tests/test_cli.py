@@ -487,3 +487,21 @@ def test_a_bad_file_with_an_odd_name_is_one_line(args: list[str], content: bytes
     (tmp_path / "a\nb.pt").write_bytes(content)
     assert cli.main(args) == 2
     assert one_error_line(capsys).startswith(said)
+
+
+@pytest.mark.parametrize("kind", ["file", "full-folder"])
+def test_a_run_dir_with_a_line_break_is_quoted_when_refused(kind: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A breaker review: a line break in ``--run-dir`` split the error; the folder checks quote the name."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    if kind == "file":
+        (tmp_path / NEWLINE_NAME).write_text("")
+        said = "error: run_dir 'a\\nb' exists and is not a folder"
+    else:
+        (tmp_path / NEWLINE_NAME).mkdir()
+        (tmp_path / NEWLINE_NAME / "x\ny").write_text("")
+        said = "error: run_dir 'a\\nb' is not empty (it holds 'x\\ny'): "
+    assert cli.main(["train", "--run-dir", NEWLINE_NAME]) == 2
+    assert one_error_line(capsys, quiet=False).startswith(said)

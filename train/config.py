@@ -578,7 +578,7 @@ class RunLock:
         except OSError:
             holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise ConfigError(f"run_dir {self.run_dir} is in use by another run (PID {holder}, lock file "
+            raise ConfigError(f"run_dir {_shown(self.run_dir)} is in use by another run (PID {holder}, lock file "
                               f"{self.path}): two runs must not write one folder; wait for it to end or choose "
                               "another --run-dir", field="run_dir") from None
         os.ftruncate(fd, 0)
@@ -620,15 +620,16 @@ def check_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> None:
     check_run_path(run_dir)
     run_dir = Path(run_dir)
     if _looked_at(run_dir.exists) and not run_dir.is_dir():
-        raise ConfigError(f"run_dir {run_dir} exists and is not a folder", field="run_dir")
+        raise ConfigError(f"run_dir {_shown(run_dir)} exists and is not a folder", field="run_dir")
     if resuming or reuse or not _looked_at(run_dir.is_dir):  # one that cannot be looked at: creating it says why
         return
     held = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_NAME)
     if held:
-        raise ConfigError(f"run_dir {run_dir} is not empty (it holds {', '.join(held[:3])}"
+        shown = ", ".join(_shown(name) for name in held[:3])
+        raise ConfigError(f"run_dir {_shown(run_dir)} is not empty (it holds {shown}"
                           f"{', ...' if len(held) > 3 else ''}): it may be another run's folder. Continue that run "
-                          f"with --resume {run_dir / 'checkpoints' / 'latest.pt'}, choose another --run-dir, or pass "
-                          "--reuse-run-dir True to write into it anyway", field="run_dir")
+                          f"with --resume {_shown(run_dir / 'checkpoints' / 'latest.pt')}, choose another --run-dir, "
+                          "or pass --reuse-run-dir True to write into it anyway", field="run_dir")
 
 
 def claim_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> RunLock:
@@ -659,8 +660,8 @@ def run_dir_of_checkpoint(path: str | Path) -> Path:
     """
     path = Path(path)
     if path.parent.name != "checkpoints":
-        raise ConfigError(f"resume {path}: not in a RUN/checkpoints/ folder, so its run folder cannot be told from its "
-                          "path; give --run-dir (where the resumed run writes)", field="run_dir")
+        raise ConfigError(f"resume {_shown(path)}: not in a RUN/checkpoints/ folder, so its run folder cannot be told "
+                          "from its path; give --run-dir (where the resumed run writes)", field="run_dir")
     return path.parent.parent
 
 
