@@ -469,6 +469,7 @@ def test_exit_init_with_a_name_too_long_gives_a_short_line(tmp_path: Path, capsy
     assert cli.main(["exit", "--init", "checkpoint:" + "z" * 5000]) == 2
     err = one_error_line(capsys, quiet=False)
     assert "(5002 characters)" in err and "no such checkpoint file" in err and len(err) < 300, err
+    assert err.startswith("error: init: "), err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1083,7 +1083,7 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     """The starting network: the ``init`` checkpoint's, or a fresh one of the run's widths."""
     from agents.features import NUM_MOVE_FEATURES, critic_state_size
     from agents.policy import CassinoPolicy, add_early_rounds_head, add_last_round_head, last_round_gate
-    from agents.ppo_agent import checkpoint_blocks, policy_from_checkpoint, read_checkpoint
+    from agents.ppo_agent import CheckpointError, checkpoint_blocks, policy_from_checkpoint, read_checkpoint
     from agents.registry import PRETRAINED_DIR
     from cassino_env.obs import DEFAULT_BLOCKS, obs_size
 
@@ -1101,7 +1101,10 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
         path = Path(name)
     else:
         raise ConfigError(f"init: checkpoint:PATH or pretrained:NAME, got {args.init!r}", field="init")
-    ckpt = read_checkpoint(path, rules)
+    try:
+        ckpt = read_checkpoint(path, rules)
+    except CheckpointError as exc:
+        raise ConfigError(f"init: {exc}", field="init") from None
     blocks = checkpoint_blocks(ckpt, path)
     if tuple(blocks) != tuple(DEFAULT_BLOCKS):
         raise ConfigError(f"init {args.init}: the network reads the observation blocks {', '.join(blocks)}; cassino "
