@@ -297,17 +297,17 @@ def find_config(path: str | Path) -> Path:
     ``configs/ppo_tiny.yaml`` all name :data:`CONFIGS_DIR` ``/ppo_tiny.yaml`` from any directory, as the default
     config is found. A path found nowhere is returned as given (reading it then fails, naming it)."""
     given = Path(path)
-    if _looked_at(given.exists) or given.is_absolute():
+    if looked_at(given.exists) or given.is_absolute():
         return given
     name = given.name if given.suffix in (".yaml", ".yml") else given.name + ".yaml"
     if len(given.parts) == 1 or given.parent.as_posix() in ("configs", "./configs"):
         shipped = CONFIGS_DIR / name
-        if _looked_at(shipped.is_file):
+        if looked_at(shipped.is_file):
             return shipped
     return given
 
 
-def _looked_at(check: Callable[[], bool]) -> bool:
+def looked_at(check: Callable[[], bool]) -> bool:
     """``check()`` (``path.exists``, ``path.is_file``, ``path.is_dir``), False for a path that cannot be looked at
     (a name too long, no permission): not a file here; reading or creating it later says why."""
     try:
@@ -619,9 +619,9 @@ def check_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> None:
     """
     check_run_path(run_dir)
     run_dir = Path(run_dir)
-    if _looked_at(run_dir.exists) and not run_dir.is_dir():
+    if looked_at(run_dir.exists) and not run_dir.is_dir():
         raise ConfigError(f"run_dir {_shown(run_dir)} exists and is not a folder", field="run_dir")
-    if resuming or reuse or not _looked_at(run_dir.is_dir):  # one that cannot be looked at: creating it says why
+    if resuming or reuse or not looked_at(run_dir.is_dir):  # one that cannot be looked at: creating it says why
         return
     held = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_NAME)
     if held:

@@ -81,6 +81,7 @@ import tyro
 import yaml
 
 from agents.registry import MAX_SIMULATIONS
+from cassino_env.errors import shown_name
 from train import config
 from train.config import ConfigError, boolean, integer, names, number, optional, rates, text
 
@@ -450,10 +451,10 @@ def load_label_paths(paths: typing.Iterable[str], shape: Any = None) -> list[Lab
     """
     out = []
     for p in map(Path, paths):
-        files = (sorted(p.glob("iter_*.npz")) if config._looked_at(p.is_dir)
-                 else [p] if config._looked_at(p.is_file) else [])
+        files = (sorted(p.glob("iter_*.npz")) if config.looked_at(p.is_dir)
+                 else [p] if config.looked_at(p.is_file) else [])
         if not files:
-            raise ConfigError(f"extra_labels: {config._shown(p)} is neither a label file nor a folder of iter_*.npz "
+            raise ConfigError(f"extra_labels: {shown_name(p)} is neither a label file nor a folder of iter_*.npz "
                               "files", field="extra_labels")
         out.extend(Labels.load(f, shape, "extra_labels") for f in files)
     return out
@@ -1137,7 +1138,7 @@ def _proxy(args: ExitArgs, rules: RuleSet) -> Any:
     except proxy_mod.ProxyError as exc:
         raise ConfigError(f"proxy: {exc}", field="proxy") from None
     if proxy.rules != rules:
-        raise ConfigError(f"proxy: {config._shown(path)} holds positions of {proxy.rules.preset} with "
+        raise ConfigError(f"proxy: {shown_name(path)} holds positions of {proxy.rules.preset} with "
                           f"{proxy.rules.num_players} players; this run plays {rules.preset} with {rules.num_players}",
                           field="proxy")
     return proxy
