@@ -64,7 +64,7 @@ def _relabelled(pos: dict, p: np.ndarray) -> dict:
     return out
 
 
-@pytest.mark.parametrize("preset", ["classic", "matsuda", "royal"])
+@pytest.mark.parametrize("preset", ["classic", "matsuda", "royal", "bga"])
 def test_relabelled_position_is_observed_as_the_relabelled_observation(preset: str) -> None:
     rules = make_rules(preset)
     (p,) = suit_permutations(rules)
