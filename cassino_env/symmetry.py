@@ -35,7 +35,8 @@ SUIT_FREE_BLOCKS = frozenset({"builds", "hand_sizes", "captured_count", "spades_
 
 
 class SymmetryError(CassinoError):
-    """A suit relabelling asked of something it cannot be applied to (a block of unknown layout)."""
+    """A suit relabelling asked of something it cannot be applied to: a block of unknown layout, or an argument of
+    the wrong kind, shape or range (the message names it)."""
 
 
 def _suit(x: object, name: str) -> int:
