@@ -316,11 +316,6 @@ def looked_at(check: Callable[[], bool]) -> bool:
         return False
 
 
-def _shown(path: str | Path) -> str:
-    """A file name for a one-line error message (:func:`cassino_env.errors.shown_name`): as given, or quoted with
-    unprintable characters escaped, cut in the middle past 200 characters."""
-    return shown_name(path)
-
 
 def _yaml_problem(exc: Exception) -> str:
     """A YAML error in one line: its problem and where (PyYAML's message spans lines, with a caret under the spot)."""
@@ -347,24 +342,24 @@ def load_config(cls: type, path: str | Path) -> dict[str, Any]:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader)
     except FileNotFoundError as exc:
         shipped = ", ".join(sorted(p.name for p in CONFIGS_DIR.glob("*.yaml")))
-        raise ConfigError(f"{_shown(path)}: {exc.strerror or exc} (the shipped configs are in {CONFIGS_DIR}: "
+        raise ConfigError(f"{shown_name(path)}: {exc.strerror or exc} (the shipped configs are in {CONFIGS_DIR}: "
                           f"{shipped}; a bare name such as ppo_tiny.yaml or configs/ppo_tiny.yaml is looked up "
                           "there)") from None
     except OSError as exc:  # a folder, no permission, a name too long
-        raise ConfigError(f"{_shown(path)}: {exc.strerror or exc}") from None
+        raise ConfigError(f"{shown_name(path)}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{_shown(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise ConfigError(f"{shown_name(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except RecursionError:
-        raise ConfigError(f"{_shown(path)}: not valid YAML: nested too deeply") from None
+        raise ConfigError(f"{shown_name(path)}: not valid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{_shown(path)}: not valid YAML: {_yaml_problem(exc)}") from None
+        raise ConfigError(f"{shown_name(path)}: not valid YAML: {_yaml_problem(exc)}") from None
     data = {} if data is None else data
     if not isinstance(data, dict):
-        raise ConfigError(f"{_shown(path)}: a config must be a mapping of {cls.__name__} fields")
+        raise ConfigError(f"{shown_name(path)}: a config must be a mapping of {cls.__name__} fields")
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known, key=repr)  # keys of mixed types (1: 2, foo: 3) sort by their text
     if unknown:
-        raise ConfigError(f"{_shown(path)}: unknown field {unknown[0]!r} (fields are those of {cls.__module__}."
+        raise ConfigError(f"{shown_name(path)}: unknown field {unknown[0]!r} (fields are those of {cls.__module__}."
                           f"{cls.__qualname__})")
     return data
 
@@ -571,14 +566,14 @@ class RunLock:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
-            raise ConfigError(f"run_dir {_shown(self.run_dir)}: cannot create the run folder: {exc.strerror or exc}",
-                              field="run_dir") from None
+            raise ConfigError(f"run_dir {shown_name(self.run_dir)}: cannot create the run folder: "
+                              f"{exc.strerror or exc}", field="run_dir") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise ConfigError(f"run_dir {_shown(self.run_dir)} is in use by another run (PID {holder}, lock file "
+            raise ConfigError(f"run_dir {shown_name(self.run_dir)} is in use by another run (PID {holder}, lock file "
                               f"{self.path}): two runs must not write one folder; wait for it to end or choose "
                               "another --run-dir", field="run_dir") from None
         os.ftruncate(fd, 0)
@@ -604,7 +599,7 @@ def check_run_path(run_dir: str | Path, field: str = "run_dir") -> None:
     for part in Path(run_dir).parts:
         size = len(os.fsencode(part))
         if size > NAME_MAX_BYTES:
-            raise ConfigError(f"{field}: {_shown(run_dir)}: cannot create the run folder: a name in it is {size} "
+            raise ConfigError(f"{field}: {shown_name(run_dir)}: cannot create the run folder: a name in it is {size} "
                               f"bytes long, and a file system takes at most {NAME_MAX_BYTES}", field=field)
 
 
@@ -620,16 +615,16 @@ def check_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> None:
     check_run_path(run_dir)
     run_dir = Path(run_dir)
     if looked_at(run_dir.exists) and not run_dir.is_dir():
-        raise ConfigError(f"run_dir {_shown(run_dir)} exists and is not a folder", field="run_dir")
+        raise ConfigError(f"run_dir {shown_name(run_dir)} exists and is not a folder", field="run_dir")
     if resuming or reuse or not looked_at(run_dir.is_dir):  # one that cannot be looked at: creating it says why
         return
     held = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_NAME)
     if held:
-        shown = ", ".join(_shown(name) for name in held[:3])
-        raise ConfigError(f"run_dir {_shown(run_dir)} is not empty (it holds {shown}"
+        shown = ", ".join(shown_name(name) for name in held[:3])
+        raise ConfigError(f"run_dir {shown_name(run_dir)} is not empty (it holds {shown}"
                           f"{', ...' if len(held) > 3 else ''}): it may be another run's folder. Continue that run "
-                          f"with --resume {_shown(run_dir / 'checkpoints' / 'latest.pt')}, choose another --run-dir, "
-                          "or pass --reuse-run-dir True to write into it anyway", field="run_dir")
+                          f"with --resume {shown_name(run_dir / 'checkpoints' / 'latest.pt')}, choose another "
+                          "--run-dir, or pass --reuse-run-dir True to write into it anyway", field="run_dir")
 
 
 def claim_run_dir(run_dir: str | Path, *, resuming: bool, reuse: bool) -> RunLock:
@@ -660,8 +655,8 @@ def run_dir_of_checkpoint(path: str | Path) -> Path:
     """
     path = Path(path)
     if path.parent.name != "checkpoints":
-        raise ConfigError(f"resume {_shown(path)}: not in a RUN/checkpoints/ folder, so its run folder cannot be told "
-                          "from its path; give --run-dir (where the resumed run writes)", field="run_dir")
+        raise ConfigError(f"resume {shown_name(path)}: not in a RUN/checkpoints/ folder, so its run folder cannot be "
+                          "told from its path; give --run-dir (where the resumed run writes)", field="run_dir")
     return path.parent.parent
 
 

@@ -100,7 +100,7 @@ def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir = Path(run_dir)
-    shown = _shown(run_dir)
+    shown = shown_name(run_dir)
     try:
         found = run_dir.exists()
     except OSError:  # a name too long: no such folder
@@ -127,11 +127,6 @@ def load_scalars(run_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]
         out[tag] = (steps, np.array([series[s] for s in steps], dtype=np.float64))
     return out
 
-
-def _shown(path: Path) -> str:
-    """A folder name for a one-line error message: as given, or quoted with its line breaks and other unprintable
-    characters escaped (``repr``), cut in the middle past 200 characters."""
-    return shown_name(path)
 
 
 def _run_config(run_dir: Path) -> dict[str, Any]:

@@ -183,12 +183,12 @@ class RecordWriter:
 
         self.path = Path(path)
         if not str(path) or not self.path.name or _is_dir(self.path):
-            raise RecordError(f"save_games: {_shown(path)} is a folder, not a file name; name a file "
+            raise RecordError(f"save_games: {shown_name(path)} is a folder, not a file name; name a file "
                               "such as games.jsonl")
         try:
             self.target, self.atomic = write_target(self.path)
         except OSError as exc:
-            raise RecordError(f"save_games: cannot write {_shown(path)}: {exc.strerror or exc}") from None
+            raise RecordError(f"save_games: cannot write {shown_name(path)}: {exc.strerror or exc}") from None
         name = self.target.name
         self.tmp = self.target.with_name(f"{name}.tmp" if len(name) <= 250 else f".{name[:200]}.tmp")
         self._file: IO[str] | None = None
@@ -201,7 +201,7 @@ class RecordWriter:
             else:
                 self._file = self.target.open("w", encoding="utf-8")
         except OSError as exc:
-            raise RecordError(f"save_games: cannot write {_shown(self.path)}: {exc.strerror or exc}") from None
+            raise RecordError(f"save_games: cannot write {shown_name(self.path)}: {exc.strerror or exc}") from None
         return self
 
     def write(self, record: Mapping[str, Any]) -> None:
@@ -214,7 +214,7 @@ class RecordWriter:
         try:
             self._file.write(json_module.dumps(record, separators=(",", ":")) + "\n")
         except OSError as exc:
-            raise RecordError(f"save_games: cannot write {_shown(self.path)}: {exc.strerror or exc}") from None
+            raise RecordError(f"save_games: cannot write {shown_name(self.path)}: {exc.strerror or exc}") from None
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._file is not None
@@ -226,15 +226,11 @@ class RecordWriter:
             if self.atomic:
                 self.tmp.unlink(missing_ok=True)
             if exc is None:
-                raise RecordError(f"save_games: cannot write {_shown(self.path)}: {err.strerror or err}") \
+                raise RecordError(f"save_games: cannot write {shown_name(self.path)}: {err.strerror or err}") \
                     from None
         if exc is not None and self.atomic:
             self.tmp.unlink(missing_ok=True)
 
-
-def _shown(path: Any) -> str:
-    """A file name for a one-line error message (:func:`cassino_env.errors.shown_name`)."""
-    return shown_name(path)
 
 
 def _is_dir(path: Path) -> bool:
