@@ -144,8 +144,9 @@ def permute_card_blocks(x: np.ndarray, perm: np.ndarray, blocks: int) -> np.ndar
 
 def permute_observation(obs: np.ndarray, perm: np.ndarray, num_players: int, num_sides: int,
                         blocks: Sequence[str] | None = None) -> np.ndarray:
-    """float32[N, D]: observations (``blocks``' layout, None: the default) of the same positions with every card
-    ``c`` relabelled ``perm[c]``.
+    """Observations ``obs`` (an array ``[..., D]``, e.g. float32[N, D] of ``obs["observation"]``, in ``blocks``'
+    layout, None: the default) of the same positions with every card ``c`` relabelled ``perm[c]``; same shape and
+    dtype.
 
     Raises:
         SymmetryError: a block outside the kernel's (``register_block``): its layout by card is unknown; an
@@ -159,6 +160,8 @@ def permute_observation(obs: np.ndarray, perm: np.ndarray, num_players: int, num
     if num_sides > num_players or num_players % num_sides:
         raise SymmetryError(f"num_sides: {num_sides} sides do not split {num_players} seats evenly")
     lay = layout_of(num_players, num_sides, blocks)
+    if isinstance(obs, dict):
+        raise SymmetryError("obs: expected the observation array (obs['observation']), got the whole obs dict")
     obs = np.asarray(obs)
     if obs.ndim < 1 or obs.shape[-1] != lay.size:
         raise SymmetryError(f"obs: expected a last axis of {lay.size} (the layout for {num_players} seats, "

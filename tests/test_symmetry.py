@@ -135,6 +135,7 @@ def test_a_registered_block_is_refused() -> None:
     (lambda p: permute_observation(np.zeros((3, 536), np.float32), p, 2, 2), "obs"),
     (lambda p: permute_observation(np.zeros((3, 546), np.float32), p, 0, 2), "num_players"),
     (lambda p: permute_observation(np.zeros((3, 546), np.float32), p, 2, 3), "num_sides"),
+    (lambda p: permute_observation({"observation": np.zeros((3, 546), np.float32)}, p, 2, 2), "obs"),
 ])
 def test_bad_input_is_a_symmetry_error_naming_the_argument(call, field: str) -> None:
     with pytest.raises(SymmetryError, match=f"^{field}:"):

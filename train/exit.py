@@ -310,9 +310,9 @@ def _check_combination(args: ExitArgs) -> None:
 
         rules = config.checked_rules(args.preset, args.num_players)
         if not suit_permutations(rules):
-            raise ConfigError(f"augment_suits: preset {rules.preset!r} scores with {rules.scoring!r} (docs/rules.md "
-                              "5), which tells every suit apart: it has no suit symmetry to augment with",
-                              field="augment_suits")
+            raise ConfigError(f"augment_suits: preset {rules.preset!r} scores with {rules.scoring!r}, which names a "
+                              "card of every suit but clubs (spades, 10D, JH: docs/rules.md 5.3), so no two suits "
+                              "score alike: it has no suit symmetry to augment with", field="augment_suits")
     if args.num_workers > 1 and args.ray_address is None:
         raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
                           "too", field="num_workers")
