@@ -168,6 +168,31 @@ def test_extra_labels_are_checked_against_the_network(run: Path, tmp_path: Path)
     assert len(load_label_paths([str(src)], shape)[0]) == n
 
 
+def test_label_files_record_their_rules_and_other_rules_are_refused(run: Path, tmp_path: Path) -> None:
+    src = run / "labels" / "iter_00001.npz"
+    with np.load(src) as z:
+        assert "rules" in z.files and z["rules"].dtype.kind == "U"
+    shape = NetworkShape(**read_checkpoint(run / "checkpoints" / "final.pt")["network"])
+    classic, matsuda = make_rules("classic"), make_rules("matsuda")
+    assert obs_size(2, 2) == shape.obs_dim  # matsuda's labels would fit the network: only the record tells them apart
+    assert len(load_label_paths([str(src)], shape, classic)[0]) == len(Labels.load(src))
+    with pytest.raises(ConfigError) as info:
+        load_label_paths([str(src)], shape, matsuda)
+    assert info.value.field == "extra_labels" and "holds labels of classic with 2 players" in str(info.value) \
+        and "this run plays matsuda with 2" in str(info.value)
+    with pytest.raises(ConfigError, match="other switches"):
+        Labels.load(src, rules=make_rules("classic", sweep_points=2))
+    broken = _rewrite(src, tmp_path / "broken.npz", rules=np.array("{not json"))
+    with pytest.raises(ConfigError, match="rules record"):
+        Labels.load(broken, rules=classic)
+    unrecorded = _rewrite(src, tmp_path / "old.npz", rules=None)  # files of earlier versions record nothing
+    assert len(Labels.load(unrecorded, shape, rules=matsuda)) == len(Labels.load(src))
+    target = tmp_path / "new"
+    with pytest.raises(ConfigError) as info:
+        train(tiny_args(run_dir=str(target), preset="matsuda", extra_labels=(str(src),)))
+    assert info.value.field == "extra_labels" and not target.exists()
+
+
 def test_init_refuses_a_network_of_other_observation_blocks(tmp_path: Path) -> None:
     rules = make_rules("classic")
     blocks = tuple(b for b in DEFAULT_BLOCKS if b != "most_decided")

@@ -66,6 +66,7 @@ and draws from the driver's generator (:func:`train.rollout.worker_seeds`), so o
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -334,6 +335,8 @@ LABEL_ARRAYS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 #: Per-label arrays of :class:`Labels`, in file order.
 LABEL_ROWS = tuple(LABEL_ARRAYS)
+#: The label file's record of its rules (a 0-d string array: the JSON of :meth:`RuleSet.to_dict`).
+LABEL_RULES = "rules"
 
 
 @dataclass
@@ -369,28 +372,48 @@ class Labels:
     def __len__(self) -> int:
         return len(self.ret)
 
-    def save(self, path: Path) -> None:
-        """Write the rows to ``path`` (npz, atomically)."""
+    def save(self, path: Path, rules: RuleSet | None = None) -> None:
+        """Write the rows to ``path`` (npz, atomically); with ``rules``, also the rule set they were played under
+        (an array ``rules``: the JSON of :meth:`cassino_env.rules.RuleSet.to_dict`), which :meth:`load` checks."""
         from agents.ppo_agent import atomic_write
 
         arrays = {k: getattr(self, k) for k in LABEL_ROWS if getattr(self, k) is not None}
+        if rules is not None:
+            arrays[LABEL_RULES] = np.array(json.dumps(rules.to_dict(), sort_keys=True))
         atomic_write(path, lambda f: np.savez(f, **arrays))
 
     @staticmethod
-    def load(path: Path, shape: Any = None, field: str = "labels") -> Labels:
+    def load(path: Path, shape: Any = None, field: str = "labels", rules: RuleSet | None = None) -> Labels:
         """Read :meth:`save`'s file; with ``shape`` (the network's :class:`agents.policy.NetworkShape`) its arrays
-        are checked first (:func:`check_label_file`).
+        are checked first (:func:`check_label_file`); with ``rules``, a file that records other rules is refused
+        (files written before the record was added, or without ``rules``, record none and are not checked).
 
         Raises:
-            ConfigError: naming ``field`` and the file, one that cannot be read or does not fit ``shape``.
+            ConfigError: naming ``field`` and the file, one that cannot be read, does not fit ``shape``, or holds
+                labels of other rules than ``rules``.
         """
         if shape is not None:
             check_label_file(path, shape, field)
         try:
             with np.load(path, allow_pickle=False) as z:
                 rows = {k: (z[k] if k in z.files else None) for k in LABEL_ROWS}
+                recorded = str(z[LABEL_RULES][()]) if LABEL_RULES in z.files else None
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise ConfigError(f"{field}: {path}: not a readable label file: {exc}", field=field) from None
+        if rules is not None and recorded is not None:
+            from cassino_env.rules import make_rules
+
+            try:
+                theirs = json.loads(recorded)
+                other = theirs if not isinstance(theirs, dict) else make_rules(theirs)
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(f"{field}: {path}: its rules record is not a rule set: {exc}",
+                                  field=field) from None
+            if other != rules:
+                raise ConfigError(f"{field}: {path} holds labels of {other.preset} with {other.num_players} players"
+                                  + (" (other switches)" if (other.preset, other.num_players)
+                                     == (rules.preset, rules.num_players) else "")
+                                  + f"; this run plays {rules.preset} with {rules.num_players}", field=field)
         return Labels(**rows)
 
 
@@ -441,13 +464,14 @@ def check_label_file(path: Path, shape: Any, field: str) -> None:
                       + (f" ({fits}: labels of another preset, player count or network?)" if fits else ""))
 
 
-def load_label_paths(paths: typing.Iterable[str], shape: Any = None) -> list[Labels]:
+def load_label_paths(paths: typing.Iterable[str], shape: Any = None, rules: RuleSet | None = None) -> list[Labels]:
     """The :class:`Labels` of label files, or of every ``iter_*.npz`` in folders, in name order; with ``shape``
-    each is checked against that network (:func:`check_label_file`).
+    each is checked against that network (:func:`check_label_file`), with ``rules`` against the run's rules (the
+    files' own record, :meth:`Labels.load`).
 
     Raises:
         ConfigError: naming ``extra_labels``, a path that is neither, or a file that is not a label file fitting
-            ``shape``.
+            ``shape`` or ``rules``.
     """
     out = []
     for p in map(Path, paths):
@@ -456,7 +480,7 @@ def load_label_paths(paths: typing.Iterable[str], shape: Any = None) -> list[Lab
         if not files:
             raise ConfigError(f"extra_labels: {shown_name(p)} is neither a label file nor a folder of iter_*.npz "
                               "files", field="extra_labels")
-        out.extend(Labels.load(f, shape, "extra_labels") for f in files)
+        out.extend(Labels.load(f, shape, "extra_labels", rules) for f in files)
     return out
 
 
@@ -1270,8 +1294,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         raise ConfigError(f"resume: the replay labels {missing[0]} of the checkpoint's run are missing (an exit run "
                           "is resumed with the labels/ folder beside its checkpoints/)", field="resume")
     # every label file is read and checked against the network before the run folder is touched
-    replay = [Labels.load(f, policy.shape, "resume") for f in window]
-    extra = load_label_paths(args.extra_labels, policy.shape)
+    replay = [Labels.load(f, policy.shape, "resume", rules) for f in window]
+    extra = load_label_paths(args.extra_labels, policy.shape, rules)
     if args.augment_suits:  # each label mirrored once, kept beside it for every update that replays it
         replay, extra = [augmented(x, rules) for x in replay], [augmented(x, rules) for x in extra]
     if ckpt is not None:
@@ -1335,7 +1359,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         t0 = time.time()
         labels = games.collect(policy, rng, iteration - 1)
         t_label = time.time() - t0
-        labels.save(label_dir / f"iter_{iteration:05d}.npz")
+        labels.save(label_dir / f"iter_{iteration:05d}.npz", rules)
         global_step += args.num_envs * args.deals_per_iteration * deal_len
         labels_total += len(labels)
         before = label_stats(policy, labels, args.reward_scale)  # the network that played, on its own decisions
