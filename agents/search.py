@@ -16,7 +16,8 @@ For each decision of B games at once:
    times as much per rollout step on this machine (the move features dominate), so at equal time it gets far fewer
    rollouts (docs/search.md has the measurements).
    **Critic leaves** (``leaf="critic"``, the default where the rules have two sides): a sampled line stops after
-   the candidate and ``depth`` (8) plies of the rollout bot, and the network's critic scores it
+   the candidate and ``depth`` (8) plies of the rollout bot (or of the network, with ``rollout="net"``: about ten
+   times the time a line at depth 1-2), and the network's critic scores it
    (:meth:`agents.policy.CassinoPolicy.state_value`: the value of the seat to move, read from its observation and
    the full determinised state, which the critic was trained on; lines that end the deal sooner score exactly).
    A line costs about half a full rollout, and the critic knows the network's own play of the rest of the deal,
@@ -56,7 +57,7 @@ ROLLOUTS = ("advanced", "intermediate", "greedy", "net")
 #: How a sampled line is scored: ``rollout`` plays it to the end of the deal, ``critic`` stops after ``depth``
 #: plies of the rollout policy and reads the network's critic.
 LEAVES = ("rollout", "critic")
-#: Plies of the rollout bot before the critic reads a line (``leaf="critic"``, the default with two sides).
+#: Plies of the rollout policy before the critic reads a line (``leaf="critic"``, the default with two sides).
 DEFAULT_DEPTH = 8
 
 
@@ -82,8 +83,8 @@ class SearchAgent:
         leaf: ``"rollout"`` (play every line to the end of the deal) or ``"critic"`` (stop after ``depth`` plies
             and read the network's critic; two sides only); None (the default): ``"critic"`` where the rules have
             two sides (and the rollouts are a bot's), else ``"rollout"``.
-        depth: plies of the rollout bot after the candidate before the critic reads the position (0 .. 64;
-            default :data:`DEFAULT_DEPTH`).
+        depth: plies of the rollout policy (the bot, or with ``rollout="net"`` the network's most probable move)
+            after the candidate before the critic reads the position (0 .. 64; default :data:`DEFAULT_DEPTH`).
         value_scale: the reward scale the critic was trained at (``reward_scale``: its values are deal margins
             times it), so values are divided by it to get points; the critic must have been trained on the deal
             margin (``reward="points"``, ``objective="points"``, no ``shaping``, ``gamma=1``, the defaults of
@@ -126,8 +127,6 @@ class SearchAgent:
         if leaf == "critic" and rules.num_sides != 2:
             raise SearchSpecError(f"leaf='critic' needs two sides (the critic scores the side to move against the "
                                   f"other); these rules have {rules.num_sides}")
-        if leaf == "critic" and rollout == "net":
-            raise SearchSpecError("leaf='critic' plays its depth plies with a scripted bot, not rollout='net'")
         self.rules = rules
         self.net = net
         self.simulations = int(simulations)
@@ -250,17 +249,17 @@ class SearchAgent:
         row = np.repeat(np.arange(len(m)), ks * m)
         st = take(det, idx)
         me = np.asarray(obs["view"]["viewer"]).astype(np.int64)[row]
-        if self.rollout == "net":
-            outcome = self._rollout_net(st, first, me)
-        elif self.leaf == "critic":
+        if self.leaf == "critic":
             outcome = self._critic_leaf(st, first, me)
+        elif self.rollout == "net":
+            outcome = self._rollout_net(st, first, me)
         else:
             outcome = self._pimc.rollout(st, first, me, rng)
         np.add.at(sums, (rows[row], slot), outcome)
         np.add.at(counts, (rows[row], slot), 1.0)
 
     def _critic_leaf(self, st: Any, first: np.ndarray, me: np.ndarray) -> np.ndarray:
-        """float64[G]: play ``first`` and ``depth`` plies of the rollout bot in every game, then score it by the
+        """float64[G]: play ``first`` and ``depth`` plies of the rollout policy in every game, then score it by the
         network's critic: its value for the seat to move, in points (divided by ``value_scale``, the reward scale
         the critic was trained at), from the side of ``me``; a deal that ends on the way scores its exact margin
         (``match_bonus`` included, as a rollout)."""
@@ -283,7 +282,7 @@ class SearchAgent:
             if not live.size:
                 return outcome
             if ply < self.depth:
-                actions = self._bot.act_state(st)
+                actions = self._net_state_policy(st) if self._bot is None else self._bot.act_state(st)
         obs = state_obs(st, with_view=False, blocks=getattr(self.net, "blocks", None))
         policy = self.net.policy
         crit = torch.from_numpy(critic_state(st)) if policy.shape.critic_dim else None

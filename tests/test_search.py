@@ -127,8 +127,7 @@ def test_bad_search_arguments(kw):
 
 
 @pytest.mark.parametrize("kw", [{"leaf": "nobody"}, {"leaf": "critic", "depth": -1}, {"depth": 65},
-                                {"depth": 1.5}, {"value_scale": 0.0}, {"value_scale": float("nan")},
-                                {"leaf": "critic", "rollout": "net"}])
+                                {"depth": 1.5}, {"value_scale": 0.0}, {"value_scale": float("nan")}])
 def test_bad_critic_leaf_arguments(kw):
     from agents.search import SearchAgent, SearchSpecError
 
@@ -189,6 +188,43 @@ def test_critic_leaf_search_plays_legal_moves_and_finished_deals_score_exactly()
     deep = SearchAgent(RULES, net, leaf="critic", depth=64)
     rolled = SearchAgent(RULES, net)._pimc.rollout(take(det, np.arange(12)), first, me, np.random.default_rng(0))
     np.testing.assert_allclose(deep._critic_leaf(take(det, np.arange(12)), first, me), rolled)
+
+
+def test_critic_leaves_with_plies_of_the_network():
+    """rollout="net" with critic leaves: the network's own move for each of the depth plies, then the critic."""
+    from agents.search import SearchAgent
+    from cassino_env import core
+    from cassino_env.determinize import determinize, moves_of, take
+
+    net = make_agent("pretrained:classic", RULES)
+    obs = _positions(games=4)
+    mask = np.asarray(obs["action_mask"]) != 0
+    agent = SearchAgent(RULES, net, simulations=16, min_samples=2, rollout="net", leaf="critic", depth=2)
+    moves = agent.act(obs, np.random.default_rng(3))
+    assert mask[np.arange(len(mask)), moves].all()
+    det = determinize(RULES, obs["view"], moves_of(obs), np.array([3] * 4), np.random.default_rng(4))
+    first = np.zeros(12, dtype=np.int64)
+    me = np.repeat(np.asarray(obs["view"]["viewer"]).astype(np.int64), 3)
+    # to the end of the deal it is the network's full rollout
+    deep = SearchAgent(RULES, net, rollout="net", leaf="critic", depth=64)
+    np.testing.assert_allclose(deep._critic_leaf(take(det, np.arange(12)), first, me),
+                               deep._rollout_net(take(det, np.arange(12)), first, me))
+    # one ply: the candidate, the network's reply, then the critic for the searching seat, to move again
+    import torch
+
+    from agents.features import critic_state
+    from agents.gym_env import state_obs
+
+    one = SearchAgent(RULES, net, rollout="net", leaf="critic", depth=1, value_scale=0.1)
+    got = one._critic_leaf(take(det, np.arange(12)), first, me)
+    st = take(det, np.arange(12))
+    core.step(st, first)
+    core.step(st, one._net_state_policy(st))
+    with torch.no_grad():
+        v = net.policy.state_value(torch.from_numpy(state_obs(st, with_view=False)["observation"]),
+                                   torch.from_numpy(critic_state(st))).numpy()
+    assert (st.current_player == me).all()
+    np.testing.assert_allclose(got, v / 0.1, rtol=1e-5)
 
 
 def test_the_default_leaf_is_the_critic_with_two_sides_and_rollouts_otherwise():
