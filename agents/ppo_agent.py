@@ -141,7 +141,7 @@ class PPOAgent:
             return np.zeros(0, dtype=np.int64)
         if feats is None and self.featurizer is not None:
             feats = self.featurizer(obs)
-        obs = self._own_observation(obs)
+        obs = self.own_observation(obs)
         logits = self.policy.logits(MoveBatch.from_obs(obs, feats))
         actions = sample_actions(logits, rng, self.deterministic).astype(np.int64)
         if self.endgame:
@@ -151,9 +151,13 @@ class PPOAgent:
         return actions
 
 
-    def _own_observation(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def own_observation(self, obs: dict[str, Any]) -> dict[str, Any]:
         """``obs`` with ``observation`` of this network's blocks: as given when they are ``env_blocks`` (and the
-        length fits), else encoded from ``obs["view"]``."""
+        length fits), else encoded from ``obs["view"]`` (what search agents over this network also use).
+
+        Raises:
+            ValueError: the observation is of other blocks and ``obs`` has no ``view`` (or the agent no rules).
+        """
         width = np.shape(obs["observation"])[-1]
         if self.blocks == self.env_blocks and width == self.policy.shape.obs_dim:
             return obs

@@ -16,8 +16,8 @@ For each decision of B games at once:
    times as much per rollout step on this machine (the move features dominate), so at equal time it gets far fewer
    rollouts (docs/search.md has the measurements).
    **Critic leaves** (``leaf="critic"``, the default where the rules have two sides): a sampled line stops after
-   the candidate and ``depth`` (8) plies of the rollout bot (or of the network, with ``rollout="net"``: about ten
-   times the time a line at depth 1-2), and the network's critic scores it
+   the candidate and ``depth`` (8) plies of the rollout bot (or of the network's most probable move, with
+   ``rollout="net"`` and ``leaf="critic"`` given: docs/search.md has its cost), and the network's critic scores it
    (:meth:`agents.policy.CassinoPolicy.state_value`: the value of the seat to move, read from its observation and
    the full determinised state, which the critic was trained on; lines that end the deal sooner score exactly).
    A line costs about half a full rollout, and the critic knows the network's own play of the rest of the deal,
@@ -156,6 +156,8 @@ class SearchAgent:
         from agents.policy import MoveBatch
 
         net = self.net
+        if callable(getattr(net, "own_observation", None)):  # a network of other observation blocks encodes its own
+            obs = net.own_observation(obs)
         feats = net.featurizer(obs) if net.featurizer is not None else None
         with torch.no_grad():
             lg = net.policy.logits(MoveBatch.from_obs(obs, feats)).numpy()

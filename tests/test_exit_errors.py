@@ -179,12 +179,15 @@ def test_label_files_record_their_rules_and_other_rules_are_refused(run: Path, t
     with pytest.raises(ConfigError) as info:
         load_label_paths([str(src)], shape, matsuda)
     assert info.value.field == "extra_labels" and "holds labels of classic with 2 players" in str(info.value) \
-        and "this run plays matsuda with 2" in str(info.value)
-    with pytest.raises(ConfigError, match="other switches"):
+        and "this run plays matsuda with 2 players" in str(info.value)
+    with pytest.raises(ConfigError, match=r"sweep_points=1, this run 2"):
         Labels.load(src, rules=make_rules("classic", sweep_points=2))
-    broken = _rewrite(src, tmp_path / "broken.npz", rules=np.array("{not json"))
-    with pytest.raises(ConfigError, match="rules record"):
-        Labels.load(broken, rules=classic)
+    for i, record in enumerate(["{not json", "5", "[1, 2]", "null", '"classic"', "[" * 100_000 + "]" * 100_000,
+                                '{"preset": "nosuch"}', '{"preset": "classic", "num_players": "two"}']):
+        broken = _rewrite(src, tmp_path / f"broken{i}.npz", rules=np.array(record))
+        with pytest.raises(ConfigError, match="rules record is not a rule set") as info:
+            Labels.load(broken, rules=classic)
+        assert info.value.field == "labels" and len(str(info.value)) < 400, record[:20]
     unrecorded = _rewrite(src, tmp_path / "old.npz", rules=None)  # files of earlier versions record nothing
     assert len(Labels.load(unrecorded, shape, rules=matsuda)) == len(Labels.load(src))
     target = tmp_path / "new"

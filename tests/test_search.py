@@ -227,6 +227,29 @@ def test_critic_leaves_with_plies_of_the_network():
     np.testing.assert_allclose(got, v / 0.1, rtol=1e-5)
 
 
+@pytest.mark.parametrize("kw", [{}, {"leaf": "critic", "depth": 2}, {"rollout": "net", "leaf": "critic", "depth": 1},
+                                {"rollout": "net", "simulations": 8}])
+def test_search_over_a_network_of_other_observation_blocks(kw):
+    """The search encodes the network's own observation (its blocks) from the view, as the network's agent does."""
+    import torch
+
+    from agents.features import NUM_MOVE_FEATURES
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import PPOAgent
+    from agents.search import SearchAgent
+    from cassino_env.obs import DEFAULT_BLOCKS, obs_size
+
+    blocks = tuple(b for b in DEFAULT_BLOCKS if b != "most_decided")
+    obs = _positions(games=3)
+    torch.manual_seed(0)
+    net = CassinoPolicy(obs_dim=obs_size(2, 2, blocks), hidden=16, embed=8, move_features=NUM_MOVE_FEATURES)
+    agent = SearchAgent(RULES, PPOAgent(net, rules=RULES, blocks=blocks), **{"simulations": 16, "min_samples": 2,
+                                                                            **kw})
+    moves = agent.act(obs, np.random.default_rng(0))
+    mask = np.asarray(obs["action_mask"]) != 0
+    assert mask[np.arange(len(mask)), moves].all()
+
+
 def test_the_default_leaf_is_the_critic_with_two_sides_and_rollouts_otherwise():
     from agents.search import DEFAULT_DEPTH, SearchAgent
 

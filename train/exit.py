@@ -405,15 +405,20 @@ class Labels:
 
             try:
                 theirs = json.loads(recorded)
-                other = theirs if not isinstance(theirs, dict) else make_rules(theirs)
-            except (ValueError, TypeError) as exc:
-                raise ConfigError(f"{field}: {path}: its rules record is not a rule set: {exc}",
+                if not isinstance(theirs, dict):
+                    raise TypeError(f"a JSON {type(theirs).__name__}, not an object of rule switches")
+                other = make_rules(theirs)
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise ConfigError(f"{field}: {path}: its rules record is not a rule set: {str(exc)[:200]}",
                                   field=field) from None
             if other != rules:
+                ours, differ = rules.to_dict(), other.to_dict()
+                switch = next((k for k in ours if ours[k] != differ.get(k)), "preset")
                 raise ConfigError(f"{field}: {path} holds labels of {other.preset} with {other.num_players} players"
-                                  + (" (other switches)" if (other.preset, other.num_players)
-                                     == (rules.preset, rules.num_players) else "")
-                                  + f"; this run plays {rules.preset} with {rules.num_players}", field=field)
+                                  + (f" ({switch}={differ.get(switch)!r}, this run {ours[switch]!r})"
+                                     if (other.preset, other.num_players) == (rules.preset, rules.num_players)
+                                     else "")
+                                  + f"; this run plays {rules.preset} with {rules.num_players} players", field=field)
         return Labels(**rows)
 
 
