@@ -84,7 +84,9 @@ class SearchAgent:
             and read the network's critic; two sides only); None (the default): ``"critic"`` where the rules have
             two sides (and the rollouts are a bot's), else ``"rollout"``.
         depth: plies of the rollout policy (the bot, or with ``rollout="net"`` the network's most probable move)
-            after the candidate before the critic reads the position (0 .. 64; default :data:`DEFAULT_DEPTH`).
+            after the candidate before the critic reads the position (0 .. 64); None (the default):
+            :data:`DEFAULT_DEPTH`. Only critic leaves read it: a depth given with ``leaf="rollout"`` (or with no
+            ``leaf`` where that is what the rules and rollout resolve to) is refused.
         value_scale: the reward scale the critic was trained at (``reward_scale``: its values are deal margins
             times it), so values are divided by it to get points; the critic must have been trained on the deal
             margin (``reward="points"``, ``objective="points"``, no ``shaping``, ``gamma=1``, the defaults of
@@ -99,7 +101,7 @@ class SearchAgent:
     def __init__(self, rules: RuleSet, net: Any, simulations: int = DEFAULT_SIMULATIONS, top_k: int = DEFAULT_TOP_K,
                  margin: float = DEFAULT_MARGIN, rollout: str = "advanced", halving: bool = False,
                  min_samples: int = 8, match_bonus: float = 10.0, exact: bool = True, max_games: int = 16384,
-                 leaf: str | None = None, depth: int = DEFAULT_DEPTH, value_scale: float = 0.1,
+                 leaf: str | None = None, depth: int | None = None, value_scale: float = 0.1,
                  name: str | None = None) -> None:
         from agents.bots import make_bot
         from agents.pimc import PIMCAgent
@@ -120,6 +122,11 @@ class SearchAgent:
             leaf = "critic" if rules.num_sides == 2 and rollout != "net" else "rollout"
         if leaf not in LEAVES:
             raise SearchSpecError(f"leaf: expected one of {', '.join(LEAVES)}, got {leaf!r:.40}")
+        if depth is not None and leaf != "critic":
+            raise SearchSpecError(f"depth={depth!r:.20}: only critic leaves stop after a depth; with leaf={leaf!r} "
+                                  "every line is played to the end of the deal (pass leaf='critic' to cut lines)")
+        if depth is None:
+            depth = DEFAULT_DEPTH
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 0 <= depth <= 64:
             raise SearchSpecError(f"depth: expected an integer 0..64 (plies before the critic), got {depth!r:.40}")
         if not (isinstance(value_scale, int | float) and np.isfinite(value_scale) and value_scale > 0):

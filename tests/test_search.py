@@ -135,6 +135,16 @@ def test_bad_critic_leaf_arguments(kw):
         SearchAgent(RULES, make_agent("pretrained:classic", RULES), **kw)
 
 
+@pytest.mark.parametrize("kw", [{"rollout": "net", "depth": 2}, {"leaf": "rollout", "depth": 8}])
+def test_a_depth_without_critic_leaves_is_refused(kw):
+    """Only critic leaves cut a line: a depth that would be ignored (lines played to the end) is an error naming
+    the leaf, not silently a full rollout."""
+    from agents.search import SearchAgent, SearchSpecError
+
+    with pytest.raises(SearchSpecError, match="depth=.*leaf='rollout'.*leaf='critic'"):
+        SearchAgent(RULES, make_agent("pretrained:classic", RULES), **kw)
+
+
 def test_critic_leaf_needs_two_sides():
     from agents.search import SearchAgent, SearchSpecError
 
