@@ -46,7 +46,12 @@ Architecture (sizes from :class:`NetworkShape`):
   where the stock is *not* empty (every round before the last), reading the same gate entry. It starts silent too
   (:func:`add_early_rounds_head`) and is trained on a search's move values with everything else of the network
   frozen (``cassino exit`` with ``train_params: early_rounds_head``), so what it learns is a correction on top of
-  the self-play network's play that cannot erase it.
+  the self-play network's play that cannot erase it. With ``early_rounds_input="classes"`` it reads the cards by
+  class instead (:func:`cassino_env.symmetry.card_classes`: a spade per rank, 10♦, the other cards rank by rank):
+  each card block of the observation, the played card and the table cards taken are summed class by class
+  (the buffers ``er_obs_index`` int64[D] and ``er_card_class`` int64[52]; the layers keep their sizes, the entries
+  past the classes read 0), so positions alike up to the suits the scoring ignores look alike to it and each label
+  teaches all of them.
 
 Why a critic that reads hidden cards does not bias the policy gradient (asymmetric actor-critic: Pinto et al. 2017;
 PerfectDou, Yang et al. 2022; Baisero & Amato 2022). The critic is used only during training, as the baseline and
@@ -81,6 +86,8 @@ MAX_LAST_ROUND_WIDTH = 4096
 
 #: The value estimators a network may have (:attr:`NetworkShape.critic`).
 CRITICS = ("shared", "separate")
+#: What the earlier-rounds head reads (:class:`NetworkShape` ``early_rounds_input``).
+HEAD_INPUTS = ("cards", "classes")
 
 _BITS = torch.arange(52, dtype=torch.int64)
 
@@ -101,11 +108,14 @@ class NetworkShape:
         last_round_gate: with either head, the index of the observation entry that is 0 exactly in the last
             round: the stock-size entry of the ``progress`` block (:func:`last_round_gate`).
         early_rounds: width of the earlier-rounds head (the rows where the stock is not empty); 0: none.
+        early_rounds_input: what the earlier-rounds head reads: ``"cards"`` (each card by its id) or ``"classes"``
+            (cards summed by suit class; see the module docstring; needs an earlier-rounds head).
 
     Raises:
         ValueError: a size that is not a positive int (``move_features`` and ``critic_dim`` may be 0), an unknown
             ``critic``, ``critic_dim`` without a separate critic, a ``last_round_gate`` outside the observation, or
-            one without either head (it must be 0 there).
+            one without either head (it must be 0 there), an unknown ``early_rounds_input`` or ``"classes"``
+            without an earlier-rounds head.
     """
 
     obs_dim: int
@@ -117,6 +127,7 @@ class NetworkShape:
     last_round: int = 0
     last_round_gate: int = 0
     early_rounds: int = 0
+    early_rounds_input: str = "cards"
 
     def __post_init__(self) -> None:
         for name in ("obs_dim", "hidden", "embed"):
@@ -134,6 +145,12 @@ class NetworkShape:
         if (self.last_round or self.early_rounds) and self.last_round_gate >= self.obs_dim:
             raise ValueError(f"network last_round_gate must index the observation (< obs_dim {self.obs_dim}), got "
                              f"{self.last_round_gate}")
+        if self.early_rounds_input not in HEAD_INPUTS:
+            raise ValueError(f"network early_rounds_input must be one of {', '.join(HEAD_INPUTS)}, got "
+                             f"{self.early_rounds_input!r:.40}")
+        if self.early_rounds_input != "cards" and not self.early_rounds:
+            raise ValueError(f"network early_rounds_input={self.early_rounds_input!r} without an earlier-rounds head "
+                             "(early_rounds=0)")
         if not (self.last_round or self.early_rounds) and self.last_round_gate:
             raise ValueError(f"network last_round_gate={self.last_round_gate} without a last-round head or an "
                              "earlier-rounds head (last_round=0, early_rounds=0): it must be 0")
@@ -142,6 +159,8 @@ class NetworkShape:
         """Plain dict of ints and strings (checkpoint friendly); a head's fields are left out where the network has
         no such head, so such a network's dict is the one of before the head existed."""
         out = dataclasses.asdict(self)
+        if self.early_rounds_input == "cards":
+            del out["early_rounds_input"]
         if not self.early_rounds:
             del out["early_rounds"]
             if not self.last_round:
@@ -221,11 +240,12 @@ class CassinoPolicy(nn.Module):
 
     def __init__(self, obs_dim: int, hidden: int = 128, embed: int = 64, move_features: int = 0,
                  critic: str = "shared", critic_dim: int = 0, last_round: int = 0, last_round_gate: int = 0,
-                 early_rounds: int = 0) -> None:
+                 early_rounds: int = 0, early_rounds_input: str = "cards") -> None:
         super().__init__()
         self.shape = NetworkShape(obs_dim=obs_dim, hidden=hidden, embed=embed, move_features=move_features,
                                   critic=critic, critic_dim=critic_dim, last_round=last_round,
-                                  last_round_gate=last_round_gate, early_rounds=early_rounds)
+                                  last_round_gate=last_round_gate, early_rounds=early_rounds,
+                                  early_rounds_input=early_rounds_input)
         self.torso = nn.Sequential(layer_init(nn.Linear(obs_dim, hidden)), nn.ReLU(),
                                    layer_init(nn.Linear(hidden, hidden)), nn.ReLU())
         if critic == "shared":
@@ -267,12 +287,36 @@ class CassinoPolicy(nn.Module):
             # the weight of the rest of the network's score in the head's rows, learned: the head can overrule a
             # confident score (whose softmax would otherwise give the head almost no gradient)
             setattr(self, f"{prefix}_keep", nn.Parameter(torch.ones(())))
+        if early_rounds_input == "classes":
+            # identity until set_card_classes; saved with the weights, and checked against the checkpoint's rules
+            # and observation blocks when it loads (agents.ppo_agent.policy_from_checkpoint)
+            self.register_buffer("er_obs_index", torch.arange(obs_dim, dtype=torch.int64))
+            self.register_buffer("er_card_class", torch.arange(52, dtype=torch.int64))
 
     @classmethod
     def from_shape(cls, shape: NetworkShape | dict[str, int]) -> CassinoPolicy:
         """A fresh network of a given shape."""
         s = shape if isinstance(shape, NetworkShape) else NetworkShape(**shape)
         return cls(**s.to_dict())
+
+    def set_card_classes(self, obs_index: np.ndarray, card_class: np.ndarray) -> None:
+        """Set what the earlier-rounds head of ``early_rounds_input="classes"`` sums: ``obs_index`` int64[D]
+        (:func:`cassino_env.symmetry.class_index` of the rules and observation blocks) and ``card_class`` int64[52]
+        (:func:`cassino_env.symmetry.card_classes`).
+
+        Raises:
+            ValueError: the network's head reads cards, or maps of another length or outside ``0..D-1``, ``0..51``.
+        """
+        if self.shape.early_rounds_input != "classes":
+            raise ValueError("set_card_classes: the network's earlier-rounds head reads cards, not classes")
+        for name, arr, n in (("obs_index", obs_index, self.shape.obs_dim), ("card_class", card_class, 52)):
+            a = np.asarray(arr)
+            if a.shape != (n,) or a.dtype.kind not in "iu" or (a < 0).any() or (a >= n).any():
+                raise ValueError(f"set_card_classes: {name} must be {n} integers in 0..{n - 1}, got {a.dtype} "
+                                 f"{a.shape}")
+        with torch.no_grad():
+            self.er_obs_index.copy_(torch.as_tensor(np.asarray(obs_index), dtype=torch.int64))
+            self.er_card_class.copy_(torch.as_tensor(np.asarray(card_class), dtype=torch.int64))
 
     def set_feature_prior(self, index: int, weight: float) -> None:
         """Start the logits at ``weight * feats[..., index]`` (e.g. the ``advanced`` bot's score, so the untrained
@@ -376,10 +420,16 @@ class CassinoPolicy(nn.Module):
         if not bool(sel.any()):
             return sel, out
         at = torch.cumsum(last.long(), 0) - 1  # row -> its place among the last-round rows
-        g = getattr(self, f"{prefix}_obs")(batch.obs[last])
+        obs = batch.obs[last]
         r, c = rows[sel], cols[sel]
         bits = ((batch.cards[r, c].unsqueeze(-1) >> _BITS) & 1).to(torch.float32)
-        parts = [nn.functional.one_hot(batch.card[r, c].clamp(0, 51), 52).float(), bits,
+        card = batch.card[r, c].clamp(0, 51)
+        if prefix == "er" and self.shape.early_rounds_input == "classes":
+            obs = torch.zeros_like(obs).index_add_(1, self.er_obs_index, obs)
+            bits = torch.zeros_like(bits).index_add_(1, self.er_card_class, bits)
+            card = self.er_card_class[card]
+        g = getattr(self, f"{prefix}_obs")(obs)
+        parts = [nn.functional.one_hot(card, 52).float(), bits,
                  nn.functional.one_hot(batch.kind[r, c].clamp(0, 2), 3).float(),
                  nn.functional.one_hot(batch.value[r, c].clamp(0, NUM_VALUES - 1), NUM_VALUES).float()]
         if self.shape.move_features:
@@ -466,20 +516,27 @@ def add_last_round_head(policy: CassinoPolicy, width: int, gate: int) -> Cassino
     return _with_head(policy, "last_round", width, gate)
 
 
-def add_early_rounds_head(policy: CassinoPolicy, width: int, gate: int) -> CassinoPolicy:
+def add_early_rounds_head(policy: CassinoPolicy, width: int, gate: int,
+                          classes: tuple[np.ndarray, np.ndarray] | None = None) -> CassinoPolicy:
     """A copy of ``policy`` with an earlier-rounds head of ``width``: the last-round head's architecture, with its
     own weights, scoring the rows where the stock is not empty (output layer 0: it plays exactly as ``policy`` until
     the head is trained). ``gate`` as :func:`add_last_round_head`'s (the same entry, read the other way round).
+    ``classes``: None, a head that reads each card by its id; or ``(obs_index, card_class)`` of
+    :meth:`CassinoPolicy.set_card_classes`, a head that reads cards by suit class (``early_rounds_input="classes"``).
 
     Raises:
         ValueError: ``policy`` has an earlier-rounds head already, a width that is not an int from 1 to
-            :data:`MAX_LAST_ROUND_WIDTH`, a gate outside the observation, or one other than the gate of the
-            last-round head ``policy`` has.
+            :data:`MAX_LAST_ROUND_WIDTH`, a gate outside the observation, one other than the gate of the
+            last-round head ``policy`` has, or bad ``classes``.
     """
-    return _with_head(policy, "early_rounds", width, gate)
+    if classes is None:
+        return _with_head(policy, "early_rounds", width, gate)
+    out = _with_head(policy, "early_rounds", width, gate, early_rounds_input="classes")
+    out.set_card_classes(*classes)
+    return out
 
 
-def _with_head(policy: CassinoPolicy, field: str, width: int, gate: int) -> CassinoPolicy:
+def _with_head(policy: CassinoPolicy, field: str, width: int, gate: int, **extra: str) -> CassinoPolicy:
     name = "a last-round" if field == "last_round" else "an earlier-rounds"
     if getattr(policy.shape, field):
         raise ValueError(f"the network has {name} head already")
@@ -491,7 +548,7 @@ def _with_head(policy: CassinoPolicy, field: str, width: int, gate: int) -> Cass
     if (policy.shape.last_round or policy.shape.early_rounds) and gate != policy.shape.last_round_gate:
         raise ValueError(f"last_round_gate={gate}: the network's other head reads entry "
                          f"{policy.shape.last_round_gate}; both heads read the same one")
-    shape = dataclasses.replace(policy.shape, last_round_gate=gate, **{field: width})
+    shape = dataclasses.replace(policy.shape, last_round_gate=gate, **{field: width}, **extra)
     out = CassinoPolicy.from_shape(shape)
     missing, unexpected = out.load_state_dict(policy.state_dict(), strict=False)
     prefix = "lr_" if field == "last_round" else "er_"

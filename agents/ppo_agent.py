@@ -425,7 +425,26 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
     for name, tensor in policy.state_dict().items():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"{path}: corrupt weights: {name} holds NaN or infinite values")
+    if shape.early_rounds_input == "classes":
+        _check_card_classes(policy, data, path)
     return policy
+
+
+def _check_card_classes(policy: CassinoPolicy, data: dict[str, Any], path: str | Path) -> None:
+    """A head that reads cards by class must sum them as its rules and observation blocks say (the maps are
+    stored with the weights; a file whose maps differ, tampered or of other rules, is refused)."""
+    from cassino_env.symmetry import SymmetryError, card_classes, class_index
+
+    rules = make_rules(data["rules"])
+    try:
+        want = (class_index(rules, checkpoint_blocks(data, path)), card_classes(rules))
+    except SymmetryError as exc:
+        raise CheckpointError(f"{path}: network.early_rounds_input: 'classes' does not fit these rules: "
+                              f"{exc}") from None
+    for name, expected in zip(("er_obs_index", "er_card_class"), want, strict=True):
+        if not np.array_equal(getattr(policy, name).numpy(), expected):
+            raise CheckpointError(f"{path}: {name}: the card classes stored with the weights are not those of the "
+                                  f"checkpoint's rules ({rules.preset}) and observation blocks")
 
 
 def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",

@@ -7,11 +7,21 @@ through the scoring (docs/rules.md 5): ``standard`` and ``bga`` scoring name spa
 such symmetry. A learner can train on each labelled decision twice, as played and with the two suits swapped
 (``cassino exit --augment-suits True``, :func:`train.exit.mirror_labels`).
 
+A larger symmetry holds rank by rank: the scoring names only spades and a few single cards (10♦; in ``cicera`` also
+J♥), so any two other cards of one rank can swap places alone, whatever the other ranks do. :func:`card_classes`
+gives each card its class under it (27 classes for ``standard`` and ``bga`` scoring: a spade per rank, 10♦, and the
+other cards rank by rank), and :func:`class_index` maps an observation onto counts per class, which is what the
+earlier-rounds head of a network reads with ``early_rounds_input="classes"``: positions that differ only by
+such swaps then look the same to it.
+
 >>> from cassino_env.rules import make_rules
 >>> [card_text(int(c)) for c in suit_permutations(make_rules("classic"))[0][[0, 22, 26, 40]]]
 ['AH', '10D', 'AC', '2S']
 >>> suit_permutations(make_rules("cicera"))
 []
+>>> cls = card_classes(make_rules("classic"))
+>>> int(cls.max()) + 1, bool(cls[0] == cls[13] == cls[26]), bool(cls[39] != cls[0]), bool(cls[22] != cls[9])
+(27, True, True, True)
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .cards import CLUBS, HEARTS, NUM_CARDS, card_text  # noqa: F401 - card_text for the doctest
+from .cards import CLUBS, HEARTS, NUM_CARDS, RANK, SUIT, card_id, card_text  # noqa: F401 - card_text: doctest
 from .errors import CassinoError
 from .obs import layout_of
 from .rules import RuleSet
@@ -176,3 +186,55 @@ def permute_observation(obs: np.ndarray, perm: np.ndarray, num_players: int, num
             raise SymmetryError(f"blocks: {name!r} is not a kernel block, so how a suit swap moves its entries is "
                                 "unknown")
     return out
+
+
+#: Single cards the scoring names, per ``scoring`` (docs/rules.md 5): each is a class of its own in
+#: :func:`card_classes` (spades are classes of their own rank by rank anyway).
+NAMED_CARDS = {"standard": ("10D", "2S"), "bga": ("10D", "2S"), "cicera": ("10D", "2S", "JH")}
+
+
+def card_classes(rules: RuleSet) -> np.ndarray:
+    """int64[52]: the class of each card id under the rank-by-rank suit symmetry (module docstring): classes
+    ``0..12`` are the spades A..K, ``13..25`` the other cards of ranks A..K that the scoring does not name, then one
+    class per named non-spade card (10♦; J♥ in ``cicera``), in id order. Two cards share a class exactly when
+    swapping them maps every position to one of equal value.
+
+    Raises:
+        SymmetryError: rules with Cicera's in-play bonuses (docs/rules.md 5.3), which read suits during play.
+    """
+    if rules.in_play_bonuses:
+        raise SymmetryError("card classes: the rules' in-play bonuses (docs/rules.md 5.3) read suits during play, so "
+                            "no two cards of a rank are alike")
+    named = sorted(card_id(c) for c in NAMED_CARDS[rules.scoring])
+    cls = np.where(SUIT == 3, RANK - 1, 13 + RANK - 1).astype(np.int64)
+    extra = 26
+    for c in named:
+        if SUIT[c] != 3:
+            cls[c] = extra
+            extra += 1
+    return cls
+
+
+def class_index(rules: RuleSet, blocks: Sequence[str] | None = None) -> np.ndarray:
+    """int64[D]: where each observation entry goes when an observation is summed class by class (D = the length
+    of ``blocks``' layout, None: the default blocks): in each 52-entry block of a card block the entry of card ``c``
+    goes to the block's entry ``card_classes(rules)[c]`` (so its first ``C`` entries count the classes and the rest
+    stay 0); every other entry stays where it is. ``out.index_add_(1, index, obs)`` (torch) or ``np.add.at``
+    applies it.
+
+    Raises:
+        SymmetryError: a block outside the kernel's (``register_block``), whose layout by card is unknown; what
+            :func:`card_classes` raises.
+        ObsBlocksError: a bad block list.
+    """
+    cls = card_classes(rules)
+    lay = layout_of(rules.num_players, rules.num_sides, blocks)
+    index = np.arange(lay.size, dtype=np.int64)
+    for name, (start, length) in lay.starts.items():
+        if name in CARD_BLOCKS:
+            for k in range(length // NUM_CARDS):
+                index[start + NUM_CARDS * k:start + NUM_CARDS * (k + 1)] = start + NUM_CARDS * k + cls
+        elif name not in SUIT_FREE_BLOCKS:
+            raise SymmetryError(f"blocks: {name!r} is not a kernel block, so which of its entries name cards is "
+                                "unknown")
+    return index

@@ -224,3 +224,41 @@ def test_an_earlier_rounds_networks_bad_fields_are_named(tmp_path: Path, change,
     with pytest.raises(CheckpointError, match=expect) as info:
         load_checkpoint_agent(str(path), RULES)
     assert str(path) in str(info.value) and "frame #" not in str(info.value)
+
+
+def _swap_two_classes(data: dict) -> None:
+    cls = data["model"]["er_card_class"]
+    cls[[0, 39]] = cls[[39, 0]]  # AC with AS: the spade is a class of its own
+
+
+@pytest.mark.parametrize(("change", "expect"), [
+    (None, None),
+    (lambda d: d["network"].update(early_rounds_input="suits"), "network early_rounds_input must be one of"),
+    (lambda d: d["model"].pop("er_obs_index"), "er_obs_index"),
+    (lambda d: d["model"].update({"er_obs_index": torch.arange(546, dtype=torch.float32)}), "er_obs_index"),
+    (lambda d: d["model"].update({"er_obs_index": torch.full((546,), 10**6, dtype=torch.int64)}),
+     "er_obs_index: the card classes stored with the weights are not those of the checkpoint's rules"),
+    (_swap_two_classes, "er_card_class: the card classes stored"),
+])
+def test_a_head_that_reads_card_classes_loads_with_its_own_classes_only(tmp_path: Path, change, expect) -> None:
+    """An earlier-rounds head of ``early_rounds_input="classes"``: it saves and loads with its class maps (and plays
+    as saved); a file whose maps are missing, of another dtype, out of range or not the rules' classes is a
+    CheckpointError naming the field."""
+    from agents.policy import add_early_rounds_head, last_round_gate
+    from cassino_env.symmetry import card_classes, class_index
+
+    net = add_early_rounds_head(_policy(), 8, last_round_gate(2, 2),
+                                classes=(class_index(RULES), card_classes(RULES)))
+    good = save_checkpoint(tmp_path / "cls.pt", net, RULES)
+    data = torch.load(good, weights_only=True)
+    if change is None:
+        loaded = load_checkpoint_agent(str(good), RULES).policy
+        assert loaded.shape.early_rounds_input == "classes" and data["network"]["early_rounds_input"] == "classes"
+        assert torch.equal(loaded.er_card_class, torch.as_tensor(card_classes(RULES)))
+        return
+    change(data)
+    path = tmp_path / "bad.pt"
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match=expect) as info:
+        load_checkpoint_agent(str(path), RULES)
+    assert str(path) in str(info.value) and "frame #" not in str(info.value)

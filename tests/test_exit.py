@@ -301,10 +301,12 @@ def test_last_round_head_run_moves_the_head_alone(straight: Path, tmp_path: Path
     assert info.value.field == "train_params"
 
 
-def test_early_rounds_head_run_moves_the_head_alone(straight: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("head_input", ["cards", "classes"])
+def test_early_rounds_head_run_moves_the_head_alone(straight: Path, tmp_path: Path, head_input: str) -> None:
     """train_params=early_rounds_head with an early_rounds_head: only that head's weights change (the rest of the
     network, its last round and its critic, stay bit for bit), on the search's labels of the rounds before the
-    last, with the regret target; the checkpoint keeps the head, and a network without one is refused."""
+    last, with the regret target; the checkpoint keeps the head (reading cards or card classes, as asked), and a
+    network without one is refused."""
     from agents.policy import CassinoPolicy
     from agents.ppo_agent import policy_from_checkpoint
     from train.exit import trained_parameters
@@ -312,10 +314,12 @@ def test_early_rounds_head_run_moves_the_head_alone(straight: Path, tmp_path: Pa
     start = straight / "checkpoints" / "final.pt"
     run = tmp_path / "early"
     train(tiny_args(run_dir=str(run), init=f"checkpoint:{start}", early_rounds_head=16, label_last_round=False,
-                    train_params="early_rounds_head", target="regret", learning_rate=1e-2))
+                    train_params="early_rounds_head", target="regret", learning_rate=1e-2,
+                    early_rounds_input=head_input))
     first = policy_from_checkpoint(read_checkpoint(start))
     last = policy_from_checkpoint(read_checkpoint(run / "checkpoints" / "final.pt"))
     assert first.shape.early_rounds == 0 and last.shape.early_rounds == 16
+    assert last.shape.early_rounds_input == head_input
     head = {k for k in last.state_dict() if k.startswith("er_")}
     assert head and head == set(last.state_dict()) - set(first.state_dict())
     assert all(torch.equal(v, last.state_dict()[k]) for k, v in first.state_dict().items())

@@ -52,6 +52,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ({"num_players": 3, "network_last_round": True}, "network_last_round"),
     ({"label_last_round": False, "train_params": "last_round_head", "last_round_head": 8}, "train_params"),
     ({"early_rounds_head": 8, "search": "none"}, "early_rounds_head"),  # no label would reach the new head
+    ({"early_rounds_input": "classes"}, "early_rounds_input"),  # what a new head reads, and no head
+    ({"early_rounds_input": "suits", "early_rounds_head": 8}, "early_rounds_input"),
+    ({"preset": "cicera", "num_players": 4, "early_rounds_head": 8, "early_rounds_input": "classes"},
+     "early_rounds_input"),
 ])
 def test_combinations_that_would_label_or_change_nothing_are_refused(over: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError) as info:

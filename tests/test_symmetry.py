@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.features import MoveFeaturizer, critic_state
+from agents.features import NUM_MOVE_FEATURES, MoveFeaturizer, critic_state
 from cassino_env import core
 from cassino_env.cards import card_text
 from cassino_env.obs import BLOCKS
@@ -15,6 +15,8 @@ from cassino_env.symmetry import (
     CARD_BLOCKS,
     SUIT_FREE_BLOCKS,
     SymmetryError,
+    card_classes,
+    class_index,
     permute_card_blocks,
     permute_card_ids,
     permute_card_sets,
@@ -141,3 +143,83 @@ def test_bad_input_is_a_symmetry_error_naming_the_argument(call, field: str) -> 
     with pytest.raises(SymmetryError, match=f"^{field}:"):
         call(swap_suits(0, 2))
     assert issubclass(SymmetryError, ValueError)
+
+
+def _class_preserving_permutation(cls: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random card permutation that moves every card within its class (rank by rank)."""
+    perm = np.arange(52, dtype=np.int64)
+    for k in np.unique(cls):
+        ids = np.flatnonzero(cls == k)
+        perm[ids] = rng.permutation(ids)
+    return perm
+
+
+@pytest.mark.parametrize("preset", ["classic", "bga", "cicera"])
+def test_card_classes_keep_the_named_cards_apart(preset: str) -> None:
+    rules = make_rules(preset)
+    if rules.in_play_bonuses:
+        with pytest.raises(SymmetryError, match="in-play bonuses"):
+            card_classes(rules)
+        return
+    cls = card_classes(rules)
+    assert int(cls.max()) + 1 == 27 and len(np.unique(cls)) == 27
+    for c in range(52):
+        alike = np.flatnonzero(cls == cls[c])
+        assert len({c2 % 13 for c2 in alike}) == 1, "a class holds one rank"
+        if c // 13 == 3 or card_text(c) == "10D":
+            assert alike.tolist() == [c], f"{card_text(c)} is a class of its own"
+
+
+@pytest.mark.parametrize("preset", ["classic", "bga"])
+def test_a_classes_head_scores_rank_by_rank_relabelled_positions_alike(preset: str) -> None:
+    """The rank-by-rank symmetry: a position with cards swapped within their classes (say 5C and 5H, but not 5C and
+    KH) has the same moves, relabelled, with the same move features (so the same values), and an earlier-rounds head
+    that reads classes (its weights random) scores each move as it scores the relabelled move."""
+    import torch
+
+    from agents.policy import CassinoPolicy, MoveBatch, add_early_rounds_head, last_round_gate
+
+    rules = make_rules(preset)
+    P, S = rules.num_players, rules.num_sides
+    cls = card_classes(rules)
+    env = CassinoVectorEnv(16, rules, seed=5, with_view=True)
+    obs, _ = env.reset()
+    featurize = MoveFeaturizer(rules)
+    torch.manual_seed(0)
+    net = CassinoPolicy(obs_dim=env.obs_size, hidden=16, embed=8, move_features=NUM_MOVE_FEATURES)
+    net = add_early_rounds_head(net, 32, last_round_gate(P, S), classes=(class_index(rules), card_classes(rules)))
+    with torch.no_grad():
+        torch.nn.init.normal_(net.er_scorer[-1].weight)
+        net.er_keep.zero_()  # the logits are the head's scores alone
+    rng = np.random.default_rng(7)
+    checked = 0
+    for t in range(30):
+        if t % 3 == 1:
+            for b in range(0, 16, 3):
+                pos = core.position(env.state, b)
+                if pos["to_move"] is None or not pos["stock"]:
+                    continue
+                p = _class_preserving_permutation(cls, rng)
+                other = CassinoVectorEnv(1, rules, with_view=True, max_moves=env.max_moves)
+                other.reset()
+                other.state = core.from_position(rules, **_relabelled(pos, p), max_moves=env.max_moves)
+                o2 = other.observe()
+                o1 = {k: ({kk: vv[b:b + 1] for kk, vv in v.items()} if isinstance(v, dict) else v[b:b + 1])
+                      for k, v in obs.items()}
+                f1, f2 = featurize(o1), featurize(o2)
+                with torch.no_grad():
+                    l1 = net.logits(MoveBatch.from_obs(o1, f1))[0].numpy()
+                    l2 = net.logits(MoveBatch.from_obs(o2, f2))[0].numpy()
+                n1, n2 = int((o1["action_mask"] != 0).sum()), int((o2["action_mask"] != 0).sum())
+                cards1 = permute_card_sets(o1["move_cards"][0, :n1], p)
+                card1 = permute_card_ids(o1["move_card"][0, :n1], p)
+                one = {(int(o1["move_kind"][0, i]), int(card1[i]), int(o1["move_value"][0, i]), int(cards1[i])):
+                       (tuple(np.round(f1[0, i], 5)), round(float(l1[i]), 4)) for i in range(n1)}
+                two = {(int(o2["move_kind"][0, i]), int(o2["move_card"][0, i]), int(o2["move_value"][0, i]),
+                        int(o2["move_cards"][0, i])): (tuple(np.round(f2[0, i], 5)), round(float(l2[i]), 4))
+                       for i in range(n2)}
+                assert one == two, "the same moves, relabelled, with the same features and the same head score"
+                checked += 1
+        m = obs["action_mask"] != 0
+        obs, *_ = env.step(np.array([rng.choice(np.flatnonzero(r)) for r in m]))
+    assert checked >= 20

@@ -98,6 +98,8 @@ TARGETS = ("soft", "top", "awr", "regret")
 HEADS = (("last_round_head", "last_round", "a last-round"), ("early_rounds_head", "early_rounds", "an earlier-rounds"))
 #: What an update may move (:attr:`ExitArgs.train_params`).
 TRAIN_PARAMS = ("all", "last_round_head", "early_rounds_head")
+#: What a new earlier-rounds head reads (agents.policy.HEAD_INPUTS, kept here so that the config imports no torch).
+HEAD_INPUTS = ("cards", "classes")
 #: The labelling searches (``search``).
 SEARCHES = ("pimc", "search", "none")
 #: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
@@ -213,6 +215,11 @@ class ExitArgs(config.RunOptions):
     early_rounds_head: int = 0
     """give the starting network an earlier-rounds head of this width (agents.policy.add_early_rounds_head: it scores
     the moves where the stock is not empty, and starts at 0); 0: none (a network that has one keeps it)"""
+    early_rounds_input: str = "cards"
+    """what a new earlier-rounds head reads: cards (each card by its id) or classes (cards summed by suit class: a
+    spade per rank, 10D, the other cards rank by rank, which the scoring treats alike,
+    cassino_env.symmetry.card_classes; every label then teaches each position alike up to those suits; not with
+    cicera's in-play bonuses)"""
 
     # --- network (a fresh network; a warm start takes the checkpoint's shape) -----------------------------------------
     hidden: int = 128
@@ -270,7 +277,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "anneal_lr": boolean(), "vf_coef": number(0.0),
     "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
     "train_params": text(TRAIN_PARAMS), "last_round_head": integer(0, 4096), "network_last_round": boolean(),
-    "early_rounds_head": integer(0, 4096),
+    "early_rounds_head": integer(0, 4096), "early_rounds_input": text(HEAD_INPUTS),
     "hidden": integer(1, 4096), "embed": integer(1, 4096), "eval_every": integer(0), "eval_deals": integer(1, 100_000),
     "eval_opponents": names(_bot_spec), "proxy": optional(text()), "checkpoint_every": integer(0),
     "final_eval_deals": integer(0), "final_eval_opponents": names(_bot_spec),
@@ -306,6 +313,16 @@ def _check_combination(args: ExitArgs) -> None:
         raise ConfigError(f"early_rounds_head={args.early_rounds_head}: search=none labels only the last round, so "
                           "no label would reach the earlier-rounds head (give search: search or pimc, or leave "
                           "early_rounds_head out: a network that has the head keeps it)", field="early_rounds_head")
+    if args.early_rounds_input != "cards":
+        if not args.early_rounds_head:
+            raise ConfigError(f"early_rounds_input={args.early_rounds_input}: it is what a new earlier-rounds head "
+                              "reads; give early_rounds_head a width too", field="early_rounds_input")
+        from cassino_env.symmetry import SymmetryError, card_classes
+
+        try:
+            card_classes(config.checked_rules(args.preset, args.num_players))
+        except SymmetryError as exc:
+            raise ConfigError(f"early_rounds_input=classes: {exc}", field="early_rounds_input") from None
     if args.augment_suits:
         from cassino_env.symmetry import suit_permutations
 
@@ -1119,11 +1136,13 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
 
     gate = last_round_gate(rules.num_players, rules.num_sides)
     if args.init is None:
-        return CassinoPolicy(obs_dim=obs_size(rules.num_players, rules.num_sides), hidden=args.hidden,
-                             embed=args.embed, move_features=NUM_MOVE_FEATURES, critic="separate",
-                             critic_dim=critic_state_size(rules.num_players), last_round=args.last_round_head,
-                             last_round_gate=gate if args.last_round_head or args.early_rounds_head else 0,
-                             early_rounds=args.early_rounds_head)
+        net = CassinoPolicy(obs_dim=obs_size(rules.num_players, rules.num_sides), hidden=args.hidden,
+                            embed=args.embed, move_features=NUM_MOVE_FEATURES, critic="separate",
+                            critic_dim=critic_state_size(rules.num_players), last_round=args.last_round_head,
+                            last_round_gate=gate if args.last_round_head else 0)
+        if args.early_rounds_head:
+            net = add_early_rounds_head(net, args.early_rounds_head, gate, classes=_classes(args, rules))
+        return net
     kind, _, name = args.init.partition(":")
     if kind == "pretrained":
         path = PRETRAINED_DIR / f"{name}.pt"
@@ -1150,8 +1169,21 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
             raise ConfigError(f"{option}={want}: the network of init {args.init} has {name} head of width {have} "
                               f"already (give {have}, or leave {option} out)", field=option)
         if want and not have:
-            net = add(net, want, gate)
+            net = add(net, want, gate) if option == "last_round_head" else add(net, want, gate, _classes(args, rules))
+    if args.early_rounds_head and net.shape.early_rounds_input != args.early_rounds_input:
+        raise ConfigError(f"early_rounds_input={args.early_rounds_input}: the earlier-rounds head of init {args.init} "
+                          f"reads {net.shape.early_rounds_input} (give {net.shape.early_rounds_input}, or leave "
+                          "early_rounds_head out)", field="early_rounds_input")
     return net
+
+
+def _classes(args: ExitArgs, rules: RuleSet) -> tuple[Any, Any] | None:
+    """What a new earlier-rounds head sums its cards by (agents.policy.add_early_rounds_head), or None (by id)."""
+    if args.early_rounds_input == "cards":
+        return None
+    from cassino_env.symmetry import card_classes, class_index
+
+    return class_index(rules), card_classes(rules)
 
 
 def _proxy(args: ExitArgs, rules: RuleSet) -> Any:
