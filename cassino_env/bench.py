@@ -204,7 +204,8 @@ def _bench_reference(rules, batch: int, seconds: float, seed: int = 0) -> tuple[
     """Random play with the reference engine (``cassino_env.reference``): ``batch`` games stepped in turn.
 
     Each game plays deals from ``core.deck_for(seed + b, 0, k)``, choosing uniformly among
-    ``prune_dominated(g.legal_moves())`` (the core's default list); a finished deal is replaced by the next one.
+    ``prune_dominated(g.legal_moves(), len(g.loose))`` (the core's default list); a finished deal is replaced by
+    the next one.
     Returns ``(steps, seconds)``.
     """
     import random
@@ -226,7 +227,7 @@ def _bench_reference(rules, batch: int, seconds: float, seed: int = 0) -> tuple[
     while True:
         for b in range(batch):
             g = games[b]
-            g.apply(rnd.choice(prune_dominated(g.legal_moves())))
+            g.apply(rnd.choice(prune_dominated(g.legal_moves(), len(g.loose))))
             steps += 1
             if g.is_deal_over():
                 deals[b] += 1

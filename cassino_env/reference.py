@@ -85,13 +85,23 @@ class Build:
         return sum(rank(c) for c in self.cards) > self.value
 
 
-def prune_dominated(moves: Sequence[Move]) -> list[Move]:
+#: The learning-time pruning (:func:`prune_dominated`, the core's ``prune=True``) applies to tables of at most this many
+#: loose cards; a more crowded table (reached only by play that keeps trailing) lists every capture: finding the
+#: maximal captures grows exponentially with the table (one of 37 loose cards and numeric courts took about a second
+#: a game in the core), listing the first captures does not.
+PRUNE_MAX_LOOSE = 24
+
+
+def prune_dominated(moves: Sequence[Move], loose: int = 0) -> list[Move]:
     """Drop every capture whose cards are a strict subset of another listed capture by the same played card.
 
     This is the learning-time pruning of the batched core (on by default there; the JSON oracle never prunes).
     Captures by one card with different values (an ace as 1 or as 14) compare too. Trails and builds are kept;
-    order is kept.
+    order is kept. ``loose``: the number of loose cards on the table; above :data:`PRUNE_MAX_LOOSE` nothing is
+    dropped, as in the core.
     """
+    if loose > PRUNE_MAX_LOOSE:
+        return list(moves)
     by_card: dict[int, list[frozenset[int]]] = {}
     for m in moves:
         if m.kind == CAPTURE:

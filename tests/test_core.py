@@ -669,6 +669,47 @@ def test_crowded_tables_both_generators_agree(prune):
     assert crowded > 500
 
 
+@pytest.mark.parametrize(("courts", "pruned"), [(11, True), (12, False)])
+@pytest.mark.parametrize("slow", [False, True])
+def test_pruning_applies_up_to_prune_max_loose_cards(courts: int, pruned: bool, slow: bool):
+    """5H on a table with 5C, 5D, eleven numerals above 5 and some courts: on 24 loose cards the single fives
+    (inside the capture of both) are pruned; on 25 every capture is listed, as the reference's prune_dominated
+    says with the table's size (docs/presets.md: the bound that keeps crowded tables fast)."""
+    from cassino_env.reference import PRUNE_MAX_LOOSE, Game, prune_dominated
+
+    numerals = ids("5C", "5D", "10C", "10D", "10H", "10S", "9C", "9D", "9H", "9S", "8C", "8D", "8H")
+    loose = numerals + [c for c in range(52) if rank(c) > 10][:courts]
+    assert (len(loose) <= PRUNE_MAX_LOOSE) == pruned
+    hands = [ids("5H"), ids("2C")]
+    st = core.from_position(CLASSIC, hands, loose, prune=True, max_moves=64, _slow_path=slow)
+    caps = sorted(tuple(m[3]) for m in moves_of(st) if m[0] == core.CAPTURE)
+    both = tuple(sorted(ids("5C", "5D")))
+    assert caps == ([both] if pruned else sorted([both, tuple(ids("5C")), tuple(ids("5D"))]))
+    g = Game(CLASSIC, hands=[set(h) for h in hands], loose=set(loose), to_move=0)
+    ref = sorted(tuple(sorted(m.cards)) for m in prune_dominated(g.legal_moves(), len(g.loose))
+                 if m.kind == core.CAPTURE)
+    assert ref == caps
+
+
+@pytest.mark.parametrize("preset", ["bga", "royal"])
+def test_trailing_to_a_crowded_table_of_numeric_courts_stays_fast(preset: str):
+    """Both seats trail whenever they can (bga and royal: courts have values, aces count 14 in bga): tables of 40 and
+    more loose cards. Finding the maximal captures there once took over a minute a step; past PRUNE_MAX_LOOSE the
+    captures are listed unpruned, and every step stays well under a second."""
+    import time
+
+    st = core.init(make_rules(preset), np.arange(8) + 7, max_moves=512)
+    worst, most = 0.0, 0
+    for _ in range(44):
+        acts = np.array([int(np.flatnonzero(st.move_kind[b, :st.num_moves[b]] == core.TRAIL)[0])
+                         if (st.move_kind[b, :st.num_moves[b]] == core.TRAIL).any() else 0 for b in range(8)])
+        t = time.perf_counter()
+        core.step(st, acts)
+        worst = max(worst, time.perf_counter() - t)
+        most = max(most, max(bin(int(x)).count("1") for x in st.loose))
+    assert most >= 36 and worst < 2.0
+
+
 def test_always_trailing_fills_the_table_and_stays_fast():
     """Action 0 is a trail whenever trailing is allowed: the whole deal ends on a table of up to 50 cards."""
     import time

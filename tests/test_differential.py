@@ -27,7 +27,7 @@ def _ref_moves(g, prune: bool):
 
     moves = g.legal_moves()
     if prune:
-        moves = prune_dominated(moves)
+        moves = prune_dominated(moves, len(g.loose))
     return [(m.kind, m.card, m.value, tuple(m.cards)) for m in moves]
 
 

@@ -68,8 +68,11 @@ played card id; then by the sorted card-id list of ``move_cards`` (a prefix firs
 are restated in :mod:`cassino_env.core._classic_gen` (the specialised generator of the classic switches) and
 :mod:`cassino_env.core._general_gen` (every other rule set; :func:`uses_classic_generator` tells which one a rule set
 gets). With ``prune=True`` (default) a capture strictly contained in
-another capture by the same card is not listed. Overflow policy: a list longer than M keeps its first M moves in
-canonical order and sets ``overflow[b]``; trails come first, so a list never loses all its moves.
+another capture by the same card is not listed, on tables of at most ``PRUNE_MAX_LOOSE`` (24) loose cards; a more
+crowded table, which only play that keeps trailing reaches, lists every capture (finding the maximal ones grows
+exponentially with the table; :func:`cassino_env.reference.prune_dominated` applies the same bound). Overflow
+policy: a list longer than M keeps its first M moves in canonical order and sets ``overflow[b]``; trails come first,
+so a list never loses all its moves.
 ``legal_mask(state)`` is ``bool[B, M]``, True on the first ``num_moves[b]`` entries.
 
 Stepping

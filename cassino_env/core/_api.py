@@ -300,8 +300,8 @@ def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 
         rules: any rule set (:func:`cassino_env.rules.make_rules`: a docs/rules.md 6 preset plus switch overrides).
         seeds: int64[B] — per-game seeds; game b's deal k of match m uses ``deck_for(seeds[b], m, k)``.
         max_moves: M, the width of the move table; longer lists keep their first M moves and set ``overflow``.
-        prune: drop captures dominated by a larger capture with the same card (the oracle never prunes:
-            docs/interchange.md "Size").
+        prune: drop captures dominated by a larger capture with the same card, on tables of at most
+            ``PRUNE_MAX_LOOSE`` (24) loose cards (the oracle never prunes: docs/interchange.md "Size").
         auto_reset: a game whose deal ends starts its next deal, or a new match, within the same step.
         _slow_path: test hook: list every move by the output-sensitive generator (cassino_env.core._crowded_gen) that
             otherwise serves only crowded classic tables.

@@ -66,7 +66,7 @@ from ._crowded_gen import component, loose_vector, maximal_vectors
 from ._groups import CROWDED_FLAG, write_trails
 from ._groups import dedupe as _dedupe
 from ._groups import sort_pairs as _sort_pairs
-from ._layout import CFG_M, CFG_P, CFG_PRUNE, CFG_S, CFG_SLOW, CUR, OVERFLOW
+from ._layout import CFG_M, CFG_P, CFG_PRUNE, CFG_S, CFG_SLOW, CUR, OVERFLOW, PRUNE_MAX_LOOSE
 
 # --- scratch layout ------------------------------------------------------------------------------------------------
 # sc (uint64, growable): loose numeral bits sorted by value, a DFS stack of masks, then a bump region.
@@ -120,7 +120,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """
     P = cfg[CFG_P]
     M = cfg[CFG_M]
-    prune = cfg[CFG_PRUNE] != 0
+    prune = cfg[CFG_PRUNE] != 0 and popcount(u64[b, P]) <= PRUNE_MAX_LOOSE
     nmcol = P + cfg[CFG_S]
     cap = sc.shape[0]
     prev = i16[b, nmcol]  # entries of the old table to clear
@@ -402,7 +402,8 @@ def finish_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     M = cfg[CFG_M]
     nmcol = P + cfg[CFG_S]
     prev = i16[b, nmcol]
-    tot = _slow_emit(b, u64, i8, m8, mvc, P, M, cfg[CFG_PRUNE] != 0, si[SI_TOT], i8[b, CUR], si[SI_OWN], si, mk, mv)
+    prune = cfg[CFG_PRUNE] != 0 and popcount(u64[b, P]) <= PRUNE_MAX_LOOSE
+    tot = _slow_emit(b, u64, i8, m8, mvc, P, M, prune, si[SI_TOT], i8[b, CUR], si[SI_OWN], si, mk, mv)
     _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol)
 
 

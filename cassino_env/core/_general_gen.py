@@ -52,7 +52,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._bits import BIT, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit
+from ._bits import BIT, RANK, RANK_MASK, U0, U1, highbit, lexrank, lowbit, popcount
 from ._crowded_gen import NIB_ONE, box, component, loose_vector, maximal_vectors, new_memo_arrays, weight
 from ._groups import bucket_groups, loose_groups, unions, write_trails
 from ._groups import dedupe as _dedupe
@@ -77,6 +77,7 @@ from ._layout import (
     CUR,
     OVERFLOW,
     OWNER,
+    PRUNE_MAX_LOOSE,
 )
 
 # sc (uint64, growable): loose bits by value [0, 64), DFS mask stack [64, 128), then a bump region.
@@ -444,6 +445,7 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     M = cfg[CFG_M]
     K = cfg[CFG_K]
     prune, numeric, acehigh, pairall, onegroup, bmode, raiseown, raisetable, resolve, maxv = _switches(cfg)
+    prune = prune and popcount(u64[b, P]) <= PRUNE_MAX_LOOSE
     nmcol = P + cfg[CFG_S]
     cap = sc.shape[0]
     prev = i16[b, nmcol]
@@ -888,6 +890,7 @@ def general_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     P = cfg[CFG_P]
     M = cfg[CFG_M]
     prune, numeric, acehigh, pairall, onegroup, bmode, raiseown, raisetable, resolve, maxv = _switches(cfg)
+    prune = prune and popcount(u64[b, P]) <= PRUNE_MAX_LOOSE
     nmcol = P + cfg[CFG_S]
     p = i8[b, CUR]
     hm = u64[b, p]

@@ -26,6 +26,8 @@ every build holds at least two cards, so K = 26 slots always suffice.
 
 from __future__ import annotations
 
+from ..reference import PRUNE_MAX_LOOSE  # noqa: F401 - the generators read it from here
+
 MAX_SLOTS = 26  # at most 26 builds: each holds two or more of the 52 cards
 
 # _i8 columns
