@@ -66,6 +66,29 @@ def _relabelled(pos: dict, p: np.ndarray) -> dict:
     return out
 
 
+def _observed_pair(env: CassinoVectorEnv, obs: dict, b: int, p: np.ndarray) -> tuple[dict, dict, core.State]:
+    """Game ``b``'s observation (a batch of one) and the env's own observation of its position relabelled by ``p``,
+    with that position's State."""
+    st = core.from_position(env.rules, **_relabelled(core.position(env.state, b), p), max_moves=env.max_moves)
+    other = CassinoVectorEnv(1, env.rules, with_view=True, max_moves=env.max_moves)
+    other.reset()
+    other.state = st
+    one = {k: ({kk: vv[b:b + 1] for kk, vv in v.items()} if isinstance(v, dict) else v[b:b + 1])
+           for k, v in obs.items()}
+    return one, other.observe(), st
+
+
+def _moves(o: dict, feats: np.ndarray, p: np.ndarray | None = None, scores: np.ndarray | None = None) -> dict:
+    """Move (kind, card, value, card set), relabelled by ``p`` when given -> (its rounded features[, score])."""
+    n = int((o["action_mask"] != 0).sum())
+    cards, card = o["move_cards"][0, :n], o["move_card"][0, :n]
+    if p is not None:
+        cards, card = permute_card_sets(cards, p), permute_card_ids(card, p)
+    return {(int(o["move_kind"][0, i]), int(card[i]), int(o["move_value"][0, i]), int(cards[i])):
+            (tuple(np.round(feats[0, i], 5)),) + (() if scores is None else (round(float(scores[i]), 4),))
+            for i in range(n)}
+
+
 @pytest.mark.parametrize("preset", ["classic", "matsuda", "royal", "bga"])
 def test_relabelled_position_is_observed_as_the_relabelled_observation(preset: str) -> None:
     rules = make_rules(preset)
@@ -79,26 +102,12 @@ def test_relabelled_position_is_observed_as_the_relabelled_observation(preset: s
     for t in range(45):
         if t % 4 == 1:
             for b in range(0, 32, 5):
-                pos = core.position(env.state, b)
-                if pos["to_move"] is None:
+                if core.position(env.state, b)["to_move"] is None:
                     continue
-                st = core.from_position(rules, **_relabelled(pos, p), max_moves=env.max_moves)
-                other = CassinoVectorEnv(1, rules, with_view=True, max_moves=env.max_moves)
-                other.reset()
-                other.state = st
-                o2 = other.observe()
-                o1 = {k: ({kk: vv[b:b + 1] for kk, vv in v.items()} if isinstance(v, dict) else v[b:b + 1])
-                      for k, v in obs.items()}
+                o1, o2, st = _observed_pair(env, obs, b, p)
                 assert np.array_equal(permute_observation(o1["observation"], p, P, S), o2["observation"])
-                f1, f2 = featurize(o1), featurize(o2)
-                n1, n2 = int((o1["action_mask"] != 0).sum()), int((o2["action_mask"] != 0).sum())
-                cards1 = permute_card_sets(o1["move_cards"][0, :n1], p)
-                card1 = permute_card_ids(o1["move_card"][0, :n1], p)
-                moves1 = {(int(o1["move_kind"][0, i]), int(card1[i]), int(o1["move_value"][0, i]), int(cards1[i])):
-                          tuple(np.round(f1[0, i], 5)) for i in range(n1)}
-                moves2 = {(int(o2["move_kind"][0, i]), int(o2["move_card"][0, i]), int(o2["move_value"][0, i]),
-                           int(o2["move_cards"][0, i])): tuple(np.round(f2[0, i], 5)) for i in range(n2)}
-                assert moves1 == moves2, "the same moves, relabelled, with the same move features"
+                assert _moves(o1, featurize(o1), p) == _moves(o2, featurize(o2)), \
+                    "the same moves, relabelled, with the same move features"
                 crit = permute_card_blocks(critic_state(env.state)[b:b + 1], p, P + 1)
                 assert np.array_equal(crit, critic_state(st))
                 checked += 1
@@ -200,25 +209,13 @@ def test_a_classes_head_scores_rank_by_rank_relabelled_positions_alike(preset: s
                 if pos["to_move"] is None or not pos["stock"]:
                     continue
                 p = _class_preserving_permutation(cls, rng)
-                other = CassinoVectorEnv(1, rules, with_view=True, max_moves=env.max_moves)
-                other.reset()
-                other.state = core.from_position(rules, **_relabelled(pos, p), max_moves=env.max_moves)
-                o2 = other.observe()
-                o1 = {k: ({kk: vv[b:b + 1] for kk, vv in v.items()} if isinstance(v, dict) else v[b:b + 1])
-                      for k, v in obs.items()}
+                o1, o2, _ = _observed_pair(env, obs, b, p)
                 f1, f2 = featurize(o1), featurize(o2)
                 with torch.no_grad():
                     l1 = net.logits(MoveBatch.from_obs(o1, f1))[0].numpy()
                     l2 = net.logits(MoveBatch.from_obs(o2, f2))[0].numpy()
-                n1, n2 = int((o1["action_mask"] != 0).sum()), int((o2["action_mask"] != 0).sum())
-                cards1 = permute_card_sets(o1["move_cards"][0, :n1], p)
-                card1 = permute_card_ids(o1["move_card"][0, :n1], p)
-                one = {(int(o1["move_kind"][0, i]), int(card1[i]), int(o1["move_value"][0, i]), int(cards1[i])):
-                       (tuple(np.round(f1[0, i], 5)), round(float(l1[i]), 4)) for i in range(n1)}
-                two = {(int(o2["move_kind"][0, i]), int(o2["move_card"][0, i]), int(o2["move_value"][0, i]),
-                        int(o2["move_cards"][0, i])): (tuple(np.round(f2[0, i], 5)), round(float(l2[i]), 4))
-                       for i in range(n2)}
-                assert one == two, "the same moves, relabelled, with the same features and the same head score"
+                assert _moves(o1, f1, p, l1) == _moves(o2, f2, None, l2), \
+                    "the same moves, relabelled, with the same features and the same head score"
                 checked += 1
         m = obs["action_mask"] != 0
         obs, *_ = env.step(np.array([rng.choice(np.flatnonzero(r)) for r in m]))
