@@ -531,9 +531,28 @@ def add_early_rounds_head(policy: CassinoPolicy, width: int, gate: int,
     """
     if classes is None:
         return _with_head(policy, "early_rounds", width, gate)
+    if not isinstance(classes, tuple | list) or len(classes) != 2:
+        raise ValueError("classes: expected (obs_index, card_class), the two maps of set_card_classes, got "
+                         f"{type(classes).__name__}")
     out = _with_head(policy, "early_rounds", width, gate, early_rounds_input="classes")
     out.set_card_classes(*classes)
     return out
+
+
+def remove_early_rounds_head(policy: CassinoPolicy) -> CassinoPolicy:
+    """A copy of ``policy`` without its earlier-rounds head (the network below it, which plays the rounds before the
+    last as before the head was added; the last-round head, if any, is kept), in ``policy``'s train or eval mode.
+
+    Raises:
+        ValueError: ``policy`` has no earlier-rounds head.
+    """
+    if not policy.shape.early_rounds:
+        raise ValueError("the network has no earlier-rounds head to remove")
+    shape = dataclasses.replace(policy.shape, early_rounds=0, early_rounds_input="cards",
+                                last_round_gate=policy.shape.last_round_gate if policy.shape.last_round else 0)
+    out = CassinoPolicy.from_shape(shape)
+    out.load_state_dict({k: v for k, v in policy.state_dict().items() if not k.startswith("er_")})
+    return out.train(policy.training)
 
 
 def _with_head(policy: CassinoPolicy, field: str, width: int, gate: int, **extra: str) -> CassinoPolicy:

@@ -176,8 +176,14 @@ def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
 
     Returns:
         The path written.
+
+    Raises:
+        CheckpointError: a head that reads card classes whose maps are not those of ``rules`` and ``blocks`` (the
+            file would never load); nothing is written.
     """
     path = Path(path)
+    if policy.shape.early_rounds_input == "classes":
+        _check_card_classes(policy, {"rules": rules.to_dict(), "obs_blocks": list(check_blocks(blocks))}, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {
         "format": FORMAT,

@@ -200,8 +200,11 @@ def card_classes(rules: RuleSet) -> np.ndarray:
     swapping them maps every position to one of equal value.
 
     Raises:
-        SymmetryError: rules with Cicera's in-play bonuses (docs/rules.md 5.3), which read suits during play.
+        SymmetryError: rules with Cicera's in-play bonuses (docs/rules.md 5.3), which read suits during play, or
+            ``rules`` that is not a RuleSet.
     """
+    if not isinstance(rules, RuleSet):
+        raise SymmetryError(f"rules: expected a RuleSet (cassino_env.rules.make_rules), got {type(rules).__name__}")
     if rules.in_play_bonuses:
         raise SymmetryError("card classes: the rules' in-play bonuses (docs/rules.md 5.3) read suits during play, so "
                             "no two cards of a rank are alike")

@@ -332,6 +332,40 @@ def test_early_rounds_head_run_moves_the_head_alone(straight: Path, tmp_path: Pa
     assert info.value.field == "train_params"
 
 
+def test_fresh_early_rounds_head_replaces_the_init_networks_head(straight: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A network whose earlier-rounds head reads cards: early_rounds_input=classes alone is refused (it keeps its
+    head); with fresh_early_rounds_head the head is dropped (agents.policy.remove_early_rounds_head: the network
+    below it, bit for bit) and a new one that reads classes is trained, and the run says so."""
+    from agents.policy import add_early_rounds_head, last_round_gate, remove_early_rounds_head
+    from agents.ppo_agent import policy_from_checkpoint, save_checkpoint
+
+    base = policy_from_checkpoint(read_checkpoint(straight / "checkpoints" / "final.pt"))
+    with pytest.raises(ValueError, match="no earlier-rounds head"):
+        remove_early_rounds_head(base)
+    headed = add_early_rounds_head(base, 8, last_round_gate(2, 2))
+    below = remove_early_rounds_head(headed)
+    assert below.shape == base.shape and all(torch.equal(v, below.state_dict()[k])
+                                             for k, v in base.state_dict().items())
+    start = save_checkpoint(tmp_path / "headed.pt", headed, make_rules("classic"))
+    common = dict(init=f"checkpoint:{start}", early_rounds_head=8, early_rounds_input="classes",
+                  label_last_round=False, train_params="early_rounds_head", target="regret")
+    with pytest.raises(ConfigError) as info:
+        train(tiny_args(run_dir=str(tmp_path / "kept"), **common))
+    assert info.value.field == "early_rounds_input" and "reads cards" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        tiny_args(fresh_early_rounds_head=True)
+    assert info.value.field == "fresh_early_rounds_head"
+    run = tmp_path / "fresh"
+    capsys.readouterr()
+    train(tiny_args(run_dir=str(run), fresh_early_rounds_head=True, **common))
+    out = capsys.readouterr().out
+    assert "earlier-rounds head removed" in out and "width 8, reading classes" in out
+    last = policy_from_checkpoint(read_checkpoint(run / "checkpoints" / "final.pt"))
+    assert last.shape.early_rounds == 8 and last.shape.early_rounds_input == "classes"
+    assert all(torch.equal(v, last.state_dict()[k]) for k, v in base.state_dict().items())
+
+
 def test_regret_target_is_the_best_moves_cross_entropy_part() -> None:
     q = np.array([[2.0, 2.0, 0.0], [0.0, 1.0, np.nan]])
     mask = ~np.isnan(q)

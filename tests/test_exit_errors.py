@@ -82,6 +82,19 @@ def test_resume_refuses_another_head_width(run: Path, tmp_path: Path) -> None:
     assert listing(copy_) == before
 
 
+def test_resume_refuses_another_head_input(tmp_path: Path) -> None:
+    """A run whose earlier-rounds head reads cards, resumed with early_rounds_input=classes: refused, nothing of the
+    run changed (its config kept saying cards while the network read cards, before)."""
+    run = tmp_path / "er"
+    train(tiny_args(run_dir=str(run), early_rounds_head=8, iterations=1))
+    before = listing(run)
+    args, explicit = resume_args(run / "checkpoints" / "latest.pt", early_rounds_head=8, early_rounds_input="classes")
+    with pytest.raises(ConfigError) as info:
+        train(args, explicit=explicit)
+    assert info.value.field == "early_rounds_input" and "reads cards" in str(info.value)
+    assert listing(run) == before
+
+
 def _nan_moment(ck: dict[str, Any]) -> None:
     ck["optimizer"]["state"][0]["exp_avg_sq"].view(-1)[0] = math.nan
 

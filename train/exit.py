@@ -220,6 +220,10 @@ class ExitArgs(config.RunOptions):
     spade per rank, 10D, the other cards rank by rank, which the scoring treats alike,
     cassino_env.symmetry.card_classes; every label then teaches each position alike up to those suits; not with
     cicera's in-play bonuses)"""
+    fresh_early_rounds_head: bool = False
+    """with early_rounds_head: drop the init network's earlier-rounds head, if it has one, and give it a new one of
+    that width and early_rounds_input (e.g. a head that reads card classes on pretrained:classic, whose head reads
+    cards); without it a network that has a head keeps it"""
 
     # --- network (a fresh network; a warm start takes the checkpoint's shape) -----------------------------------------
     hidden: int = 128
@@ -278,6 +282,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
     "train_params": text(TRAIN_PARAMS), "last_round_head": integer(0, 4096), "network_last_round": boolean(),
     "early_rounds_head": integer(0, 4096), "early_rounds_input": text(HEAD_INPUTS),
+    "fresh_early_rounds_head": boolean(),
     "hidden": integer(1, 4096), "embed": integer(1, 4096), "eval_every": integer(0), "eval_deals": integer(1, 100_000),
     "eval_opponents": names(_bot_spec), "proxy": optional(text()), "checkpoint_every": integer(0),
     "final_eval_deals": integer(0), "final_eval_opponents": names(_bot_spec),
@@ -313,6 +318,9 @@ def _check_combination(args: ExitArgs) -> None:
         raise ConfigError(f"early_rounds_head={args.early_rounds_head}: search=none labels only the last round, so "
                           "no label would reach the earlier-rounds head (give search: search or pimc, or leave "
                           "early_rounds_head out: a network that has the head keeps it)", field="early_rounds_head")
+    if args.fresh_early_rounds_head and not args.early_rounds_head:
+        raise ConfigError("fresh_early_rounds_head: it replaces the init network's earlier-rounds head by a new one; "
+                          "give early_rounds_head its width", field="fresh_early_rounds_head")
     if args.early_rounds_input != "cards":
         if not args.early_rounds_head:
             raise ConfigError(f"early_rounds_input={args.early_rounds_input}: it is what a new earlier-rounds head "
@@ -1129,7 +1137,13 @@ def main(options: Annotated[ExitOptions, tyro.conf.OmitArgPrefixes, tyro.conf.ar
 def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     """The starting network: the ``init`` checkpoint's, or a fresh one of the run's widths."""
     from agents.features import NUM_MOVE_FEATURES, critic_state_size
-    from agents.policy import CassinoPolicy, add_early_rounds_head, add_last_round_head, last_round_gate
+    from agents.policy import (
+        CassinoPolicy,
+        add_early_rounds_head,
+        add_last_round_head,
+        last_round_gate,
+        remove_early_rounds_head,
+    )
     from agents.ppo_agent import CheckpointError, checkpoint_blocks, policy_from_checkpoint, read_checkpoint
     from agents.registry import PRETRAINED_DIR
     from cassino_env.obs import DEFAULT_BLOCKS, obs_size
@@ -1163,6 +1177,9 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     if not net.shape.move_features:
         raise ConfigError(f"init {args.init}: the network reads no move features; expert iteration needs them",
                           field="init")
+    if args.fresh_early_rounds_head and net.shape.early_rounds:
+        net = remove_early_rounds_head(net)
+        print(f"init {args.init}: its earlier-rounds head removed (fresh_early_rounds_head)", flush=True)
     for (option, shape_field, name), add in zip(HEADS, (add_last_round_head, add_early_rounds_head), strict=True):
         want, have = getattr(args, option), getattr(net.shape, shape_field)
         if want and have and want != have:
@@ -1170,6 +1187,9 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
                               f"already (give {have}, or leave {option} out)", field=option)
         if want and not have:
             net = add(net, want, gate) if option == "last_round_head" else add(net, want, gate, _classes(args, rules))
+            reads = f", reading {net.shape.early_rounds_input}" if option == "early_rounds_head" else ""
+            print(f"init {args.init}: given {name} head of width {want}{reads} (it starts at 0: the network plays "
+                  "as before until it is trained)", flush=True)
     if args.early_rounds_head and net.shape.early_rounds_input != args.early_rounds_input:
         raise ConfigError(f"early_rounds_input={args.early_rounds_input}: the earlier-rounds head of init {args.init} "
                           f"reads {net.shape.early_rounds_input} (give {net.shape.early_rounds_input}, or leave "
@@ -1303,6 +1323,10 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
                                   + (f"{name} head of width {have}" if have else f"no {name.split()[1]} head")
                                   + "; a resumed run goes on with its own network (a new run with init: "
                                   f"checkpoint:PATH and {option} gives one a head)", field=option)
+        if args.early_rounds_head and policy.shape.early_rounds_input != args.early_rounds_input:
+            raise ConfigError(f"early_rounds_input={args.early_rounds_input}: the run's earlier-rounds head reads "
+                              f"{policy.shape.early_rounds_input}; a resumed run goes on with its own network",
+                              field="early_rounds_input")
     else:
         policy = _init_network(args, rules)
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
