@@ -32,7 +32,7 @@ import numpy as np
 
 from .cards import CLUBS, HEARTS, NUM_CARDS, RANK, SUIT, card_id, card_text  # noqa: F401 - card_text: doctest
 from .errors import CassinoError
-from .obs import layout_of
+from .obs import Layout, layout_of
 from .rules import RuleSet
 
 #: Blocks of the observation laid out card by card (``length`` a multiple of 52, card id ``c`` at ``52 k + c``);
@@ -177,13 +177,23 @@ def permute_observation(obs: np.ndarray, perm: np.ndarray, num_players: int, num
         raise SymmetryError(f"obs: expected a last axis of {lay.size} (the layout for {num_players} seats, "
                             f"{num_sides} sides), got shape {obs.shape}")
     out = np.array(obs, copy=True)
+    for a in _card_block_starts(lay):
+        out[..., a + perm] = obs[..., a:a + NUM_CARDS]
+    return out
+
+
+def _card_block_starts(lay: Layout) -> list[int]:
+    """Where each 52-entry, card-by-card block of the layout starts.
+
+    Raises:
+        SymmetryError: a block outside the kernel's (``register_block``): which of its entries name cards is unknown.
+    """
+    out = []
     for name, (start, length) in lay.starts.items():
         if name in CARD_BLOCKS:
-            for k in range(length // NUM_CARDS):
-                a = start + NUM_CARDS * k
-                out[..., a + perm] = obs[..., a:a + NUM_CARDS]
+            out.extend(start + NUM_CARDS * k for k in range(length // NUM_CARDS))
         elif name not in SUIT_FREE_BLOCKS:
-            raise SymmetryError(f"blocks: {name!r} is not a kernel block, so how a suit swap moves its entries is "
+            raise SymmetryError(f"blocks: {name!r} is not a kernel block, so which of its entries name cards is "
                                 "unknown")
     return out
 
@@ -233,11 +243,6 @@ def class_index(rules: RuleSet, blocks: Sequence[str] | None = None) -> np.ndarr
     cls = card_classes(rules)
     lay = layout_of(rules.num_players, rules.num_sides, blocks)
     index = np.arange(lay.size, dtype=np.int64)
-    for name, (start, length) in lay.starts.items():
-        if name in CARD_BLOCKS:
-            for k in range(length // NUM_CARDS):
-                index[start + NUM_CARDS * k:start + NUM_CARDS * (k + 1)] = start + NUM_CARDS * k + cls
-        elif name not in SUIT_FREE_BLOCKS:
-            raise SymmetryError(f"blocks: {name!r} is not a kernel block, so which of its entries name cards is "
-                                "unknown")
+    for a in _card_block_starts(lay):
+        index[a:a + NUM_CARDS] = a + cls
     return index

@@ -47,6 +47,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def test_the_configs_head_inputs_are_the_networks() -> None:
+    """train.exit keeps its own copy of the head inputs (the config imports no torch): the two must agree."""
+    from agents.policy import HEAD_INPUTS
+    from train.exit import HEAD_INPUTS as CONFIG_HEAD_INPUTS
+
+    assert CONFIG_HEAD_INPUTS == HEAD_INPUTS
+
+
 @pytest.mark.parametrize(("over", "field"), [
     ({"num_players": 3, "search": "none"}, "search"),
     ({"num_players": 3, "network_last_round": True}, "network_last_round"),
