@@ -152,6 +152,40 @@ def test_last_round_labels_are_exact() -> None:
     assert counts[True] > counts[False]
 
 
+def test_label_from_round_labels_only_those_rounds() -> None:
+    """label_from_round=5 labels the decisions of rounds 5 and 6 of a classic deal and no earlier one (the round read
+    off the observation's progress block); the games still play every round."""
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import CassinoPolicy
+    from cassino_env.obs import obs_layout, obs_size
+    from train.exit import LabelCollector
+
+    rules = make_rules("classic")
+    torch.manual_seed(0)
+    net = CassinoPolicy(obs_dim=obs_size(2, 2), hidden=16, embed=8, move_features=NUM_MOVE_FEATURES,
+                        critic="separate", critic_dim=critic_state_size(2))
+    entry = obs_layout(2, 2)["progress"][0] + 1
+    seen = {}
+    for first in (1, 5):
+        args = tiny_args(label_from_round=first, bot_rates={})
+        collector = LabelCollector(args, rules, 4, env_seed=5)
+        labels = collector.collect(net, np.random.default_rng(0), 0)
+        rounds = np.rint(labels.obs[:, entry] * rules.rounds_per_deal).astype(int)
+        assert np.array_equal(collector.round_of({"observation": labels.obs}), rounds)
+        seen[first] = set(rounds.tolist())
+    assert seen[1] == set(range(1, 7))
+    assert seen[5] == {5, 6}
+
+
+@pytest.mark.parametrize(("over", "match"), [({"label_from_round": 7}, "has 6 rounds"),
+                                             ({"label_from_round": 6, "label_last_round": False}, "no decision"),
+                                             ({"label_from_round": 0}, "label_from_round")])
+def test_label_from_round_is_checked(over: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as info:
+        tiny_args(**over)
+    assert info.value.field == "label_from_round"
+
+
 def test_search_none_needs_last_round_labels() -> None:
     with pytest.raises(ConfigError) as info:
         tiny_args(search="none", label_last_round=False)

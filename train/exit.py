@@ -167,6 +167,10 @@ class ExitArgs(config.RunOptions):
     """two seats: label the last round's decisions too, with every move's exact value (train.proxy.exact_values:
     the move played, the rest of the deal solved); the shipped agents solve that round, the network alone
     (policy:SPEC) plays it"""
+    label_from_round: int = 1
+    """label only the decisions of this round of each deal and the later ones (1: every round; docs/rules.md 3.1):
+    the games are still played from the deal's start, so the search's time goes to the rounds where the network
+    is furthest from its labels (in classic, 5: the last round before the last)"""
 
     # --- learning -----------------------------------------------------------------------------------------------------
     init: str | None = "pretrained:classic"
@@ -189,7 +193,7 @@ class ExitArgs(config.RunOptions):
     hearts swapped: standard and bga scoring treat them alike, docs/rules.md 5.1-5.2; cassino_env.symmetry), which
     doubles the labels an update sees at no search cost; cicera's scoring (J of hearts) has none"""
     epochs: int = 4
-    """passes over the replay labels per iteration"""
+    """passes over the replay labels per iteration (0: no update; the run makes labels only, with the init network)"""
     minibatch_size: int = 512
     """labels per gradient step"""
     learning_rate: float = 1e-4
@@ -273,7 +277,7 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "deals_per_iteration": integer(1, 10_000), "bot_rates": rates(_bot_spec), "search_play": number(0.0, 1.0),
     "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, MAX_SIMULATIONS),
     "top_k": integer(1, 64), "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
-    "label_last_round": boolean(),
+    "label_last_round": boolean(), "label_from_round": integer(1, 52),
     "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
     "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000),
     "extra_labels": names(), "augment_suits": boolean(), "epochs": integer(0, 10_000),
@@ -299,6 +303,13 @@ def _check_combination(args: ExitArgs) -> None:
         if args.rollout not in SEARCH_ROLLOUTS:
             raise ConfigError(f"rollout {args.rollout!r}: search=search plays its lines with one of "
                               f"{', '.join(r for r in SEARCH_ROLLOUTS if r != 'net')}", field="rollout")
+    rpd = config.checked_rules(args.preset, args.num_players).rounds_per_deal
+    if args.label_from_round > rpd:
+        raise ConfigError(f"label_from_round={args.label_from_round}: a deal of {args.preset} with {n} players has "
+                          f"{rpd} rounds", field="label_from_round")
+    if args.label_from_round == rpd and not args.label_last_round and n == 2:
+        raise ConfigError(f"label_from_round={rpd} is the last round, which label_last_round=false leaves "
+                          "unlabelled: no decision would be labelled", field="label_from_round")
     if args.search == "none" and not args.label_last_round:
         raise ConfigError("search=none labels only the exact last round: it needs label_last_round", field="search")
     if args.search == "none" and n != 2:
@@ -657,6 +668,7 @@ class LabelCollector:
                  ctrl: np.ndarray | None = None) -> None:
         from agents.features import MoveFeaturizer
         from agents.pimc import PIMCAgent
+        from cassino_env.obs import obs_layout
         from cassino_env.vector import CassinoVectorEnv
         from train.rollout import make_bots, split_games
 
@@ -670,6 +682,7 @@ class LabelCollector:
                                     episode="deal", with_view=True)
         self.obs, _ = self.env.reset()
         self.featurizer = MoveFeaturizer(rules)
+        self.rounds_entry = obs_layout(self.P, self.S)["progress"][0] + 1  # rounds dealt / rounds per deal
         self.search = PIMCAgent(rules, simulations=args.simulations, min_samples=args.min_samples,
                                 rollout=args.rollout, match_bonus=args.match_bonus)
         self.ctrl = split_games(num_envs, 0.0, args.bot_rates) if ctrl is None else np.asarray(ctrl, np.int64)
@@ -699,6 +712,12 @@ class LabelCollector:
 
         restore_env_state(self.env, saved)
         self.obs = self.env.observe()
+
+    def round_of(self, obs: dict[str, Any]) -> np.ndarray:
+        """int64[N]: the round of the deal each row of ``obs`` is in (1 to ``rules.rounds_per_deal``), read off the
+        observation's ``progress`` block (rounds dealt / rounds per deal)."""
+        rpd = self.rules.rounds_per_deal
+        return np.rint(np.asarray(obs["observation"])[:, self.rounds_entry] * rpd).astype(np.int64)
 
     def collect(self, policy: Any, rng: np.random.Generator, deals_done: int, progress: float = 0.0) -> Labels:
         """Play ``deals_per_iteration`` deals in every game, label the network's decisions (module docstring);
@@ -746,6 +765,8 @@ class LabelCollector:
                     actions[rows_c] = self.bots[self.bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
                 n_legal = (np.asarray(sub["action_mask"]) != 0).sum(axis=1)
                 lab = n_legal > 1
+                if args.label_from_round > 1:
+                    lab &= self.round_of(sub) >= args.label_from_round
                 exact = np.zeros_like(lab)
                 if self.rules.num_players == 2:
                     exact = lab & solvable(self.rules, sub["view"])
@@ -1445,8 +1466,10 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         last = iteration >= args.iterations or over_time
         line = (f"iteration {iteration}/{args.iterations} | step {global_step:,} | {len(labels):,} labels "
                 f"({labels_total:,} in all, {len(labels) / max(labels.label_s, 1e-9):,.0f}/s) | network agrees with "
-                f"the search {before['agreement']:.3f}, regret {before['regret']:.3f} pts | policy loss "
-                f"{losses['policy_loss']:.3f} value loss {losses['value_loss']:.3f} | {_fmt_time(elapsed)} elapsed")
+                f"the search {before['agreement']:.3f}, regret {before['regret']:.3f} pts | "
+                + (f"policy loss {losses['policy_loss']:.3f} value loss {losses['value_loss']:.3f}" if args.epochs
+                   else "no update (epochs 0: labels only)")
+                + f" | {_fmt_time(elapsed)} elapsed")
         if (args.eval_every and iteration % args.eval_every == 0) or last:
             line += f" | {run_eval()}"
         print(line, flush=True)
