@@ -168,7 +168,7 @@ class ExitArgs(config.RunOptions):
     the move played, the rest of the deal solved); the shipped agents solve that round, the network alone
     (policy:SPEC) plays it"""
     label_from_round: int = 1
-    """label only the decisions of this round of each deal and the later ones (1: every round; docs/rules.md 3.1):
+    """label only the decisions of this round of each deal and the later ones (1: every round; docs/rules.md 3):
     the games are still played from the deal's start, so the search's time goes to the rounds where the network
     is furthest from its labels (in classic, 5: the last round before the last)"""
 
