@@ -442,3 +442,56 @@ def test_augment_suits_mirrors_the_labels(straight: Path, tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as info:
         tiny_args(augment_suits=True, preset="cicera", num_players=None)
     assert info.value.field == "augment_suits"
+
+
+def test_joined_labels_are_the_joined_files(straight: Path, tmp_path: Path) -> None:
+    """load_joined_labels fills the rows file by file into arrays made once: the same rows as join_labels of the
+    files; a path that is neither a file nor a folder of label files is refused naming the field."""
+    from train.exit import LABEL_ROWS, join_labels, load_joined_labels, load_label_paths
+
+    paths = [str(straight / "labels" / "iter_00002.npz"), str(straight / "labels")]
+    want = join_labels(load_label_paths(paths))
+    got = load_joined_labels(paths, rules=make_rules("classic"))
+    assert got is not None and len(got) == len(want) == 3 * len(Labels.load(Path(paths[0])))
+    for k in LABEL_ROWS:
+        a, b = getattr(got, k), getattr(want, k)
+        assert (a is None and b is None) or (a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)), k
+    assert load_joined_labels([]) is None
+    with pytest.raises(ConfigError) as info:
+        load_joined_labels([str(tmp_path / "nothing")], field="holdout_labels")
+    assert info.value.field == "holdout_labels"
+
+
+def test_iterations_0_trains_on_the_extra_labels_alone(straight: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """iterations 0: no games and no label files, ``epochs`` passes over extra_labels (a checkpoint and a progress
+    line each), the regret on holdout_labels at the start and the end; the earlier-rounds head alone moves when it
+    alone is trained. Without extra_labels it is refused, and such a run is not resumed."""
+    start = straight / "checkpoints" / "final.pt"
+    run = tmp_path / "offline"
+    labels = straight / "labels"
+    capsys.readouterr()
+    train(tiny_args(run_dir=str(run), init=f"checkpoint:{start}", iterations=0, epochs=2, learning_rate=1e-2,
+                    extra_labels=(str(labels / "iter_00001.npz"),), holdout_labels=(str(labels / "iter_00002.npz"),),
+                    early_rounds_head=16, train_params="early_rounds_head", target="regret", anneal_lr=True,
+                    eval_every=0))
+    out = capsys.readouterr().out
+    assert "pass 0 |" in out and "pass 1/2 |" in out and "pass 2/2 |" in out
+    assert out.count("held-out labels: regret") == 2
+    assert {p.name for p in (run / "checkpoints").iterdir()} == {"pass_00001.pt", "pass_00002.pt", "final.pt",
+                                                                 "latest.pt"}
+    assert not (run / "labels").exists()
+    first = read_checkpoint(start)["model"]
+    last = read_checkpoint(run / "checkpoints" / "final.pt")["model"]
+    assert all(torch.equal(v, last[k]) for k, v in first.items())
+    assert not torch.equal(last["er_scorer.5.weight"], torch.zeros_like(last["er_scorer.5.weight"]))
+    with pytest.raises(ConfigError) as info:
+        tiny_args(iterations=0)
+    assert info.value.field == "iterations"
+    with pytest.raises(ConfigError) as info:
+        train(tiny_args(resume=str(run / "checkpoints" / "final.pt")))
+    assert info.value.field == "resume"
+    with pytest.raises(ConfigError) as info:
+        train(tiny_args(resume=str(straight / "checkpoints" / "final.pt"), iterations=0,
+                        extra_labels=(str(labels),)))
+    assert info.value.field == "iterations"

@@ -176,7 +176,8 @@ class ExitArgs(config.RunOptions):
     init: str | None = "pretrained:classic"
     """warm start: the network of this checkpoint (checkpoint:PATH or pretrained:NAME); null: a fresh network"""
     iterations: int = 20
-    """iterations to run (games + labels + update each)"""
+    """iterations to run (games + labels + update each); 0: play no games, train ``epochs`` passes over
+    extra_labels alone (offline; the learning rate annealed over the passes with anneal_lr) and save final.pt"""
     target: str = "awr"
     """policy target from the move values: awr (the network as the update starts times exp((q - max q) /
     temperature), normalised), soft (softmax(q / temperature)), top (the best move) or regret (the policy's expected
@@ -187,7 +188,11 @@ class ExitArgs(config.RunOptions):
     replay_iterations: int = 4
     """train on the labels of this many latest iterations"""
     extra_labels: tuple[str, ...] = ()
-    """label files (iter_N.npz) or folders of them (an earlier run's labels/) added to every update's data"""
+    """label files (iter_N.npz) or folders of them (an earlier run's labels/) added to every update's data (with
+    iterations 0, the whole of it)"""
+    holdout_labels: tuple[str, ...] = ()
+    """label files or folders never trained on: the network's regret and agreement on them are printed (and logged)
+    at every evaluation, to compare networks on decisions none of them learnt from"""
     augment_suits: bool = False
     """train on every label twice: as played, and with the cards relabelled by the preset's suit symmetry (clubs and
     hearts swapped: standard and bga scoring treat them alike, docs/rules.md 5.1-5.2; cassino_env.symmetry), which
@@ -278,9 +283,9 @@ EXIT_RULES: dict[str, config.FieldRule] = {
     "max_moves": integer(1, 32767), "search": text(SEARCHES), "simulations": integer(1, MAX_SIMULATIONS),
     "top_k": integer(1, 64), "min_samples": integer(1, 10**6), "rollout": text(ROLLOUTS), "match_bonus": number(0.0),
     "label_last_round": boolean(), "label_from_round": integer(1, 52),
-    "init": optional(text()), "iterations": integer(1, 10**6), "target": text(TARGETS),
+    "init": optional(text()), "iterations": integer(0, 10**6), "target": text(TARGETS),
     "temperature": number(0.0, lo_open=True), "replay_iterations": integer(1, 10_000),
-    "extra_labels": names(), "augment_suits": boolean(), "epochs": integer(0, 10_000),
+    "extra_labels": names(), "holdout_labels": names(), "augment_suits": boolean(), "epochs": integer(0, 10_000),
     "minibatch_size": integer(1, 2**24), "learning_rate": number(0.0, lo_open=True),
     "anneal_lr": boolean(), "vf_coef": number(0.0),
     "ent_coef": number(0.0), "max_grad_norm": number(0.0, lo_open=True), "reward_scale": number(0.0, lo_open=True),
@@ -350,6 +355,9 @@ def _check_combination(args: ExitArgs) -> None:
             raise ConfigError(f"augment_suits: preset {rules.preset!r} scores with {rules.scoring!r}, which names a "
                               "card of every suit but clubs (spades, 10D, JH: docs/rules.md 5.3), so no two suits "
                               "score alike: it has no suit symmetry to augment with", field="augment_suits")
+    if args.iterations == 0 and not (args.extra_labels and args.epochs):
+        raise ConfigError("iterations=0 plays no games and trains on extra_labels alone: give extra_labels (label "
+                          "files or an earlier run's labels/ folder) and epochs of at least 1", field="iterations")
     if args.num_workers > 1 and args.ray_address is None:
         raise ConfigError(f"num_workers={args.num_workers}: label workers are Ray actors; give ray_address (--ray) "
                           "too", field="num_workers")
@@ -505,6 +513,23 @@ def check_label_file(path: Path, shape: Any, field: str) -> None:
                       + (f" ({fits}: labels of another preset, player count or network?)" if fits else ""))
 
 
+def label_files(paths: typing.Iterable[str], field: str = "extra_labels") -> list[Path]:
+    """Label files given as files, or as folders of ``iter_*.npz`` files (in name order).
+
+    Raises:
+        ConfigError: naming ``field``, a path that is neither.
+    """
+    out: list[Path] = []
+    for p in map(Path, paths):
+        files = (sorted(p.glob("iter_*.npz")) if config.looked_at(p.is_dir)
+                 else [p] if config.looked_at(p.is_file) else [])
+        if not files:
+            raise ConfigError(f"{field}: {shown_name(p)} is neither a label file nor a folder of iter_*.npz "
+                              "files", field=field)
+        out.extend(files)
+    return out
+
+
 def load_label_paths(paths: typing.Iterable[str], shape: Any = None, rules: RuleSet | None = None) -> list[Labels]:
     """The :class:`Labels` of label files, or of every ``iter_*.npz`` in folders, in name order; with ``shape``
     each is checked against that network (:func:`check_label_file`), with ``rules`` against the run's rules (the
@@ -514,15 +539,60 @@ def load_label_paths(paths: typing.Iterable[str], shape: Any = None, rules: Rule
         ConfigError: naming ``extra_labels``, a path that is neither, or a file that is not a label file fitting
             ``shape`` or ``rules``.
     """
-    out = []
-    for p in map(Path, paths):
-        files = (sorted(p.glob("iter_*.npz")) if config.looked_at(p.is_dir)
-                 else [p] if config.looked_at(p.is_file) else [])
-        if not files:
-            raise ConfigError(f"extra_labels: {shown_name(p)} is neither a label file nor a folder of iter_*.npz "
-                              "files", field="extra_labels")
-        out.extend(Labels.load(f, shape, "extra_labels", rules) for f in files)
-    return out
+    return [Labels.load(f, shape, "extra_labels", rules) for f in label_files(paths)]
+
+
+def load_joined_labels(paths: typing.Iterable[str], shape: Any = None, rules: RuleSet | None = None,
+                       field: str = "extra_labels") -> Labels | None:
+    """The rows of label files (or folders of them, as :func:`load_label_paths`) in one :class:`Labels`, as
+    :func:`join_labels` of them would be, but filled file by file into arrays made once: the memory it takes is
+    the joined rows' and one file's (a million labels of the classic network are about 5 GB), not twice the
+    rows'. None when ``paths`` is empty.
+
+    Raises:
+        ConfigError: naming ``field``, as :func:`load_label_paths`; also files that disagree on which arrays they
+            hold.
+    """
+    files = label_files(paths, field)
+    if not files:
+        return None
+    sizes = []
+    for f in files:  # the headers first: nothing is allocated for files that would be refused
+        if shape is not None:
+            check_label_file(f, shape, field)
+        try:
+            with np.load(f, allow_pickle=False) as z:
+                sizes.append(z["mask"].shape)
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+            raise ConfigError(f"{field}: {f}: not a readable label file: {exc}", field=field) from None
+    n, width = sum(m for m, _ in sizes), max(w for _, w in sizes)
+    rows: dict[str, Any] = {}
+    points: dict[str, list[np.ndarray]] = {}
+    at, label_s = 0, 0.0
+    for f, (m, w) in zip(files, sizes, strict=True):
+        part = Labels.load(f, None, field, rules)
+        if len(part) != m or part.mask.shape[1] != w:
+            raise ConfigError(f"{field}: {f}: its arrays disagree on the rows or move columns", field=field)
+        for k in LABEL_ROWS:
+            a = getattr(part, k)
+            if f is files[0]:
+                cols = (width, *a.shape[2:]) if a is not None and k in _FILL else () if a is None else a.shape[1:]
+                rows[k] = None if a is None else np.empty((n, *cols), dtype=a.dtype)
+            if (a is None) != (rows[k] is None):
+                raise ConfigError(f"{field}: {f}: array {k!r} is " + ("missing" if a is None else "there")
+                                  + f", unlike in {files[0]}", field=field)
+            if a is None:
+                continue
+            if k in _FILL:
+                rows[k][at:at + m, :w] = a
+                rows[k][at:at + m, w:] = _FILL[k]
+            else:
+                rows[k][at:at + m] = a
+        for name, v in part.points.items():
+            points.setdefault(name, []).append(v)
+        at += m
+        label_s = max(label_s, part.label_s)
+    return Labels(**rows, points={k: np.concatenate(v) for k, v in points.items()}, label_s=label_s)
 
 
 def _pad(a: np.ndarray, width: int, fill: Any) -> np.ndarray:
@@ -1088,6 +1158,50 @@ def trained_parameters(policy: Any, train_params: str) -> list[Any]:
     return head
 
 
+def _offline_passes(args: ExitArgs, rules: RuleSet, policy: Any, optimizer: Any, data: Labels, rng: np.random.Generator,
+                    writer: Any, checkpoint: Any, run_eval: Any, start_time: float) -> Path:
+    """``iterations: 0``: ``args.epochs`` passes of :func:`update` over ``data`` (the extra labels), the learning
+    rate annealed linearly over the passes with ``anneal_lr``; a progress line, TensorBoard scalars and a checkpoint
+    (``pass_N.pt``) each pass, an evaluation every ``eval_every`` passes and after the last; then final.pt."""
+    import dataclasses
+
+    from train.run import final_evaluation
+    from train.run import fmt_time as _fmt_time
+
+    one_pass = dataclasses.replace(args, epochs=1)
+    stop = f"{args.epochs} passes"
+    done = 0
+    for p in range(1, args.epochs + 1):
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (p - 1.0) / args.epochs)
+        t0 = time.time()
+        losses = update(policy, optimizer, data, one_pass, rng)
+        done = p
+        step = p * len(data)  # the x axis of an offline run: labels trained on
+        for k, v in losses.items():
+            writer.add_scalar(f"losses/{k}", v, step)
+        writer.add_scalar("time/update_s", time.time() - t0, step)
+        elapsed = time.time() - start_time
+        over_time = args.max_train_seconds > 0 and elapsed >= args.max_train_seconds
+        line = (f"pass {p}/{args.epochs} | {len(data):,} labels | policy loss {losses['policy_loss']:.4f} | "
+                f"{_fmt_time(elapsed)} elapsed")
+        if (args.eval_every and p % args.eval_every == 0) or p == args.epochs or over_time:
+            line += f" | {run_eval(step)}"
+        print(line, flush=True)
+        if args.checkpoint_every and p % args.checkpoint_every == 0:
+            checkpoint(f"pass_{p:05d}.pt", step)
+        if over_time:
+            stop = f"max_train_seconds={args.max_train_seconds:g} reached"
+            break
+    final = checkpoint("final.pt", done * len(data))
+    writer.close()
+    print(f"{done} pass{'es' if done != 1 else ''} over {len(data):,} labels in {_fmt_time(time.time() - start_time)}"
+          f" ({stop}); final checkpoint {final}", flush=True)
+    if args.final_eval_deals > 0 and args.final_eval_opponents:
+        final_evaluation(final, rules, args)
+    return final
+
+
 def label_stats(policy: Any, data: Labels, reward_scale: float) -> dict[str, float]:
     """The network's agreement with the search on ``data`` (its argmax is a best labelled move), its mean regret
     (points) and the critic's explained variance of the outcomes."""
@@ -1313,7 +1427,15 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     ckpt = None
     if args.resume is not None:
         ckpt = read_training_checkpoint(args.resume)
+        saved = ckpt["train"].get("config")
+        if isinstance(saved, dict) and saved.get("iterations") == 0:
+            raise ConfigError(f"resume: {shown_name(Path(args.resume))} is of a run with iterations 0 (passes over "
+                              "extra_labels alone), which is not resumed: run it again, or give init: "
+                              "checkpoint:PATH to go on from its network", field="resume")
         args = config.resume_args(args, ckpt["train"], explicit, source=str(args.resume), saved_error=CheckpointError)
+        if args.iterations == 0:
+            raise ConfigError("iterations=0 trains a network from init on extra_labels alone; it does not resume a "
+                              "run (give init: checkpoint:PATH instead of resume)", field="iterations")
     torch.set_num_threads(args.threads)
     rules = make_rules(args.preset, args.num_players)
     deal_len = 52 - rules.table_cards
@@ -1352,8 +1474,11 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         policy = _init_network(args, rules)
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
     iteration, global_step, labels_total, elapsed_before = 0, 0, 0, 0.0
-    if args.ray_address is None:
-        games: LocalLabels | RayLabels = LocalLabels(args, rules)
+    games: LocalLabels | RayLabels | None
+    if args.iterations == 0:  # offline: no games
+        games = None
+    elif args.ray_address is None:
+        games = LocalLabels(args, rules)
     else:
         games = RayLabels(args, policy.shape)
         held.append(games)
@@ -1377,7 +1502,9 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
                           "is resumed with the labels/ folder beside its checkpoints/)", field="resume")
     # every label file is read and checked against the network before the run folder is touched
     replay = [Labels.load(f, policy.shape, "resume", rules) for f in window]
-    extra = load_label_paths(args.extra_labels, policy.shape, rules)
+    joined = load_joined_labels(args.extra_labels, policy.shape, rules)
+    extra = [] if joined is None else [joined]
+    holdout = load_joined_labels(args.holdout_labels, policy.shape, rules, "holdout_labels")
     if args.augment_suits:  # each label mirrored once, kept beside it for every update that replays it
         replay, extra = [augmented(x, rules) for x in replay], [augmented(x, rules) for x in extra]
     if ckpt is not None:
@@ -1388,7 +1515,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
 
     held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    label_dir.mkdir(parents=True, exist_ok=True)
+    if games is not None:
+        label_dir.mkdir(parents=True, exist_ok=True)
     config_text = yaml.safe_dump(config.args_to_dict(args), sort_keys=False).encode("utf-8")
     atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
     writer = SummaryWriter(str(run_dir))
@@ -1396,14 +1524,16 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         writer.add_text("hyperparameters", config.hparams_table(args))
     start_time = time.time()
 
-    def checkpoint(name: str) -> Path:
+    def checkpoint(name: str, step: int | None = None) -> Path:
         state = {"config": config.args_to_dict(args), "run_dir": str(run_dir), "algo": "exit",
-                 "iteration": iteration, "global_step": global_step, "labels_total": labels_total,
+                 "iteration": iteration, "global_step": global_step if step is None else step,
+                 "labels_total": labels_total,
                  "elapsed_s": elapsed_before + (time.time() - start_time), "numpy_rng": _rng_state(rng),
-                 "torch_rng": torch.get_rng_state(), **games.state()}
+                 "torch_rng": torch.get_rng_state(), **(games.state() if games is not None else {})}
         return save_training_checkpoint(ckpt_dir / name, policy, rules, optimizer, state)  # and latest.pt
 
-    def run_eval() -> str:
+    def run_eval(step: int | None = None) -> str:
+        at = global_step if step is None else step
         t0 = time.time()
         agent = PPOAgent(policy, deterministic=True, rules=rules, endgame=False)  # the network alone
         parts = []
@@ -1411,28 +1541,37 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
             res = evaluate_deals(agent, bot, rules, args.eval_deals, seed=(10_000_000 + args.seed) % 2**62,
                                  max_moves=args.max_moves)
             lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
-            writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], global_step)
-            writer.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, global_step)
-            writer.add_scalar(f"eval/winrate_ci_high_vs_{name}", hi, global_step)
-            writer.add_scalar(f"eval/points_vs_{name}", res["points"], global_step)
+            writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], at)
+            writer.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, at)
+            writer.add_scalar(f"eval/winrate_ci_high_vs_{name}", hi, at)
+            writer.add_scalar(f"eval/points_vs_{name}", res["points"], at)
             parts.append(f"{name} {res['winrate']:.3f} [{lo:.3f}, {hi:.3f}] {res['points']:+.2f} pts")
         if proxy is not None:
             from train.proxy import score
 
             r = score(agent, proxy, seed=0)
-            writer.add_scalar("eval/proxy_regret", r["regret"], global_step)
-            writer.add_scalar("eval/proxy_top1", r["top1"], global_step)
+            writer.add_scalar("eval/proxy_regret", r["regret"], at)
+            writer.add_scalar("eval/proxy_top1", r["top1"], at)
             parts.append(f"proxy regret {r['regret']:.3f} ± {1.96 * r['regret_se']:.3f} top-1 {r['top1']:.3f}")
-        writer.add_scalar("time/eval_s", time.time() - t0, global_step)
+        line = "network alone: deal win rate vs " + ", ".join(parts)
+        if holdout is not None:
+            h = label_stats(policy, holdout, args.reward_scale)
+            writer.add_scalar("exit/holdout_regret", h["regret"], at)
+            writer.add_scalar("exit/holdout_agreement", h["agreement"], at)
+            line += f"; held-out labels: regret {h['regret']:.4f} pts, agrees {h['agreement']:.3f}"
+        writer.add_scalar("time/eval_s", time.time() - t0, at)
         policy.train()
-        return "network alone: deal win rate vs " + ", ".join(parts)
+        return line
 
     if ckpt is None:
-        print(f"iteration 0 | {run_eval()}", flush=True)
+        print(f"{'iteration' if games is not None else 'pass'} 0 | {run_eval()}", flush=True)
     if extra:
         mirrored = " (with their mirror: augment_suits)" if args.augment_suits else ""
-        print(f"{sum(len(x) for x in extra):,} extra labels{mirrored} from {len(extra)} files join every update",
-              flush=True)
+        print(f"{len(extra[0]):,} extra labels{mirrored} from {len(label_files(args.extra_labels))} files "
+              + ("join every update" if games is not None else f"are the data of {args.epochs} passes"), flush=True)
+    if games is None:
+        return _offline_passes(args, rules, policy, optimizer, extra[0], rng, writer, checkpoint, run_eval,
+                               start_time)
     stop = "iterations reached"
     while iteration < args.iterations:
         iteration += 1
