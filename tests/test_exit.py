@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.ppo_agent import read_checkpoint
+from agents.ppo_agent import policy_from_checkpoint, read_checkpoint
 from agents.registry import make_agent
 from cassino_env.rules import make_rules
 from train import config
@@ -444,22 +444,54 @@ def test_augment_suits_mirrors_the_labels(straight: Path, tmp_path: Path) -> Non
     assert info.value.field == "augment_suits"
 
 
+def read_shape(run: Path) -> object:
+    return policy_from_checkpoint(read_checkpoint(run / "checkpoints" / "final.pt")).shape
+
+
 def test_joined_labels_are_the_joined_files(straight: Path, tmp_path: Path) -> None:
     """load_joined_labels fills the rows file by file into arrays made once: the same rows as join_labels of the
-    files; a path that is neither a file nor a folder of label files is refused naming the field."""
+    files; a path that is neither a file nor a folder of label files, a file named twice, and files of 0 rows are
+    refused naming the field; with the network's shape, an array it does not read may be in some files only."""
+    import dataclasses
+
     from train.exit import LABEL_ROWS, join_labels, load_joined_labels, load_label_paths
 
-    paths = [str(straight / "labels" / "iter_00002.npz"), str(straight / "labels")]
+    labels = straight / "labels"
+    paths = [str(labels / "iter_00002.npz"), str(labels / "iter_00001.npz")]
     want = join_labels(load_label_paths(paths))
     got = load_joined_labels(paths, rules=make_rules("classic"))
-    assert got is not None and len(got) == len(want) == 3 * len(Labels.load(Path(paths[0])))
+    assert got is not None and len(got) == len(want) == sum(len(Labels.load(Path(f))) for f in paths)
     for k in LABEL_ROWS:
         a, b = getattr(got, k), getattr(want, k)
         assert (a is None and b is None) or (a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)), k
     assert load_joined_labels([]) is None
-    with pytest.raises(ConfigError) as info:
-        load_joined_labels([str(tmp_path / "nothing")], field="holdout_labels")
-    assert info.value.field == "holdout_labels"
+
+    def refused(paths: list[str], field: str = "extra_labels", shape: object = None) -> str:
+        with pytest.raises(ConfigError) as info:
+            load_joined_labels(paths, shape, field=field)
+        assert info.value.field == field
+        return str(info.value)
+
+    refused([str(tmp_path / "nothing")], "holdout_labels")
+    assert "named twice" in refused([str(labels / "iter_00002.npz"), str(labels)])
+    one = Labels.load(labels / "iter_00001.npz")
+    empty = dataclasses.replace(one, **{k: getattr(one, k)[:0] for k in LABEL_ROWS if getattr(one, k) is not None})
+    empty.save(tmp_path / "empty.npz")
+    assert "0 rows" in refused([str(tmp_path / "empty.npz")], "holdout_labels")
+    with_empty = load_joined_labels([str(tmp_path / "empty.npz"), paths[1]])
+    assert with_empty is not None and len(with_empty) == len(one)
+    # a file with a separate critic's inputs and one without: refused without the network's shape, joined for a
+    # network that reads none (its crit dropped)
+    crit = np.zeros((len(one), 7), dtype=np.float32)
+    dataclasses.replace(one, crit=crit if one.crit is None else None).save(tmp_path / "other.npz")
+    mixed = [paths[1], str(tmp_path / "other.npz")]
+    assert "'crit'" in refused(mixed)
+    shape = read_shape(straight)
+    assert shape.critic_dim and one.crit is not None  # the tiny run's network reads the full state
+    assert "'crit'" in refused(mixed, shape=shape)  # which the file without it cannot give
+    no_crit = dataclasses.replace(shape, critic="shared", critic_dim=0)
+    both = load_joined_labels(mixed, no_crit)
+    assert both is not None and both.crit is None and len(both) == 2 * len(one)
 
 
 def test_iterations_0_trains_on_the_extra_labels_alone(straight: Path, tmp_path: Path,
@@ -495,3 +527,18 @@ def test_iterations_0_trains_on_the_extra_labels_alone(straight: Path, tmp_path:
         train(tiny_args(resume=str(straight / "checkpoints" / "final.pt"), iterations=0,
                         extra_labels=(str(labels),)))
     assert info.value.field == "iterations"
+    # held-out labels that are also trained on, and extra labels of 0 rows, are refused before the run folder
+    # is made
+    import dataclasses
+
+    one = Labels.load(labels / "iter_00001.npz")
+    dataclasses.replace(one, **{k: v[:0] for k, v in vars(one).items() if isinstance(v, np.ndarray)}).save(
+        tmp_path / "empty.npz")
+    for over, field in (({"extra_labels": (str(labels),), "holdout_labels": (str(labels / "iter_00002.npz"),)},
+                         "holdout_labels"),
+                        ({"extra_labels": (str(tmp_path / "empty.npz"),)}, "extra_labels")):
+        with pytest.raises(ConfigError) as info:
+            train(tiny_args(run_dir=str(tmp_path / "refused"), init=f"checkpoint:{start}", iterations=0, epochs=1,
+                            **over))
+        assert info.value.field == field, str(info.value)
+        assert not (tmp_path / "refused").exists()

@@ -242,7 +242,8 @@ class ExitArgs(config.RunOptions):
 
     # --- evaluation and checkpoints -----------------------------------------------------------------------------------
     eval_every: int = 1
-    """iterations between evaluations of the network alone (0: only at the start and the end)"""
+    """iterations (passes, with iterations 0) between evaluations of the network alone (0: only at the start and
+    the end)"""
     eval_deals: int = 200
     """duplicate deals per evaluation and opponent"""
     eval_opponents: tuple[str, ...] = ("advanced",)
@@ -251,7 +252,8 @@ class ExitArgs(config.RunOptions):
     """proxy set scored at every evaluation (train.proxy): a file, auto (the preset's default file when it exists) or
     null (none)"""
     checkpoint_every: int = 1
-    """iterations between checkpoints (checkpoints/iter_N.pt, copied to latest.pt; 0: only final.pt)"""
+    """iterations between checkpoints (checkpoints/iter_N.pt, copied to latest.pt; with iterations 0, passes
+    between checkpoints/pass_N.pt; 0: only final.pt)"""
     final_eval_deals: int = 0
     """deals per opponent of the match table after the run (train.evaluate; 0: skip)"""
     final_eval_opponents: tuple[str, ...] = ("advanced",)
@@ -308,32 +310,33 @@ def _check_combination(args: ExitArgs) -> None:
         if args.rollout not in SEARCH_ROLLOUTS:
             raise ConfigError(f"rollout {args.rollout!r}: search=search plays its lines with one of "
                               f"{', '.join(r for r in SEARCH_ROLLOUTS if r != 'net')}", field="rollout")
-    rpd = config.checked_rules(args.preset, args.num_players).rounds_per_deal
-    if args.label_from_round > rpd:
-        raise ConfigError(f"label_from_round={args.label_from_round}: a deal of {args.preset} with {n} players has "
-                          f"{rpd} rounds", field="label_from_round")
-    if args.label_from_round == rpd and not args.label_last_round and n == 2:
-        raise ConfigError(f"label_from_round={rpd} is the last round, which label_last_round=false leaves "
-                          "unlabelled: no decision would be labelled", field="label_from_round")
-    if args.search == "none" and not args.label_last_round:
-        raise ConfigError("search=none labels only the exact last round: it needs label_last_round", field="search")
-    if args.search == "none" and n != 2:
-        raise ConfigError(f"search=none labels only a two-seat last round (exactly); with num_players={n} it would "
-                          "label nothing", field="search")
-    if args.network_last_round and n != 2:
-        raise ConfigError(f"network_last_round: only a two-seat last round is played exactly (the default it "
-                          f"changes); with num_players={n} the network plays every round already",
-                          field="network_last_round")
-    if args.train_params == "last_round_head" and n == 2 and not args.label_last_round:
-        raise ConfigError("train_params=last_round_head: with two seats every last-round decision is labelled "
-                          "exactly or not at all, so the head needs label_last_round", field="train_params")
-    if args.train_params == "early_rounds_head" and args.search == "none":
-        raise ConfigError("train_params=early_rounds_head: search=none labels only the last round, which the "
-                          "earlier-rounds head does not play (give search: search or pimc)", field="train_params")
-    if args.early_rounds_head and args.search == "none":
-        raise ConfigError(f"early_rounds_head={args.early_rounds_head}: search=none labels only the last round, so "
-                          "no label would reach the earlier-rounds head (give search: search or pimc, or leave "
-                          "early_rounds_head out: a network that has the head keeps it)", field="early_rounds_head")
+    if args.iterations:  # what would be labelled (an offline run, iterations 0, labels nothing)
+        rpd = config.checked_rules(args.preset, args.num_players).rounds_per_deal
+        if args.label_from_round > rpd:
+            raise ConfigError(f"label_from_round={args.label_from_round}: a deal of {args.preset} with {n} players has "
+                              f"{rpd} rounds", field="label_from_round")
+        if args.label_from_round == rpd and not args.label_last_round and n == 2:
+            raise ConfigError(f"label_from_round={rpd} is the last round, which label_last_round=false leaves "
+                              "unlabelled: no decision would be labelled", field="label_from_round")
+        if args.search == "none" and not args.label_last_round:
+            raise ConfigError("search=none labels only the exact last round: it needs label_last_round", field="search")
+        if args.search == "none" and n != 2:
+            raise ConfigError(f"search=none labels only a two-seat last round (exactly); with num_players={n} it would "
+                              "label nothing", field="search")
+        if args.network_last_round and n != 2:
+            raise ConfigError(f"network_last_round: only a two-seat last round is played exactly (the default it "
+                              f"changes); with num_players={n} the network plays every round already",
+                              field="network_last_round")
+        if args.train_params == "last_round_head" and n == 2 and not args.label_last_round:
+            raise ConfigError("train_params=last_round_head: with two seats every last-round decision is labelled "
+                              "exactly or not at all, so the head needs label_last_round", field="train_params")
+        if args.train_params == "early_rounds_head" and args.search == "none":
+            raise ConfigError("train_params=early_rounds_head: search=none labels only the last round, which the "
+                              "earlier-rounds head does not play (give search: search or pimc)", field="train_params")
+        if args.early_rounds_head and args.search == "none":
+            raise ConfigError(f"early_rounds_head={args.early_rounds_head}: search=none labels only the last round, so "
+                              "no label would reach the earlier-rounds head (give search: search or pimc, or leave "
+                              "early_rounds_head out: a network that has the head keeps it)", field="early_rounds_head")
     if args.fresh_early_rounds_head and not args.early_rounds_head:
         raise ConfigError("fresh_early_rounds_head: it replaces the init network's earlier-rounds head by a new one; "
                           "give early_rounds_head its width", field="fresh_early_rounds_head")
@@ -547,42 +550,66 @@ def load_joined_labels(paths: typing.Iterable[str], shape: Any = None, rules: Ru
     """The rows of label files (or folders of them, as :func:`load_label_paths`) in one :class:`Labels`, as
     :func:`join_labels` of them would be, but filled file by file into arrays made once: the memory it takes is
     the joined rows' and one file's (a million labels of the classic network are about 5 GB), not twice the
-    rows'. None when ``paths`` is empty.
+    rows'. None when ``paths`` is empty. With ``shape`` (the network that will train on them), ``feat`` and
+    ``crit`` are kept only where the network reads them, so files made by networks with and without a separate
+    critic join; without it, the files must agree on which of the two they hold.
 
     Raises:
-        ConfigError: naming ``field``, as :func:`load_label_paths`; also files that disagree on which arrays they
-            hold.
+        ConfigError: naming ``field``, as :func:`load_label_paths`; also a file named twice (directly or through
+            its folder), files that hold no labels at all (0 rows), and, without ``shape``, files that disagree on
+            which arrays they hold or lack one every label file has.
     """
     files = label_files(paths, field)
     if not files:
         return None
-    sizes = []
+    seen: dict[Path, Path] = {}
+    for f in files:
+        first = seen.setdefault(f.resolve(), f)
+        if first is not f:
+            raise ConfigError(f"{field}: {shown_name(f)} is named twice (its labels would count twice)", field=field)
+    heads = []
     for f in files:  # the headers first: nothing is allocated for files that would be refused
         if shape is not None:
             check_label_file(f, shape, field)
         try:
             with np.load(f, allow_pickle=False) as z:
-                sizes.append(z["mask"].shape)
+                heads.append((z["mask"].shape, {k for k in LABEL_ROWS if k in z.files}))
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
             raise ConfigError(f"{field}: {f}: not a readable label file: {exc}", field=field) from None
-    n, width = sum(m for m, _ in sizes), max(w for _, w in sizes)
-    rows: dict[str, Any] = {}
+    optional = {"feat", "crit"}
+    if shape is not None:  # the arrays this network reads (check_label_file checked that each file has them)
+        keep = {k for k in LABEL_ROWS if k not in optional}
+        keep |= {"feat"} if shape.move_features else set()
+        keep |= {"crit"} if shape.critic_dim else set()
+    else:
+        keep = heads[0][1]
+        for f, (_, has) in zip(files, heads, strict=True):
+            if has != keep:
+                k = sorted(has ^ keep)[0]
+                raise ConfigError(f"{field}: {f}: array {k!r} is " + ("missing" if k in keep else "there")
+                                  + f", unlike in {files[0]}", field=field)
+        lacking = sorted(k for k in LABEL_ROWS if k not in optional and k not in keep)
+        if lacking:
+            raise ConfigError(f"{field}: {files[0]}: array {lacking[0]!r} is missing (every label file has "
+                              f"{', '.join(k for k in LABEL_ROWS if k not in optional)})", field=field)
+    n = sum(m for (m, _), _ in heads)
+    if n == 0:
+        raise ConfigError(f"{field}: {len(files)} file{'s' if len(files) != 1 else ''} "
+                          f"({shown_name(files[0])}{', ...' if len(files) > 1 else ''}) hold no labels (0 rows)",
+                          field=field)
+    width = max(w for (m, w), _ in heads if m)
+    rows: dict[str, Any] = dict.fromkeys(LABEL_ROWS)
     points: dict[str, list[np.ndarray]] = {}
     at, label_s = 0, 0.0
-    for f, (m, w) in zip(files, sizes, strict=True):
+    for f, ((m, w), _) in zip(files, heads, strict=True):
         part = Labels.load(f, None, field, rules)
         if len(part) != m or part.mask.shape[1] != w:
             raise ConfigError(f"{field}: {f}: its arrays disagree on the rows or move columns", field=field)
-        for k in LABEL_ROWS:
+        for k in keep:
             a = getattr(part, k)
-            if f is files[0]:
-                cols = (width, *a.shape[2:]) if a is not None and k in _FILL else () if a is None else a.shape[1:]
-                rows[k] = None if a is None else np.empty((n, *cols), dtype=a.dtype)
-            if (a is None) != (rows[k] is None):
-                raise ConfigError(f"{field}: {f}: array {k!r} is " + ("missing" if a is None else "there")
-                                  + f", unlike in {files[0]}", field=field)
-            if a is None:
-                continue
+            if rows[k] is None:
+                cols = (width, *a.shape[2:]) if k in _FILL else a.shape[1:]
+                rows[k] = np.empty((n, *cols), dtype=a.dtype)
             if k in _FILL:
                 rows[k][at:at + m, :w] = a
                 rows[k][at:at + m, w:] = _FILL[k]
@@ -1207,6 +1234,8 @@ def label_stats(policy: Any, data: Labels, reward_scale: float) -> dict[str, flo
     (points) and the critic's explained variance of the outcomes."""
     import torch
 
+    if not len(data):
+        return {"agreement": math.nan, "regret": math.nan, "explained_variance": math.nan}
     agree, regret, values = [], [], []
     policy.eval()
     with torch.no_grad():
@@ -1502,8 +1531,16 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
                           "is resumed with the labels/ folder beside its checkpoints/)", field="resume")
     # every label file is read and checked against the network before the run folder is touched
     replay = [Labels.load(f, policy.shape, "resume", rules) for f in window]
+    if args.holdout_labels:  # held out means never trained on
+        trained = {f.resolve() for f in window}
+        trained |= {f.resolve() for f in label_files(args.extra_labels)} if args.extra_labels else set()
+        both = [f for f in label_files(args.holdout_labels, "holdout_labels") if f.resolve() in trained]
+        if both:
+            raise ConfigError(f"holdout_labels: {shown_name(both[0])} is also trained on (in extra_labels or the "
+                              "replay window): held-out labels must be others", field="holdout_labels")
     joined = load_joined_labels(args.extra_labels, policy.shape, rules)
     extra = [] if joined is None else [joined]
+    del joined  # with augment_suits, the mirrored copy replaces it
     holdout = load_joined_labels(args.holdout_labels, policy.shape, rules, "holdout_labels")
     if args.augment_suits:  # each label mirrored once, kept beside it for every update that replays it
         replay, extra = [augmented(x, rules) for x in replay], [augmented(x, rules) for x in extra]
@@ -1563,12 +1600,13 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
         policy.train()
         return line
 
-    if ckpt is None:
-        print(f"{'iteration' if games is not None else 'pass'} 0 | {run_eval()}", flush=True)
     if extra:
         mirrored = " (with their mirror: augment_suits)" if args.augment_suits else ""
+        passes = f"{args.epochs} pass{'es' if args.epochs != 1 else ''}"
         print(f"{len(extra[0]):,} extra labels{mirrored} from {len(label_files(args.extra_labels))} files "
-              + ("join every update" if games is not None else f"are the data of {args.epochs} passes"), flush=True)
+              + ("join every update" if games is not None else f"are the data of {passes}"), flush=True)
+    if ckpt is None:
+        print(f"{'iteration' if games is not None else 'pass'} 0 | {run_eval()}", flush=True)
     if games is None:
         return _offline_passes(args, rules, policy, optimizer, extra[0], rng, writer, checkpoint, run_eval,
                                start_time)
