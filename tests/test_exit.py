@@ -517,6 +517,14 @@ def test_iterations_0_trains_on_the_extra_labels_alone(straight: Path, tmp_path:
     last = read_checkpoint(run / "checkpoints" / "final.pt")["model"]
     assert all(torch.equal(v, last[k]) for k, v in first.items())
     assert not torch.equal(last["er_scorer.5.weight"], torch.zeros_like(last["er_scorer.5.weight"]))
+    # its figure: the held-out panels, and the labels trained on as the x axis
+    from train.plot import OFFLINE_EXIT_TAGS, OFFLINE_STEP_LABEL, draw_run, load_scalars
+
+    fig = draw_run(load_scalars(run), config=config.args_to_dict(tiny_args(iterations=0, extra_labels=("x",))))
+    assert {name for _, name, _ in OFFLINE_EXIT_TAGS} <= {ax.get_title() for ax in fig.axes}
+    assert {ax.get_xlabel() for ax in fig.axes} == {OFFLINE_STEP_LABEL}
+    regret = load_scalars(run)["exit/holdout_regret"]
+    assert list(regret[0]) == [0, 2 * len(Labels.load(labels / "iter_00001.npz"))]
     with pytest.raises(ConfigError) as info:
         tiny_args(iterations=0)
     assert info.value.field == "iterations"

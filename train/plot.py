@@ -9,8 +9,10 @@ The figure: on top, the evaluations during training against each bot (:mod:`trai
 scalars"): the **deal** win rate with its Wilson 95% interval as a band, and the mean deal margin, the policy
 playing its most probable move (argmax); one colour per bot, the legend above the panels in ladder order (weakest
 first, :data:`agents.registry.LADDER`; other opponents after it, by name). Below, the PPO losses, the learner's
-deal margin in its training games and the training speed. Every x axis counts env steps (moves, over all games) in
-k and M.
+deal margin in its training games and the training speed (an expert-iteration run, ``cassino exit``: its losses,
+its agreement and regret against the search, the proxy regret and the labelling speed). Every x axis counts env
+steps (moves, over all games) in k and M, but that of a ``cassino exit`` run with ``iterations: 0`` (passes over saved
+labels): the labels trained on, below the losses the regret and agreement on its held-out labels.
 
 >>> format_steps(0), format_steps(750), format_steps(49_152), format_steps(1_500_000), format_steps(10_000_000)
 ('0', '750', '49k', '1.5M', '10M')
@@ -67,7 +69,17 @@ EXIT_TAGS = (
     ("eval/proxy_regret", "network alone on the proxy set", "regret, points per decision"),
     ("exit/labels_per_s", "labelling speed", "labels per second"),
 )
+#: The panels of an offline expert-iteration run (``cassino exit`` with ``iterations: 0``: passes over saved labels,
+#: its x axis the labels trained on), told by its config.yaml.
+OFFLINE_EXIT_TAGS = (
+    EXIT_TAGS[0], _LOSS["losses/value_loss"],
+    ("exit/holdout_regret", "network's regret on the held-out labels", "points per held-out decision"),
+    ("exit/holdout_agreement", "network's move is the held-out label's best", "share of held-out decisions"),
+    ("eval/proxy_regret", "network alone on the proxy set", "regret, points per decision"),
+    ("time/update_s", "time of a pass", "seconds"),
+)
 STEP_LABEL = "env steps (moves, all games)"
+OFFLINE_STEP_LABEL = "labels trained on (passes over saved labels)"
 
 
 def format_steps(x: float, _pos: Any = None) -> str:
@@ -140,12 +152,12 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _steps_axis(ax: Any) -> None:
+def _steps_axis(ax: Any, label: str = STEP_LABEL) -> None:
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10], integer=True))
     ax.xaxis.set_major_formatter(FuncFormatter(format_steps))
-    ax.set_xlabel(STEP_LABEL)
+    ax.set_xlabel(label)
     ax.grid(alpha=0.25)
 
 
@@ -163,6 +175,8 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
     import matplotlib.pyplot as plt
 
     config = config or {}
+    offline = config.get("iterations") == 0 and "extra_labels" in config  # cassino exit's passes over saved labels
+    x_label = OFFLINE_STEP_LABEL if offline else STEP_LABEL
     fig = plt.figure(figsize=(18, 11), layout="constrained")
     grid = fig.add_gridspec(3, 4, height_ratios=[1.35, 1, 1])
     ax_win, ax_pts = fig.add_subplot(grid[0, :2]), fig.add_subplot(grid[0, 2:])
@@ -190,7 +204,7 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
     ax_pts.set_title("mean deal margin against each bot (same evaluations)")
     ax_pts.set_ylabel("agent's points minus the bot's, per deal")
     for ax in (ax_win, ax_pts):
-        _steps_axis(ax)
+        _steps_axis(ax, x_label)
     if bots:
         handles, labels = ax_win.get_legend_handles_labels()
         # The figure's title heads the legend: a suptitle and an "outside" legend would overlap.
@@ -199,7 +213,8 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
     else:
         _missing(ax_win, "eval/winrate_vs_<bot>")
         _missing(ax_pts, "eval/points_vs_<bot>")
-    panels = EXIT_TAGS if "exit/search_agreement" in scalars else (*LOSS_TAGS, *CHART_TAGS)
+    panels = (OFFLINE_EXIT_TAGS if offline else EXIT_TAGS if "exit/search_agreement" in scalars
+              else (*LOSS_TAGS, *CHART_TAGS))
     for k, (tag, name, ylabel) in enumerate(panels):
         ax = fig.add_subplot(grid[1 + k // 4, k % 4])
         if tag in scalars:
@@ -209,7 +224,7 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
             _missing(ax, tag)
         ax.set_title(name)
         ax.set_ylabel(ylabel)
-        _steps_axis(ax)
+        _steps_axis(ax, x_label)
     if not bots:
         fig.suptitle(heading)
     return fig
