@@ -549,7 +549,7 @@ def load_joined_labels(paths: typing.Iterable[str], shape: Any = None, rules: Ru
                        field: str = "extra_labels") -> Labels | None:
     """The rows of label files (or folders of them, as :func:`load_label_paths`) in one :class:`Labels`, as
     :func:`join_labels` of them would be, but filled file by file into arrays made once: the memory it takes is
-    the joined rows' and one file's (a million labels of the classic network are about 5 GB), not twice the
+    the joined rows' and one file's (a million labels of the classic network are about 6 GB), not twice the
     rows'. None when ``paths`` is empty. With ``shape`` (the network that will train on them), ``feat`` and
     ``crit`` are kept only where the network reads them, so files made by networks with and without a separate
     critic join; without it, the files must agree on which of the two they hold.
@@ -594,9 +594,9 @@ def load_joined_labels(paths: typing.Iterable[str], shape: Any = None, rules: Ru
                               f"{', '.join(k for k in LABEL_ROWS if k not in optional)})", field=field)
     n = sum(m for (m, _), _ in heads)
     if n == 0:
-        raise ConfigError(f"{field}: {len(files)} file{'s' if len(files) != 1 else ''} "
-                          f"({shown_name(files[0])}{', ...' if len(files) > 1 else ''}) hold no labels (0 rows)",
-                          field=field)
+        more = len(files) - 1
+        named = shown_name(files[0]) + (f" and {more} more file{'s' if more > 1 else ''} hold" if more else " holds")
+        raise ConfigError(f"{field}: {named} no labels (0 rows)", field=field)
     width = max(w for (m, w), _ in heads if m)
     rows: dict[str, Any] = dict.fromkeys(LABEL_ROWS)
     points: dict[str, list[np.ndarray]] = {}
