@@ -1531,9 +1531,9 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
                           "is resumed with the labels/ folder beside its checkpoints/)", field="resume")
     # every label file is read and checked against the network before the run folder is touched
     replay = [Labels.load(f, policy.shape, "resume", rules) for f in window]
+    extra_files = label_files(args.extra_labels) if args.extra_labels else []
     if args.holdout_labels:  # held out means never trained on
-        trained = {f.resolve() for f in window}
-        trained |= {f.resolve() for f in label_files(args.extra_labels)} if args.extra_labels else set()
+        trained = {f.resolve() for f in [*window, *extra_files]}
         both = [f for f in label_files(args.holdout_labels, "holdout_labels") if f.resolve() in trained]
         if both:
             raise ConfigError(f"holdout_labels: {shown_name(both[0])} is also trained on (in extra_labels or the "
@@ -1603,7 +1603,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
     if extra:
         mirrored = " (with their mirror: augment_suits)" if args.augment_suits else ""
         passes = f"{args.epochs} pass{'es' if args.epochs != 1 else ''}"
-        print(f"{len(extra[0]):,} extra labels{mirrored} from {len(label_files(args.extra_labels))} files "
+        print(f"{len(extra[0]):,} extra labels{mirrored} from {len(extra_files)} files "
               + ("join every update" if games is not None else f"are the data of {passes}"), flush=True)
     if ckpt is None:
         print(f"{'iteration' if games is not None else 'pass'} 0 | {run_eval()}", flush=True)
