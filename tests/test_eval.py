@@ -118,6 +118,23 @@ def test_evaluation_is_reproducible_for_a_seed() -> None:
     assert a["ratings"]["greedy"] > a["ratings"]["random"]
 
 
+def test_the_kernel_warm_up_runs_before_the_timer_and_changes_no_result(monkeypatch) -> None:
+    """The first run on a machine compiles the numba kernels; evaluate compiles them before its clock starts
+    (a new user's first report showed ~70 deals/min for a pair that plays thousands), and the warm-up games
+    draw from their own generator, so the report is the one without them."""
+    import train.evaluate as ev
+
+    calls = []
+    real = ev.warm_kernels
+    with_warm = evaluate(["random", "greedy"], "classic", deals=30, seed=8)
+    monkeypatch.setattr(ev, "warm_kernels", lambda rules: calls.append(rules.preset) or real(rules))
+    again = evaluate(["random", "greedy"], "classic", deals=30, seed=8)
+    monkeypatch.setattr(ev, "warm_kernels", lambda rules: None)
+    without = evaluate(["random", "greedy"], "classic", deals=30, seed=8)
+    assert calls == ["classic"]
+    assert strip_times(with_warm) == strip_times(again) == strip_times(without)
+
+
 def test_duplicate_deals_cancel_for_equal_agents() -> None:
     # The same deterministic bot on both sides of a duplicate board: A's seat wins exactly what B's seat wins.
     r = evaluate(["greedy", "greedy"], "classic", deals=40, seed=1)

@@ -88,6 +88,7 @@ from train.arena import (
     play_pair,
     play_pair_in_chunks,
     seat_agents,
+    warm_kernels,
 )
 from train.report import CSV_FIELDS, format_markdown, format_table, save_heatmap, to_csv
 from train.stats import ELO_SCALE, Z95, bradley_terry_elo, openskill_ratings, ratio_interval, wilson_interval
@@ -257,6 +258,8 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         # disable=None: no bar when stderr is not a terminal (a log file would fill with \r lines)
         bar = _PairBar(tqdm(total=deals * len(pairs), unit="deal", desc="eval", file=sys.stderr, dynamic_ncols=True,
                             disable=None), deals)
+    if ray_address is None:
+        warm_kernels(rules)  # the one-off numba compile is not the agents' speed
     t0 = time.perf_counter()
     entries, records = [], []
     wins = np.zeros((len(agents), len(agents)))
