@@ -119,9 +119,10 @@ def test_evaluation_is_reproducible_for_a_seed() -> None:
 
 
 def test_the_kernel_warm_up_runs_before_the_timer_and_changes_no_result(monkeypatch) -> None:
-    """The first run on a machine compiles the numba kernels; evaluate compiles them before its clock starts
-    (a new user's first report showed ~70 deals/min for a pair that plays thousands), and the warm-up games
-    draw from their own generator, so the report is the one without them."""
+    """The first run on a machine compiles the numba kernels; evaluate compiles them (the rules core's, the
+    environment's, the exact last round's) before its clock starts (a new user's first report showed ~70 deals/min
+    for a pair that plays thousands), and the warm-up games draw from their own generator, so the report is the one
+    without them."""
     import train.evaluate as ev
 
     calls = []
@@ -133,6 +134,18 @@ def test_the_kernel_warm_up_runs_before_the_timer_and_changes_no_result(monkeypa
     without = evaluate(["random", "greedy"], "classic", deals=30, seed=8)
     assert calls == ["classic"]
     assert strip_times(with_warm) == strip_times(again) == strip_times(without)
+
+
+def test_the_warm_up_reaches_the_exact_last_round(monkeypatch) -> None:
+    """The warm-up plays its deals' last rounds through the endgame solver, so its kernels compile there too."""
+    import agents.endgame as endgame
+    from train.arena import warm_kernels
+
+    solved = []
+    real = endgame.solve
+    monkeypatch.setattr(endgame, "solve", lambda *a, **k: solved.append(1) or real(*a, **k))
+    warm_kernels(make_rules("classic"))
+    assert solved
 
 
 def test_duplicate_deals_cancel_for_equal_agents() -> None:

@@ -222,13 +222,15 @@ def play_games(agents: Sequence[Agent], rules: RuleSet, seeds: np.ndarray, seat_
 
 
 def warm_kernels(rules: RuleSet) -> None:
-    """Compile the rules core's kernels for ``rules`` before anything is timed: two games of one deal between
-    ``greedy`` bots (numba compiles a kernel on its first call and caches it on disk, so the first run on a machine
-    would otherwise count the compile, tens of seconds, in its deals per minute). Draws from its own generator;
-    touches no agent's state."""
+    """Compile the kernels of the rules core, the environment and the exact last round for ``rules`` before
+    anything is timed: two games of one deal between ``endgame:greedy`` bots (numba compiles a kernel on its first
+    call and caches it on disk, so the first run on a machine would otherwise count the compile, tens of seconds
+    each, in its deals per minute and its agents' seconds per decision). Draws from its own generator; touches no
+    agent's state. An agent's own kernels (a search's) still compile on its first call."""
     from agents.bots import make_bot
+    from agents.endgame import EndgameAgent
 
-    bot = make_bot("greedy", rules)
+    bot = EndgameAgent(make_bot("greedy", rules), rules)
     play_games([bot], rules, np.array([0, 1], dtype=np.int64), np.zeros((2, rules.num_players), dtype=np.int64),
                np.random.default_rng(0), until="deal")
 
