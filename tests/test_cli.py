@@ -145,6 +145,27 @@ def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]
     assert "usage: cassino" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["eval", "--agents", "greedy,random", "--deals", "abc"], "error: --deals: invalid literal for int()"),
+    (["bench", "--engine", "foo"], "error: --engine: 'foo' is not one of core, reference, aec, vector"),
+    (["eval", "--agents"], "error: --agents: expects a value"),
+    (["eval", "--agents", "greedy,random", "--dealz", "3"], "error: unrecognized option(s): --dealz 3"),
+    (["moves"], "error: missing required FILE"),
+    (["eval", "--dealz", "3"], "error: missing required --agents; unrecognized option(s): --dealz 3"),
+], ids=["not-an-int", "not-a-choice", "no-value", "unknown-option", "no-positional", "missing-and-unknown"])
+def test_a_rejected_command_line_is_one_error_line(args: list[str], said: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """What tyro rejects is reported as the project's other bad input is: one ``error: ...`` line naming the option
+    and pointing at the command's help, exit 2, and none of tyro's boxed panel."""
+    if not hasattr(pytest.importorskip("tyro._errors"), "on_parse_error"):
+        pytest.skip("this tyro has no parse-error hook; its own panel is printed")
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(said), err
+    assert err.count("\n") == 1 and f"(cassino {args[0]} --help lists the options)" in err
+    assert "\u2500" not in err and "\u256d" not in err
+
+
 def test_eval_and_train_help_show_the_preset_options(capsys: pytest.CaptureFixture[str]) -> None:
     """Every preset is reachable from the command line: eval takes the preset, its player count, the target and
     Trump Stadium's session length; train takes the preset (and reads configs/ppo_PRESET.yaml for it)."""

@@ -208,6 +208,55 @@ def _load(target: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), attr)
 
 
+class _UsageError(Exception):
+    """A command line tyro rejected, as one sentence for :func:`error` (raised by :func:`_usage_error_line`)."""
+
+
+def _option_name(argument: Any) -> str:
+    """How the user spells a tyro argument: ``--deals`` (every alias, ``/``-joined) or a positional's metavar."""
+    lowered = getattr(argument, "lowered", None)
+    flags = tuple(getattr(lowered, "name_or_flags", ()) or ())
+    if flags and str(flags[0]).startswith("-"):
+        return "/".join(str(flag) for flag in flags)
+    return str(getattr(lowered, "metavar", None) or (flags[0] if flags else "argument"))
+
+
+def _usage_error_line(event: Any) -> None:
+    """tyro's parse-error hook: the failures a ``cassino`` command line meets become one ``error: ...`` line (the
+    project's convention for bad input) instead of tyro's boxed panel. It raises :class:`_UsageError`; a failure it
+    does not know returns, and tyro prints its own panel (exit 2 all the same)."""
+    from tyro import _errors as events
+
+    if isinstance(event, events.InstantiationFailure):
+        where = _option_name(event.argument) if event.argument is not None else "arguments"
+        raise _UsageError(f"{where}: {event.message}")
+    if isinstance(event, events.InvalidChoice):
+        raise _UsageError(f"{_option_name(event.argument)}: {event.value!r} is not one of {', '.join(event.choices)}")
+    if isinstance(event, events.BadValue):
+        if event.reason == "too_few_values" or event.offending_value is None:
+            raise _UsageError(f"{_option_name(event.argument)}: expects a value")
+        raise _UsageError(f"{_option_name(event.argument)}: takes no value (got {event.offending_value!r})")
+    if isinstance(event, events.UnrecognizedArgs):
+        raise _UsageError(f"unrecognized option(s): {' '.join(event.tokens)}")
+    if isinstance(event, events.MissingArgs):
+        missing = ", ".join(_option_name(item.arg) for item in event.missing_arguments)
+        extra = f"; unrecognized option(s): {' '.join(event.unrecognized_tokens)}" if event.unrecognized_tokens else ""
+        raise _UsageError(f"missing required {missing}{extra}")
+
+
+def _parse(command: Callable[..., Any], name: str, args: list[str]) -> Any:
+    """``tyro.cli`` over ``command``; a command line it rejects raises :class:`_UsageError`. The hook is tyro's
+    private ``_errors.on_parse_error`` (tyro 1.0): where a tyro release lacks it, tyro prints its own panel and
+    raises ``SystemExit(2)``."""
+    kwargs = dict(prog=f"cassino {name}", args=args, config=(tyro.conf.FlagCreatePairsOff,))
+    try:
+        from tyro._errors import on_parse_error
+    except ImportError:  # an older or newer tyro without the hook
+        return tyro.cli(command, **kwargs)
+    with on_parse_error(_usage_error_line):
+        return tyro.cli(command, **kwargs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``cassino`` command line; returns the exit code.
 
@@ -234,7 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agents.registry import agent_help
 
         agent_help(command)  # the agent lists of its help, from the agent table (agents.registry)
-    result = tyro.cli(command, prog=f"cassino {name}", args=rest, config=(tyro.conf.FlagCreatePairsOff,))
+    try:
+        result = _parse(command, name, rest)
+    except _UsageError as failure:
+        return error(f"{failure} (cassino {name} --help lists the options)")
     return result if isinstance(result, int) else 0
 
 
