@@ -152,7 +152,12 @@ def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]
     (["eval", "--agents", "greedy,random", "--dealz", "3"], "error: unrecognized option(s): --dealz 3"),
     (["moves"], "error: missing required FILE"),
     (["eval", "--dealz", "3"], "error: missing required --agents; unrecognized option(s): --dealz 3"),
-], ids=["not-an-int", "not-a-choice", "no-value", "unknown-option", "no-positional", "missing-and-unknown"])
+    (["bench", "--num-players", "two"], "error: --num-players: expects {None}|INT, got 'two'"),
+    (["bench", ""], "error: unrecognized option(s): ''"),
+    (["eval", "a\nb"], "error: missing required --agents; unrecognized option(s): 'a\\nb'"),
+    (["moves", "--bogus", "position.json"], "error: missing required FILE, or an unknown option before it took it"),
+], ids=["not-an-int", "not-a-choice", "no-value", "unknown-option", "no-positional", "missing-and-unknown",
+        "not-an-optional-int", "empty-word", "word-with-a-line-break", "unknown-option-before-a-positional"])
 def test_a_rejected_command_line_is_one_error_line(args: list[str], said: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """What tyro rejects is reported as the project's other bad input is: one ``error: ...`` line naming the option

@@ -20,6 +20,7 @@ Exit codes: 0 on success, 2 on bad input (a usage error, an unreadable file or a
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -221,6 +222,21 @@ def _option_name(argument: Any) -> str:
     return str(getattr(lowered, "metavar", None) or (flags[0] if flags else "argument"))
 
 
+def _shown(token: str) -> str:
+    """A command-line word as an error line shows it: bare when plain, quoted (``repr``) when empty, spaced or odd."""
+    return token if token and token.isprintable() and not any(c.isspace() for c in token) else repr(token)
+
+
+def _instantiation_message(event: Any) -> str:
+    """tyro's message for a value it could not convert, on one line: a union's several attempts (``int | None``)
+    become ``expects {None}|INT, got 'x'``."""
+    message = " ".join(str(event.message).split())
+    found = re.match(r"no type matching (\S+) could be instantiated from (\[.*?\])", message)
+    if found:
+        return f"expects {found.group(1)}, got {found.group(2)[1:-1]}"
+    return message
+
+
 def _usage_error_line(event: Any) -> None:
     """tyro's parse-error hook: the failures a ``cassino`` command line meets become one ``error: ...`` line (the
     project's convention for bad input) instead of tyro's boxed panel. It raises :class:`_UsageError`; a failure it
@@ -228,19 +244,23 @@ def _usage_error_line(event: Any) -> None:
     from tyro import _errors as events
 
     if isinstance(event, events.InstantiationFailure):
-        where = _option_name(event.argument) if event.argument is not None else "arguments"
-        raise _UsageError(f"{where}: {event.message}")
+        where = f"{_option_name(event.argument)}: " if event.argument is not None else ""
+        raise _UsageError(f"{where}{_instantiation_message(event)}")
     if isinstance(event, events.InvalidChoice):
         raise _UsageError(f"{_option_name(event.argument)}: {event.value!r} is not one of {', '.join(event.choices)}")
     if isinstance(event, events.BadValue):
+        name = _option_name(event.argument)
         if event.reason == "too_few_values" or event.offending_value is None:
-            raise _UsageError(f"{_option_name(event.argument)}: expects a value")
-        raise _UsageError(f"{_option_name(event.argument)}: takes no value (got {event.offending_value!r})")
+            if not name.startswith("-"):  # a positional: an unknown option before it may have taken it as its value
+                raise _UsageError(f"missing required {name}, or an unknown option before it took it as its value")
+            raise _UsageError(f"{name}: expects a value")
+        raise _UsageError(f"{name}: takes no value (got {event.offending_value!r})")
     if isinstance(event, events.UnrecognizedArgs):
-        raise _UsageError(f"unrecognized option(s): {' '.join(event.tokens)}")
+        raise _UsageError(f"unrecognized option(s): {' '.join(map(_shown, event.tokens))}")
     if isinstance(event, events.MissingArgs):
         missing = ", ".join(_option_name(item.arg) for item in event.missing_arguments)
-        extra = f"; unrecognized option(s): {' '.join(event.unrecognized_tokens)}" if event.unrecognized_tokens else ""
+        tokens = event.unrecognized_tokens
+        extra = f"; unrecognized option(s): {' '.join(map(_shown, tokens))}" if tokens else ""
         raise _UsageError(f"missing required {missing}{extra}")
 
 
@@ -258,7 +278,8 @@ def _parse(command: Callable[..., Any], name: str, args: list[str]) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``cassino`` command line; returns the exit code.
+    """Run the ``cassino`` command line; returns the exit code (2 for bad input, with ``error: ...`` on stderr). A
+    failure of tyro's that the project does not word itself exits through tyro's own ``SystemExit(2)``.
 
     Args:
         argv: the arguments after the program name; defaults to ``sys.argv[1:]``.
