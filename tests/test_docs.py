@@ -23,7 +23,7 @@ def _text_files() -> list[Path]:
     out = [ROOT / f for f in _FILES if (ROOT / f).is_file()]
     for tree in _TREES:
         for path in sorted((ROOT / tree).rglob("*")):
-            if path.is_file() and path.suffix in _SUFFIXES and not _SKIP_DIRS & set(path.parts):
+            if path.is_file() and path.suffix in _SUFFIXES and not _SKIP_DIRS & set(path.relative_to(ROOT).parts):
                 out.append(path)
     return out
 
