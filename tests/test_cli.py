@@ -139,25 +139,35 @@ def test_bench_help_shows_its_options(capsys: pytest.CaptureFixture[str]) -> Non
         assert option in out
 
 
-@pytest.mark.parametrize("args", [[], ["no-such-command"]], ids=["no-command", "unknown-command"])
-def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(args) == 2
+def test_no_command_prints_the_usage_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
     assert "usage: cassino" in capsys.readouterr().err
 
 
+def test_an_unknown_command_is_one_line_with_the_closest_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["evl"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown command 'evl'; did you mean 'eval'? choose from moves, bench")
+    assert err.count("\n") == 1
+    assert cli.main(["no-such-command"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("args", "said"), [
-    (["eval", "--agents", "greedy,random", "--deals", "abc"], "error: --deals: invalid literal for int()"),
+    (["eval", "--agents", "greedy,random", "--deals", "abc"], "error: --deals: expects an integer, got 'abc'"),
     (["bench", "--engine", "foo"], "error: --engine: 'foo' is not one of core, reference, aec, vector"),
     (["eval", "--agents"], "error: --agents: expects a value"),
     (["eval", "--agents", "greedy,random", "--dealz", "3"], "error: unrecognized option(s): --dealz 3"),
     (["moves"], "error: missing required FILE"),
     (["eval", "--dealz", "3"], "error: missing required --agents; unrecognized option(s): --dealz 3"),
-    (["bench", "--num-players", "two"], "error: --num-players: expects {None}|INT, got 'two'"),
+    (["bench", "--num-players", "two"], "error: --num-players: expects INT or None, got 'two'"),
+    (["bench", "--seconds", "x"], "error: --seconds: expects a number, got 'x'"),
     (["bench", ""], "error: unrecognized option(s): ''"),
     (["eval", "a\nb"], "error: missing required --agents; unrecognized option(s): 'a\\nb'"),
     (["moves", "--bogus", "position.json"], "error: missing required FILE, or an unknown option before it took it"),
 ], ids=["not-an-int", "not-a-choice", "no-value", "unknown-option", "no-positional", "missing-and-unknown",
-        "not-an-optional-int", "empty-word", "word-with-a-line-break", "unknown-option-before-a-positional"])
+        "not-an-optional-int", "not-a-float", "empty-word", "word-with-a-line-break",
+        "unknown-option-before-a-positional"])
 def test_a_rejected_command_line_is_one_error_line(args: list[str], said: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """What tyro rejects is reported as the project's other bad input is: one ``error: ...`` line naming the option

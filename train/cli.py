@@ -231,9 +231,16 @@ def _instantiation_message(event: Any) -> str:
     """tyro's message for a value it could not convert, on one line: a union's several attempts (``int | None``)
     become ``expects {None}|INT, got 'x'``."""
     message = " ".join(str(event.message).split())
-    found = re.match(r"no type matching (\S+) could be instantiated from (\[.*?\])", message)
+    found = re.match(r"no type matching (\S+) could be instantiated from \[(.*?)\]", message)
+    if found:  # "{None}|INT" -> "INT or None"
+        kinds = [kind.strip("{}") for kind in found.group(1).split("|")]
+        return f"expects {' or '.join(sorted(kinds, key=lambda kind: kind == 'None'))}, got {found.group(2)}"
+    found = re.match(r"invalid literal for int\(\) with base 10: (.*)$", message)
     if found:
-        return f"expects {found.group(1)}, got {found.group(2)[1:-1]}"
+        return f"expects an integer, got {found.group(1)}"
+    found = re.match(r"could not convert string to float: (.*)$", message)
+    if found:
+        return f"expects a number, got {found.group(1)}"
     return message
 
 
@@ -296,8 +303,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        print(_usage(), file=sys.stderr)
-        return error(f"unknown command {name!r}; choose from {', '.join(COMMANDS)}")
+        import difflib
+
+        close = difflib.get_close_matches(name, COMMANDS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return error(f"unknown command {name!r}; {hint}choose from {', '.join(COMMANDS)} (cassino --help says what "
+                     "each does)")
     command = _load(COMMANDS[name][0])
     if "{agent" in (getattr(command, "__agent_help_template__", None) or command.__doc__ or "") or "{bots}" in (
             command.__doc__ or ""):
