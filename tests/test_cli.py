@@ -542,3 +542,11 @@ def test_a_run_dir_with_a_line_break_is_quoted_when_refused(kind: str, tmp_path:
         said = "error: run_dir 'a\\nb' is not empty (it holds 'x\\ny'): "
     assert cli.main(["train", "--run-dir", NEWLINE_NAME]) == 2
     assert one_error_line(capsys, quiet=False).startswith(said)
+
+
+@pytest.mark.parametrize("agents", ["advanced,,random", ",advanced,random", "advanced, ,random"])
+def test_an_empty_agent_entry_is_refused(agents: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty entry in --agents was dropped silently; a typo like a doubled comma is now said (a trailing comma is
+    let be)."""
+    assert cli.main(["eval", "--agents", agents, "--deals", "2"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: agents: an empty entry in {agents!r}")

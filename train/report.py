@@ -67,7 +67,7 @@ def format_table(report: dict[str, Any]) -> str:
     spd = report.get("seconds_per_decision") or {}
     if any(v is not None for v in spd.values()):
         lines += ["", "seconds per decision (wall, this run): " + ", ".join(
-            f"{n} {v:.4f}" for n, v in spd.items() if v is not None)]
+            f"{n} {v:.3g}" for n, v in spd.items() if v is not None)]
     return "\n".join(lines + ([note] if note else []))
 
 
