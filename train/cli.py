@@ -228,8 +228,9 @@ def _shown(token: str) -> str:
 
 
 def _instantiation_message(event: Any) -> str:
-    """tyro's message for a value it could not convert, on one line: a union's several attempts (``int | None``)
-    become ``expects {None}|INT, got 'x'``."""
+    """tyro's message for a value it could not convert, on one line and in words: a union's several attempts
+    (``int | None``) become ``expects INT or None, got 'x'``, Python's int and float errors ``expects an integer``
+    and ``expects a number``."""
     message = " ".join(str(event.message).split())
     found = re.match(r"no type matching (\S+) could be instantiated from \[(.*?)\]", message)
     if found:  # "{None}|INT" -> "INT or None"
