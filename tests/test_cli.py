@@ -545,8 +545,9 @@ def test_a_run_dir_with_a_line_break_is_quoted_when_refused(kind: str, tmp_path:
 
 
 @pytest.mark.parametrize("agents", ["advanced,,random", ",advanced,random", "advanced, ,random"])
-def test_an_empty_agent_entry_is_refused(agents: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("command", ["eval", "proxy"])
+def test_an_empty_agent_entry_is_refused(command: str, agents: str, capsys: pytest.CaptureFixture[str]) -> None:
     """An empty entry in --agents was dropped silently; a typo like a doubled comma is now said (a trailing comma is
-    let be)."""
-    assert cli.main(["eval", "--agents", agents, "--deals", "2"]) == 2
+    let be), by every command that takes a list of agents."""
+    assert cli.main([command, "--agents", agents]) == 2
     assert capsys.readouterr().err.startswith(f"error: agents: an empty entry in {agents!r}")

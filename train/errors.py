@@ -60,6 +60,21 @@ def spec_errors() -> tuple[type[BaseException], ...]:
     return (AgentSpecError,) if loaded is None else (AgentSpecError, loaded.CheckpointError)
 
 
+def agent_specs(agents: str) -> list[str]:
+    """The specs of a comma-separated ``--agents`` option, stripped; a trailing comma is let be.
+
+    Raises:
+        ValueError: an empty entry (two commas in a row, one at the start, or only spaces between two), named as
+            the ``agents`` option.
+    """
+    from cassino_env.errors import excerpt
+
+    specs = [spec.strip() for spec in agents.split(",")]
+    if "" in specs[:-1]:
+        raise ValueError(f"agents: an empty entry in {excerpt(agents)} (two commas in a row, or one at the start)")
+    return [spec for spec in specs if spec]
+
+
 def named_rules(preset: object, num_players: object = None, **switches: object) -> object:
     """``cassino_env.rules.make_rules(preset, num_players, **switches)`` for a command's options: an unknown preset
     is an error naming ``preset:``, a player count it does not allow one naming ``num_players:`` (as the trainer's

@@ -529,13 +529,13 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             search agents (pimc) uses the whole cluster, and the results are those of the same command without
             ray. Results differ from a run without boards_per_task for agents that draw random numbers.
     """
-    from train.errors import bad_input, error, named_rules, spec_errors
+    from train.errors import agent_specs, bad_input, error, named_rules, spec_errors
     from train.records import GameRecorder, RecordWriter
 
-    specs = [s.strip() for s in agents.split(",")]
-    if "" in specs[:-1]:  # a trailing comma is let be
-        return error(f"agents: an empty entry in {excerpt(agents)} (two commas in a row, or one at the start)")
-    specs = [s for s in specs if s]
+    with bad_input() as failed:
+        specs = agent_specs(agents)
+    if failed.code:
+        return failed.code
     try:
         for folder in ([] if out_dir is None else [out_dir, *out_dir.parents]):  # checked before hours of play
             if folder.exists():

@@ -414,7 +414,7 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
     import json as _json
 
     from agents.registry import make_agent
-    from train.errors import bad_input, named_rules, spec_errors
+    from train.errors import agent_specs, bad_input, named_rules, spec_errors
 
     with bad_input() as failed:
         if limit is not None and limit < 1:
@@ -424,10 +424,10 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
                              "preset's default file")
         if path is None:
             named_rules(preset, num_players)  # the default file's rules: an unknown preset or count named as its option
-        proxy = load(path if path is not None else default_path(preset, num_players)).head(limit)
-        specs = [s.strip() for s in agents.split(",") if s.strip()]
+        specs = agent_specs(agents)
         if not specs:
             raise ProxyError("--agents: give at least one agent spec")
+        proxy = load(path if path is not None else default_path(preset, num_players)).head(limit)
         try:
             built = [make_agent(s, proxy.rules) for s in specs]
         except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
