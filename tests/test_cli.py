@@ -151,6 +151,10 @@ def test_an_unknown_command_is_one_line_with_the_closest_name(capsys: pytest.Cap
     assert err.count("\n") == 1
     assert cli.main(["no-such-command"]) == 2
     assert "did you mean" not in capsys.readouterr().err
+    assert cli.main(["EVAL"]) == 2
+    assert "did you mean 'eval'?" in capsys.readouterr().err
+    assert cli.main(["e" * 10_000]) == 2
+    assert len(capsys.readouterr().err) < 400
 
 
 @pytest.mark.parametrize(("args", "said"), [
@@ -162,11 +166,16 @@ def test_an_unknown_command_is_one_line_with_the_closest_name(capsys: pytest.Cap
     (["eval", "--dealz", "3"], "error: missing required --agents; unrecognized option(s): --dealz 3"),
     (["bench", "--num-players", "two"], "error: --num-players: expects INT or None, got 'two'"),
     (["bench", "--seconds", "x"], "error: --seconds: expects a number, got 'x'"),
+    (["bench", "--num-players", "[x]"], "error: --num-players: expects INT or None, got '[x]' (cassino"),
+    (["bench", "--num-players", "a  b"], "error: --num-players: expects INT or None, got 'a  b' (cassino"),
+    (["bench", "--num-players", "x" * 5000], "error: --num-players: expects INT or None, got 'xxxxxxx"),
+    (["eval", "--agents", "a,b", "--deals", "9" * 5000], "error: --deals: expects an integer of at most 4,300 digits"),
     (["bench", ""], "error: unrecognized option(s): ''"),
     (["eval", "a\nb"], "error: missing required --agents; unrecognized option(s): 'a\\nb'"),
     (["moves", "--bogus", "position.json"], "error: missing required FILE, or an unknown option before it took it"),
 ], ids=["not-an-int", "not-a-choice", "no-value", "unknown-option", "no-positional", "missing-and-unknown",
-        "not-an-optional-int", "not-a-float", "empty-word", "word-with-a-line-break",
+        "not-an-optional-int", "not-a-float", "a-bracket-in-the-value",
+        "spaces-kept", "a-long-value-cut", "thousands-of-digits", "empty-word", "word-with-a-line-break",
         "unknown-option-before-a-positional"])
 def test_a_rejected_command_line_is_one_error_line(args: list[str], said: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
@@ -177,7 +186,7 @@ def test_a_rejected_command_line_is_one_error_line(args: list[str], said: str,
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith(said), err
-    assert err.count("\n") == 1 and f"(cassino {args[0]} --help lists the options)" in err
+    assert err.count("\n") == 1 and f"(cassino {args[0]} --help lists the options)" in err and len(err) < 400
     assert "\u2500" not in err and "\u256d" not in err
 
 

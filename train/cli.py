@@ -230,19 +230,26 @@ def _shown(token: str) -> str:
 def _instantiation_message(event: Any) -> str:
     """tyro's message for a value it could not convert, on one line and in words: a union's several attempts
     (``int | None``) become ``expects INT or None, got 'x'``, Python's int and float errors ``expects an integer``
-    and ``expects a number``."""
-    message = " ".join(str(event.message).split())
-    found = re.match(r"no type matching (\S+) could be instantiated from \[(.*?)\]", message)
-    if found:  # "{None}|INT" -> "INT or None"
+    and ``expects a number``; the value as typed, cut in the middle when long."""
+    message = str(event.message)
+    found = re.match(r"no type matching (\S+) could be instantiated from \[(.*?)\]\.(?:\s|$)", message, re.S)
+    if found:  # "{None}|INT" -> "INT or None"; the value is tyro's repr of the word
         kinds = [kind.strip("{}") for kind in found.group(1).split("|")]
-        return f"expects {' or '.join(sorted(kinds, key=lambda kind: kind == 'None'))}, got {found.group(2)}"
-    found = re.match(r"invalid literal for int\(\) with base 10: (.*)$", message)
-    if found:
-        return f"expects an integer, got {found.group(1)}"
-    found = re.match(r"could not convert string to float: (.*)$", message)
-    if found:
-        return f"expects a number, got {found.group(1)}"
-    return message
+        return f"expects {' or '.join(sorted(kinds, key=lambda kind: kind == 'None'))}, got {_cut(found.group(2))}"
+    for pattern, kind in ((r"invalid literal for int\(\) with base 10: (.*)", "an integer"),
+                          (r"could not convert string to float: (.*)", "a number")):
+        found = re.fullmatch(pattern, message, re.S)
+        if found:
+            return f"expects {kind}, got {_cut(found.group(1))}"
+    found = re.search(r"value has (\d+) digits", message)
+    if message.startswith("Exceeds the limit") and found:  # int() of thousands of digits
+        return f"expects an integer of at most 4,300 digits, got one of {int(found.group(1)):,}"
+    return _cut(" ".join(message.split()), 200)
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    """``text`` (already quoted) as an error line shows it: cut in the middle past ``limit`` characters."""
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-(limit // 2):]} ({len(text):,} characters)"
 
 
 def _usage_error_line(event: Any) -> None:
@@ -306,10 +313,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in COMMANDS:
         import difflib
 
-        close = difflib.get_close_matches(name, COMMANDS, n=1)
+        from cassino_env.errors import excerpt
+
+        close = difflib.get_close_matches(name.lower(), COMMANDS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        return error(f"unknown command {name!r}; {hint}choose from {', '.join(COMMANDS)} (cassino --help says what "
-                     "each does)")
+        return error(f"unknown command {excerpt(name)}; {hint}choose from {', '.join(COMMANDS)} (cassino --help says "
+                     "what each does)")
     command = _load(COMMANDS[name][0])
     if "{agent" in (getattr(command, "__agent_help_template__", None) or command.__doc__ or "") or "{bots}" in (
             command.__doc__ or ""):
