@@ -30,6 +30,8 @@ key                   meaning
 ``optimizer``         the optimiser's ``state_dict`` (training checkpoints)
 ``train``             training state (``train/ppo_selfplay.py``): iteration, global step, wall time, RNG states,
                       opponent pool, environment state, config
+``provenance``        where the file came from: command, code commit, seed, stage, wall time (:mod:`agents.provenance`;
+                      absent in files written before it)
 ====================  ============================================================================================
 
 :func:`read_checkpoint` raises :class:`CheckpointError` (a ``ValueError``) naming the file and the problem for a
@@ -72,6 +74,7 @@ from .files import OutputPathError as OutputPathError  # re-exported: the writer
 from .files import atomic_copy as atomic_copy
 from .files import atomic_write
 from .policy import CassinoPolicy, MoveBatch, NetworkShape, sample_actions
+from .provenance import check_provenance, make_provenance
 
 #: Version of the observation/reward/move-table behaviour a policy depends on: :data:`cassino_env.version.ENV_NAME`.
 ENV_VERSION = ENV_NAME
@@ -170,9 +173,10 @@ class PPOAgent:
 
 def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
                     optimizer: torch.optim.Optimizer | None = None, train: dict[str, Any] | None = None,
-                    blocks: Sequence[str] | None = None) -> Path:
+                    blocks: Sequence[str] | None = None, provenance: dict[str, Any] | None = None) -> Path:
     """Write a checkpoint (format in the module docstring) atomically (:func:`atomic_write`); ``blocks``: the
-    observation blocks the policy reads (None: ``DEFAULT_BLOCKS``), recorded as ``obs_blocks``.
+    observation blocks the policy reads (None: ``DEFAULT_BLOCKS``), recorded as ``obs_blocks``; ``provenance``: its
+    record (None: :func:`agents.provenance.make_provenance`'s common fields).
 
     Returns:
         The path written.
@@ -197,7 +201,12 @@ def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
         "model": policy.state_dict(),
         "optimizer": None if optimizer is None else optimizer.state_dict(),
         "train": train,
+        "provenance": make_provenance() if provenance is None else provenance,
     }
+    try:
+        check_provenance(payload["provenance"])
+    except ValueError as exc:
+        raise CheckpointError(f"{shown_name(path)}: {exc}") from None
     return atomic_write(path, lambda f: torch.save(payload, f))
 
 
@@ -381,6 +390,11 @@ def _check_fields(data: dict[str, Any], path: Path) -> None:
     for key in ("optimizer", "train"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise CheckpointError(f"{path}: {key} must be a mapping or null, got {type(data[key]).__name__}")
+    if data.get("provenance") is not None:
+        try:
+            check_provenance(data["provenance"])
+        except ValueError as exc:
+            raise CheckpointError(f"{path}: {exc}") from None
     checkpoint_blocks(data, path)
 
 

@@ -7,6 +7,7 @@ each evaluation, the labelled progress line, the announced rounding of total_tim
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,8 @@ import matplotlib  # noqa: E402
 import matplotlib.colors  # noqa: E402
 
 from agents.registry import LADDER  # noqa: E402
-from train.plot import draw_run, format_steps, ladder_order, load_scalars, plot_run  # noqa: E402
+from train.config import ConfigError  # noqa: E402
+from train.plot import draw_recipe, draw_run, format_steps, ladder_order, load_recipe, load_scalars, plot_run  # noqa: E402
 from train.ppo_selfplay import CONFIGS_DIR, eval_interval, load_config, make_args, train  # noqa: E402
 from train.report import LABEL_CHARS, NOT_PLAYED, heatmap_figure, match_counts, short_labels  # noqa: E402
 
@@ -82,6 +84,67 @@ def test_plot_run_reads_a_run_folder(tmp_path: Path) -> None:
     assert set(load_scalars(tmp_path)) == set(synthetic_scalars())
     out = plot_run(tmp_path, tmp_path / "curves.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+RECIPE_GATES = [  # the first gate makes the first best (no margin); a stage ends at its last gate
+    {"n": 0, "stage": "ppo", "stage_index": 0, "at_s": 10.0, "margin": None, "se": None, "promoted": True,
+     "gain": True, "winrate_vs_advanced": 0.3, "points_vs_advanced": -2.0, "proxy_regret": 0.5},
+    {"n": 1, "stage": "ppo", "stage_index": 0, "at_s": 20.0, "margin": 0.8, "se": 0.2, "promoted": True,
+     "gain": True, "winrate_vs_advanced": 0.4, "points_vs_advanced": -1.0, "proxy_regret": 0.4},
+    {"n": 2, "stage": "last_round", "stage_index": 1, "at_s": 30.0, "margin": -0.1, "se": 0.2, "promoted": False,
+     "gain": False},
+    {"n": 3, "stage": "early_rounds", "stage_index": 2, "at_s": 40.0, "margin": 0.1, "se": 0.2, "promoted": True,
+     "gain": False, "winrate_vs_advanced": 0.45, "points_vs_advanced": -0.5, "proxy_regret": 0.3},
+]
+
+
+def write_recipe_run(run_dir: Path) -> None:
+    """A fake recipe run folder (train/recipe.py): recipe.json under way in its fourth stage, config.yaml, events."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    state = {"version": 1, "elapsed_s": 50.0, "stage_index": 3, "stage_dir": "stages/03_consolidate", "stall": 1,
+             "best": "checkpoints/best.pt", "best_stage": "early_rounds", "gates": RECIPE_GATES, "last_gate_s": 40.0,
+             "done": False}
+    (run_dir / "recipe.json").write_text(json.dumps(state), encoding="utf-8")
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"preset": "classic", "num_players": 2, "hours": 0.5,
+                                                         "gate_deals": 64, "gate_min_z": 1.0}), encoding="utf-8")
+    writer = SummaryWriter(str(run_dir))
+    for g in RECIPE_GATES:
+        step = int(g["at_s"])
+        if g["margin"] is not None:
+            writer.add_scalar("gate/margin", g["margin"], step)
+            writer.add_scalar("gate/margin_se", g["se"], step)
+        writer.add_scalar("gate/promoted", float(g["promoted"]), step)
+        writer.add_scalar("gate/stage", float(g["stage_index"]), step)
+        if g["promoted"]:
+            win = g["winrate_vs_advanced"]
+            for tag, value in (("winrate", win), ("winrate_ci_low", win - 0.03), ("winrate_ci_high", win + 0.03),
+                               ("points", g["points_vs_advanced"])):
+                writer.add_scalar(f"eval/{tag}_vs_advanced", value, step)
+            writer.add_scalar("eval/proxy_regret", g["proxy_regret"], step)
+    writer.close()
+
+
+def test_plot_draws_a_recipe_run_on_one_time_axis(tmp_path: Path) -> None:
+    write_recipe_run(tmp_path)
+    recipe = load_recipe(tmp_path)
+    assert recipe is not None and recipe["gates"] == RECIPE_GATES and recipe["elapsed_s"] == 50.0
+    # one span a stage, end to end; the stage under way (not gated yet) runs to the time used
+    assert recipe["spans"] == [("ppo", 0.0, 20.0), ("last_round", 20.0, 30.0), ("early_rounds", 30.0, 40.0),
+                               ("consolidate", 40.0, 50.0)]
+    fig = draw_recipe(load_scalars(tmp_path), recipe, "run", {"gate_deals": 64})
+    strip, best, gate, proxy, points = fig.axes  # the stage strip, three panels, the points' twin axis
+    assert [t.get_text() for t in strip.texts] == ["ppo", "last round", "early rounds", "consolidate"]
+    assert "64 duplicate deals" in gate.get_title() and proxy.get_ylabel().startswith("regret")
+    assert best.get_ylabel() and points.get_ylabel() and proxy.get_xlabel().startswith("minutes of the run")
+    assert [t.get_text() for t in gate.get_legend().get_texts()] == ["a gain (1)", "promoted (1)", "kept the best (1)"]
+    matplotlib.pyplot.close(fig)
+    out = plot_run(tmp_path)
+    assert out == tmp_path / "learning_curves.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (tmp_path / "recipe.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ConfigError, match="recipe.json: not readable JSON"):
+        load_recipe(tmp_path)
+    assert load_recipe(tmp_path / "no_such_run") is None  # an ordinary run: drawn as before
 
 
 def test_plot_names_a_missing_folder_a_file_and_a_folder_without_events(tmp_path: Path, capsys) -> None:

@@ -442,7 +442,8 @@ def evaluate_deals(agent: Agent, opponent: Agent, rules: RuleSet, deals: int, se
 
     Returns:
         ``{"winrate": share of games won, "points": mean deal margin of the agent's side (points),
-        "games": games played}``.
+        "points_se": the standard error of ``points`` over the deals (each deal's margin the mean of its games: the
+        duplicate pairs are not independent), "games": games played}``.
     """
     P, S = rules.num_players, rules.num_sides
     seeds = np.repeat(seed + np.arange(deals, dtype=np.int64), S)
@@ -460,4 +461,7 @@ def evaluate_deals(agent: Agent, opponent: Agent, rules: RuleSet, deals: int, se
     best_other = others.max(axis=1)
     won = np.where(mine_pts > best_other, 1.0, np.where(mine_pts == best_other, 0.5, 0.0))
     rest_mean = (totals.sum(axis=1) - mine_pts) / max(S - 1, 1)
-    return {"winrate": float(won.mean()), "points": float((mine_pts - rest_mean).mean()), "games": float(len(my_side))}
+    per_deal = (mine_pts - rest_mean).reshape(deals, S).mean(axis=1)  # games are seeded S to a deal, in order
+    se = float(per_deal.std(ddof=1) / math.sqrt(deals)) if deals > 1 else float("nan")
+    return {"winrate": float(won.mean()), "points": float((mine_pts - rest_mean).mean()), "points_se": se,
+            "games": float(len(my_side))}

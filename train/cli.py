@@ -41,7 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("train.play:main", "play against a bot or a trained agent in the terminal"),
     "exploit": ("train.exploit:main",
                 "exploitability probe: train a best response to a frozen agent, report its win rate against it"),
-    "train": ("train.ppo_selfplay:main", "train a self-play PPO agent, then evaluate it against the bot ladder"),
+    "train": ("train.recipe:main", "train an agent in a compute budget (self-play PPO, then expert iteration), then "
+                                   "evaluate it against the bot ladder"),
     "exit": ("train.exit:main", "expert iteration: a search labels the network's decisions, the network learns them"),
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),
     "replay": ("train.records:main", "check a game-record file (every move legal, scores as recorded), summarise it"),

@@ -699,6 +699,10 @@ class RunOptions:
     refused. A folder another run is writing to (its lock held) is refused either way"""
 
 
+#: The recipe's stages (train/recipe.py's STAGES; kept here so that the options import no trainer).
+RECIPE_STAGES = ("ppo", "last_round", "early_rounds", "consolidate")
+
+
 @dataclasses.dataclass
 class Args(RunOptions):
     """Self-play PPO options. These defaults are the only built-in values (the default run, classic rules);
@@ -709,8 +713,28 @@ class Args(RunOptions):
     progress_every_s: float = 30.0
     """seconds between progress lines on stdout"""
     max_train_seconds: float = 1140.0
-    """stop training after this many wall-clock seconds of the run, resumed parts included (0: no limit), then save
-    and evaluate as usual; a guard that keeps the default run within 20 minutes on a slow or busy machine"""
+    """with hours 0: stop training after this many wall-clock seconds of the run, resumed parts included (0: no
+    limit), then save and evaluate as usual; a guard that keeps a PPO run within 20 minutes on a slow or busy machine.
+    The recipe (hours > 0) ignores it: its budget is hours"""
+
+    # --- the recipe: cassino train's stages in a compute budget (train/recipe.py) ----------------------------------
+    hours: float = 0.3
+    """the compute budget in hours of wall clock, resumed parts included: cassino train runs the whole recipe
+    (self-play PPO, then expert iteration; train/recipe.py) in it, then the evaluation table; 0: self-play PPO alone
+    (train/ppo_selfplay.py), for total_timesteps or max_train_seconds"""
+    stages: tuple[str, ...] = RECIPE_STAGES
+    """the recipe's stages that run, of ppo, last_round, early_rounds, consolidate (train/recipe.py)"""
+    gate_deals: int = 2000
+    """duplicate deals of each gate: the stage's network against the run's best, both alone"""
+    gate_every_s: float = 0.0
+    """seconds of training between gates; 0: the budget / 12, kept within 60-600 s"""
+    gate_patience: int = 2
+    """a stage ends after this many gates in a row without a gain"""
+    gate_min_z: float = 1.0
+    """a gate is a gain when the candidate leads the best by at least this many standard errors of its margin"""
+    stage_configs: str | None = None
+    """the folder of the expert stages' configs (stage_last_round.yaml, stage_early_rounds.yaml,
+    stage_consolidate.yaml: fields of train.exit.ExitArgs); null: the project's configs/ folder"""
 
     # --- rollout workers on Ray (train/rollout.py) -------------------------------------------------------------------
     ray_address: str | None = None
@@ -869,6 +893,11 @@ def _agent_spec(ladder: bool) -> typing.Callable[[str, str], None]:
     return check
 
 
+def _stage_name(name: str, stage: str) -> None:
+    if stage not in RECIPE_STAGES:
+        raise ConfigError(f"{name}: unknown stage {stage!r}: choose from {', '.join(RECIPE_STAGES)}", field=name)
+
+
 #: The most env steps a run may ask for: a million steps a second would take 11.6 days.
 MAX_TIMESTEPS = 10**12
 
@@ -883,6 +912,10 @@ ARG_RULES: dict[str, FieldRule] = {
     "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1, want="an integer 0 <= seed < 2**63"),
     "threads": integer(1, 1024), "run_dir": optional(text()), "runs_root": text(), "resume": optional(text()),
     "reuse_run_dir": boolean(), "progress_every_s": number(0.0), "max_train_seconds": number(0.0),
+    # the recipe
+    "hours": number(0.0, 10_000.0), "stages": names(_stage_name), "gate_deals": integer(2, 1_000_000),
+    "gate_every_s": number(0.0), "gate_patience": integer(1, 1000), "gate_min_z": number(0.0, 100.0),
+    "stage_configs": optional(text()),
     # rollout workers on Ray
     "ray_address": optional(text()), "num_workers": integer(1, 4096),
     # environment

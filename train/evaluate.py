@@ -494,7 +494,8 @@ def _chunks_on_ray(address: str, players: list[str | Agent], pairs: list[tuple[i
 def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: int | None = None, seed: int = 0,
          session_wins: int = 1, target: int | None = None, out_dir: Path | None = None, batch_games: int = 1024,
          versus_first: bool = False, json: bool = False, no_progress: bool = False,
-         save_games: Path | None = None, ray: str | None = None, boards_per_task: int | None = None) -> int:
+         save_games: Path | None = None, ray: str | None = None, boards_per_task: int | None = None,
+         provenance: bool = False) -> int:
     """Play every pair of agents in duplicate format; print a table; write JSON, CSV and a heatmap PNG.
 
     Each pair plays the same seeded deals with seats swapped (every side arrangement), whole matches to the
@@ -528,6 +529,8 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             generator, until the pair has DEALS deals; with ray every chunk is a Ray task, so even one pair of
             search agents (pimc) uses the whole cluster, and the results are those of the same command without
             ray. Results differ from a run without boards_per_task for agents that draw random numbers.
+        provenance: first print where each trained agent came from (its checkpoint's record: stage, seed, the run's
+            wall time, the code's commit, the command; agents/provenance.py).
     """
     from train.errors import agent_specs, bad_input, error, named_rules, spec_errors
     from train.records import GameRecorder, RecordWriter
@@ -536,6 +539,14 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         specs = agent_specs(agents)
     if failed.code:
         return failed.code
+    if provenance:
+        with bad_input() as failed:
+            for spec in specs:
+                line = provenance_line(spec)
+                if line is not None:
+                    print(f"{spec}: {line}", flush=True)
+        if failed.code:
+            return failed.code
     try:
         for folder in ([] if out_dir is None else [out_dir, *out_dir.parents]):  # checked before hours of play
             if folder.exists():
@@ -585,6 +596,30 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         if save_games is not None:
             print(f"wrote {recorder.games} game records to {save_games} (check them: cassino replay {save_games})")
     return 0
+
+
+def provenance_line(spec: str) -> str | None:
+    """Where the trained network of an agent spec came from (:func:`agents.provenance.describe`), or None for an
+    agent with no checkpoint (a scripted bot). The spec's innermost ``checkpoint:PATH`` or ``pretrained:NAME`` is read.
+
+    >>> provenance_line("advanced") is None
+    True
+
+    Raises:
+        agents.ppo_agent.CheckpointError: an unreadable checkpoint.
+    """
+    from agents.registry import PRETRAINED_DIR
+
+    for marker in ("checkpoint:", "pretrained:"):
+        head, found, rest = spec.rpartition(marker)
+        if not found:
+            continue
+        path = Path(rest) if marker == "checkpoint:" else PRETRAINED_DIR / f"{rest.split(':')[0]}.pt"
+        from agents.ppo_agent import read_checkpoint
+        from agents.provenance import describe
+
+        return describe(read_checkpoint(path).get("provenance"))
+    return None
 
 
 def _clashing_output(save_games: Path, out_dir: Path) -> str | None:

@@ -106,6 +106,8 @@ SEARCHES = ("pimc", "search", "none")
 ROLLOUTS = ("random", "greedy", "beginner", "intermediate", "advanced")
 #: The config read when no ``--config`` is given.
 DEFAULT_CONFIG = config.CONFIGS_DIR / "exit_classic.yaml"
+#: ``hook(iteration, policy, checkpoint) -> stop reason or None``, called after each iteration (:func:`train`).
+IterationHook = typing.Callable[[int, Any, typing.Callable[[str], Path]], "str | None"]
 
 
 @dataclass
@@ -1415,8 +1417,12 @@ def _check_train_state(tr: dict[str, Any], path: str, optimizer_state: Any, poli
     check_optimizer_state(optimizer_state, path, policy, params)
 
 
-def train(args: ExitArgs, explicit: set[str] | None = None) -> Path:
+def train(args: ExitArgs, explicit: set[str] | None = None, hook: IterationHook | None = None) -> Path:
     """Run expert iteration (module docstring); return the final checkpoint's path.
+
+    ``hook``, when given, is called after every iteration (its checkpoint written) as ``hook(iteration, policy,
+    checkpoint)``, ``checkpoint(name)`` writing ``checkpoints/NAME`` and returning its path; a string it returns stops
+    the run there (the string is the stop reason printed), as :mod:`train.recipe`'s gate does.
 
     Raises:
         ConfigError: a bad option or run folder.
@@ -1424,13 +1430,14 @@ def train(args: ExitArgs, explicit: set[str] | None = None) -> Path:
     """
     held: list[Any] = []
     try:
-        return _train(args, explicit, held)
+        return _train(args, explicit, held, hook)
     finally:
         for thing in reversed(held):
             thing.release()
 
 
-def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path:  # noqa: C901 - one readable loop
+def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: C901 - one readable loop
+           hook: IterationHook | None = None) -> Path:
     import torch
     from torch.utils.tensorboard import SummaryWriter
 
@@ -1654,6 +1661,9 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any]) -> Path: 
             checkpoint(f"iter_{iteration:05d}.pt")                           # final.pt replaces this one's
         if over_time:
             stop = f"max_train_seconds={args.max_train_seconds:g} reached"
+            break
+        if hook is not None and (reason := hook(iteration, policy, checkpoint)):
+            stop = reason
             break
     final = checkpoint("final.pt")
     writer.close()

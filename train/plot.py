@@ -14,6 +14,14 @@ its agreement and regret against the search, the proxy regret and the labelling 
 steps (moves, over all games) in k and M, but that of a ``cassino exit`` run with ``iterations: 0`` (passes over saved
 labels): the labels trained on, below the losses the regret and agreement on its held-out labels.
 
+A recipe run (``cassino train`` with ``hours`` above 0, told by its ``RUN/recipe.json``, :mod:`train.recipe`) is drawn
+on one time axis instead, minutes of the run: on top, a strip of its stages (full name where it fits, else the
+initial; every panel shades the same spans); then the best network alone against ``advanced`` (its deal win rate with
+the Wilson 95% band, and its points a deal on the right-hand axis, a step curve that changes at each promotion); then
+each gate's margin, candidate minus best, with ±1.96 standard errors, a gain, a promotion and a kept best marked
+apart; last, when logged, the best network's regret on the proxy set. Each stage's own curves: ``cassino plot
+RUN/stages/NN_NAME``.
+
 >>> format_steps(0), format_steps(750), format_steps(49_152), format_steps(1_500_000), format_steps(10_000_000)
 ('0', '750', '49k', '1.5M', '10M')
 >>> ladder_order(["advanced", "pimc", "random", "greedy"])
@@ -26,6 +34,7 @@ FileNotFoundError: no/such/run: no such folder (a run folder of cassino train)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -79,6 +88,12 @@ OFFLINE_EXIT_TAGS = (
     ("time/update_s", "time of a pass", "seconds"),
 )
 STEP_LABEL = "env steps (moves, all games)"
+#: The x axis of a recipe run (its event files' steps are seconds of the run).
+RECIPE_X_LABEL = "minutes of the run (wall clock, resumed parts included)"
+#: The colour of each stage of a recipe run (:data:`train.recipe.STAGES`): its shaded spans and its strip.
+STAGE_COLOURS = {"ppo": "#8da0cb", "last_round": "#fc8d62", "early_rounds": "#66c2a5", "consolidate": "#e5c494"}
+#: The colour of the best network's points a deal (its win rate is ``C0``), apart from every stage's.
+POINTS_COLOUR = "#8b1a1a"
 OFFLINE_STEP_LABEL = "labels trained on (passes over saved labels)"
 
 
@@ -150,6 +165,55 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
     except (OSError, yaml.YAMLError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def load_recipe(run_dir: str | Path) -> dict[str, Any] | None:
+    """A recipe run's gates and stages from its ``recipe.json`` (:mod:`train.recipe`); None when it has none (not a
+    recipe run).
+
+    Returns:
+        ``{"gates": [...], "spans": [(stage, start_s, end_s), ...], "elapsed_s": float}``: the gate records as
+        written (``at_s``, ``stage``, ``promoted``, ``margin`` and ``se``, None at the first gate, ...); one span a
+        run of a stage, from the previous span's end (0 for the first) to its last gate, the last one (or the stage
+        under way, not yet gated) to the time the run has used.
+
+    Raises:
+        ConfigError: a file that is not readable JSON or not a recipe state (naming the file).
+    """
+    from train.config import ConfigError
+
+    path = Path(run_dir) / "recipe.json"
+    if not path.is_file():
+        return None
+    shown = shown_name(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{shown}: not readable JSON ({exc})") from None
+    number, maybe = (int, float), (int, float, type(None))
+    kinds = {"at_s": number, "stage": str, "stage_index": int, "promoted": bool, "margin": maybe, "se": maybe}
+    gates = data.get("gates") if isinstance(data, dict) else None
+    if not isinstance(gates, list) or not isinstance(data.get("elapsed_s", 0.0), number):
+        raise ConfigError(f"{shown}: not a recipe state of cassino train (no list of gates)")
+    for k, gate in enumerate(gates):
+        bad = [key for key, kind in kinds.items() if not isinstance(gate, dict) or not isinstance(gate.get(key), kind)
+               or (kind is not bool and isinstance(gate.get(key), bool))]
+        if bad:
+            raise ConfigError(f"{shown}: gate {k}: field {bad[0]!r} missing or of the wrong type")
+    elapsed = float(data.get("elapsed_s", 0.0))
+    spans: list[list[Any]] = []  # [stage, stage_index, start_s, end_s]
+    for gate in gates:
+        if spans and spans[-1][1] == gate["stage_index"]:
+            spans[-1][3] = float(gate["at_s"])
+        else:
+            spans.append([gate["stage"], gate["stage_index"], spans[-1][3] if spans else 0.0, float(gate["at_s"])])
+    current, folder = data.get("stage_index"), data.get("stage_dir")
+    if spans and (data.get("done") or current == spans[-1][1]):
+        spans[-1][3] = max(spans[-1][3], elapsed)
+    elif isinstance(current, int) and isinstance(folder, str) and "_" in folder:  # a stage under way, not gated yet
+        start = spans[-1][3] if spans else 0.0
+        spans.append([Path(folder).name.split("_", 1)[1], current, start, max(start, elapsed)])
+    return {"gates": gates, "spans": [(name, start, end) for name, _, start, end in spans], "elapsed_s": elapsed}
 
 
 def _steps_axis(ax: Any, label: str = STEP_LABEL) -> None:
@@ -230,6 +294,131 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
     return fig
 
 
+def _best_curve(scalars: dict[str, tuple[np.ndarray, np.ndarray]], gates: list[dict[str, Any]], tag: str,
+                end_s: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The best network's measure ``tag`` at each promotion (its event files, else the gates' records of the same
+    name), held to ``end_s``: (seconds, values) for a step curve; None when never logged."""
+    key = tag.removeprefix("eval/")
+    if tag in scalars:
+        steps, vals = scalars[tag]
+        x, y = steps.astype(np.float64), vals
+    else:
+        kept = [g for g in gates if isinstance(g.get(key), (int, float))]
+        x, y = np.array([g["at_s"] for g in kept], dtype=np.float64), np.array([g[key] for g in kept], dtype=float)
+    if not len(x):
+        return None
+    return np.append(x, max(end_s, x[-1])), np.append(y, y[-1])
+
+
+def _minutes_axis(ax: Any, label: str | None) -> None:
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=12, steps=[1, 2, 2.5, 5, 10]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
+    if label:
+        ax.set_xlabel(label)
+    ax.grid(alpha=0.25)
+
+
+def draw_recipe(scalars: dict[str, tuple[np.ndarray, np.ndarray]], recipe: dict[str, Any], title: str = "",
+                config: dict[str, Any] | None = None) -> Figure:
+    """The figure of a recipe run (module docstring) from :func:`load_scalars`' dict and :func:`load_recipe`'s
+    (``config``: the run's ``config.yaml`` fields, for the gate's size and rule in the titles)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    from train.recipe import CURVE_DEALS, STAGES
+
+    config = config or {}
+    gates, spans = recipe["gates"], recipe["spans"]
+    end_s = max([recipe["elapsed_s"], 1.0, *(g["at_s"] for g in gates), *(float(s[-1]) for s, _ in scalars.values())])
+    proxy = _best_curve(scalars, gates, "eval/proxy_regret", end_s)
+    fig = plt.figure(figsize=(15, 12 if proxy else 9.5), layout="constrained")
+    grid = fig.add_gridspec(4 if proxy else 3, 1, height_ratios=[0.16, 1.3, 1, 0.8][:4 if proxy else 3])
+    ax_strip = fig.add_subplot(grid[0])
+    axes = [fig.add_subplot(grid[k], sharex=ax_strip) for k in range(1, 4 if proxy else 3)]
+    ax_best, ax_gate = axes[0], axes[1]
+    for name, start, end in spans:
+        colour = STAGE_COLOURS.get(name, "lightgrey")
+        ax_strip.barh(0, (end - start) / 60, left=start / 60, height=1, color=colour, edgecolor="white", lw=1.5)
+        share, label = (end - start) / end_s, name.replace("_", " ")
+        label = label if share >= 0.006 * len(label) + 0.006 else label[0].upper() if share >= 0.008 else ""
+        ax_strip.text((start + end) / 120, 0, label, ha="center", va="center", fontsize=9, clip_on=True)
+        for ax in axes:
+            ax.axvspan(start / 60, end / 60, color=colour, alpha=0.13, lw=0, zorder=0)
+    ax_strip.set_ylim(-0.5, 0.5)
+    ax_strip.set_yticks([])
+    ax_strip.set_ylabel("stage", rotation=0, ha="right", va="center")
+    ax_strip.tick_params(bottom=False, labelbottom=False)
+    for side in ("top", "right", "bottom"):
+        ax_strip.spines[side].set_visible(False)
+    ax_strip.set_xlim(0, end_s / 60 * 1.01)
+    win = _best_curve(scalars, gates, WIN_PREFIX + "advanced", end_s)
+    if win is not None:
+        lo = _best_curve(scalars, gates, CI_LOW_PREFIX + "advanced", end_s)
+        hi = _best_curve(scalars, gates, CI_HIGH_PREFIX + "advanced", end_s)
+        if lo is not None and hi is not None and np.array_equal(lo[0], win[0]) and np.array_equal(hi[0], win[0]):
+            ax_best.fill_between(win[0] / 60, lo[1], hi[1], step="post", facecolor=(0.12, 0.47, 0.71, 0.18),
+                                 edgecolor="C0", lw=0.6, label="Wilson 95% interval")
+        ax_best.step(win[0] / 60, win[1], where="post", color="C0", lw=1.8, label="deal win rate (left axis)")
+        ax_best.plot(win[0][:-1] / 60, win[1][:-1], "o", color="C0", ms=4)
+        ax_best.axhline(0.5, color="grey", lw=0.8, ls=":")
+    else:
+        _missing(ax_best, WIN_PREFIX + "advanced")
+    ax_best.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax_best.set_ylabel("deals won (ties half)")
+    ax_pts = ax_best.twinx()
+    points = _best_curve(scalars, gates, POINTS_PREFIX + "advanced", end_s)
+    if points is not None:
+        ax_pts.step(points[0] / 60, points[1], where="post", color=POINTS_COLOUR, lw=1.4, ls="--",
+                    label="points a deal (right axis)")
+    ax_pts.set_ylabel("best's points minus advanced's, per deal", color=POINTS_COLOUR)
+    ax_pts.tick_params(axis="y", colors=POINTS_COLOUR)
+    handles = [h for ax in (ax_best, ax_pts) for h in ax.get_legend_handles_labels()[0]]
+    if handles:
+        ax_best.legend(handles=handles, loc="lower right", fontsize=9)
+    ax_best.set_title(f"best network alone (argmax) vs advanced, {CURVE_DEALS:,} duplicate deals at each promotion")
+    deals, z = config.get("gate_deals"), config.get("gate_min_z")
+    size = f" on {deals:,} duplicate deals" if isinstance(deals, int) else ""
+    rule = f", a gain when also at least {z:g} se" if isinstance(z, (int, float)) else ""
+    kinds = (("a gain", "^", "C2", "C2", lambda g: g["promoted"] and g.get("gain")),
+             ("promoted", "o", "C2", "white", lambda g: g["promoted"] and not g.get("gain")),
+             ("kept the best", "s", "grey", "white", lambda g: not g["promoted"]))
+    for label, marker, colour, face, chosen in kinds:
+        picked = [g for g in gates if g["margin"] is not None and chosen(g)]
+        if picked:
+            ax_gate.errorbar([g["at_s"] / 60 for g in picked], [g["margin"] for g in picked],
+                             yerr=[1.96 * (g["se"] or 0.0) for g in picked], fmt=marker, color=colour, mfc=face,
+                             ms=6, capsize=3, lw=1, label=f"{label} ({len(picked)})")
+    if any(g["margin"] is not None for g in gates):
+        ax_gate.legend(loc="upper right", fontsize=9, ncols=3)
+    else:
+        _missing(ax_gate, "gate/margin")
+    ax_gate.axhline(0.0, color="grey", lw=0.8, ls=":")
+    ax_gate.set_title(f"each gate: candidate vs best, both alone{size} (bars: ±1.96 se; promoted when above 0{rule})")
+    ax_gate.set_ylabel("candidate's points minus the best's, per deal")
+    if proxy:
+        axes[2].step(proxy[0] / 60, proxy[1], where="post", color="C4", lw=1.6)
+        axes[2].plot(proxy[0][:-1] / 60, proxy[1][:-1], "o", color="C4", ms=4)
+        axes[2].set_title("best network alone on the proxy set (lower is better)")
+        axes[2].set_ylabel("regret, points per decision")
+    for ax in axes:
+        _minutes_axis(ax, RECIPE_X_LABEL if ax is axes[-1] else None)
+    names = {s[0] for s in spans}
+    shown = [n for n in STAGES if n in names] + sorted(names - set(STAGES))
+    after = [g for g in gates if g["margin"] is not None]  # the first gate makes the first best: no margin
+    gains = sum(bool(g.get("gain")) for g in after)
+    heading = (f"{title + ': ' if title else ''}the recipe's {len(gates)} gates, "
+               f"{sum(bool(g['promoted']) for g in after)} promotions after the first, {gains} of them gains")
+    fig.legend([Patch(color=STAGE_COLOURS.get(n, "lightgrey")) for n in shown], [n.replace("_", " ") for n in shown],
+               loc="outside upper center", ncols=max(1, len(shown)), frameon=False,
+               title=heading + "; stages shaded in every panel", title_fontsize="large")
+    return fig
+
+
 def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Draw a run's learning curves (module docstring) to a PNG; return its path.
 
@@ -239,18 +428,26 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
     Raises:
         FileNotFoundError, NotADirectoryError: as :func:`load_scalars`.
+        ConfigError: as :func:`load_recipe`.
     """
     import matplotlib.pyplot as plt
 
     run_dir = Path(run_dir)
     scalars = load_scalars(run_dir)
     config = _run_config(run_dir)
+    recipe = load_recipe(run_dir)
     out = Path(out) if out is not None else run_dir / "learning_curves.png"
     title = run_dir.name
     if config.get("preset"):
         players = f", {config['num_players']} players" if config.get("num_players") else ""
         title += f" ({config['preset']}{players})"
-    fig = draw_run(scalars, title, config)
+    if recipe is not None:
+        hours = config.get("hours")
+        if isinstance(hours, (int, float)) and not isinstance(hours, bool):
+            title += f", budget {hours:g} h" + (f" ({hours * 60:g} min)" if hours < 1 else "")
+        fig = draw_recipe(scalars, recipe, title, config)
+    else:
+        fig = draw_run(scalars, title, config)
     from agents.files import atomic_write
 
     try:  # atomically, a link kept a link, a device or FIFO written directly (agents.files)
@@ -268,12 +465,14 @@ def main(run_dir: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RU
         run_dir: the run folder written by cassino train (it holds events.out.tfevents.* files).
         out: the PNG to write (default RUN_DIR/learning_curves.png).
     """
+    from train.config import ConfigError
     from train.errors import bad_input, error
 
     if not str(run_dir):  # read as text: a Path of '' would be '.', the current folder
         return error("run_dir: the folder argument is empty; name a run folder of cassino train (it holds "
                      "events.out.tfevents.* files)")
-    with bad_input(OSError) as failed:  # no folder or no event files (FileNotFoundError), an unwritable output
+    # no folder or no event files (FileNotFoundError), an unwritable output, a bad recipe.json (ConfigError)
+    with bad_input(OSError, ConfigError) as failed:
         path = plot_run(run_dir, out)
     if failed.code:
         return failed.code

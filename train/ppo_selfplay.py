@@ -108,6 +108,7 @@ import signal
 import sys
 import time
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -188,6 +189,13 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
     2 bad input (one ``error:`` line), 1 a run that stopped (diverged, disk full: one ``error:`` line naming the step
     and the last good checkpoint), 130 Ctrl-C (one line: what is saved and the resume command).
     """
+    return run_main(options, train)
+
+
+def run_main(options: Any, trainer: Callable[[Args, set[str] | None], Path]) -> int:
+    """The command line's part of a trainer over :class:`Args` (this module's :func:`main`, ``cassino train``'s
+    :func:`train.recipe.main`): resolve the options, run ``trainer(args, explicit)``, and turn its failures into
+    exit codes and one line each (:func:`main`)."""
     from agents.ppo_agent import CheckpointError
     from cassino_env.errors import CassinoError
     from train.errors import bad_input
@@ -195,7 +203,7 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
     with bad_input(ConfigError, CheckpointError, CassinoError) as failed:
         try:
             args = resolve_args(options)
-            train(args, explicit=config.explicit_fields(Args, options))  # flags and the --config file's fields
+            trainer(args, config.explicit_fields(Args, options))  # flags and the --config file's fields
         except RunInterrupted as exc:  # Ctrl-C: what is saved and the resume command, one line
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run has stopped: a late Ctrl-C cannot cut the exit
             print(exc, file=sys.stderr)
@@ -209,7 +217,8 @@ def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.a
     return failed.code
 
 
-def train(args: Args, explicit: set[str] | None = None) -> Path:
+def train(args: Args, explicit: set[str] | None = None,
+          hook: Callable[[TrainingRun], str | None] | None = None) -> Path:
     """Run the training loop of the module docstring; return the final checkpoint's path.
 
     Everything is checked before anything is written: the options, the agent specs and, with ``args.resume``, every
@@ -223,6 +232,8 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:
         args: the options.
         explicit: with ``args.resume``, the fields given on the command line (they override the checkpoint's config;
             all other fields come from the checkpoint). None: every field of ``args`` is taken as given.
+        hook: called after every iteration as ``hook(run)`` (a :class:`train.run.TrainingRun`); a string it returns
+            stops the run there, as its stop reason (:mod:`train.recipe`'s gate). None: no hook.
 
     With ``args.ray_address`` the rollouts are played by ``args.num_workers`` Ray actors (module docstring, "Rollouts
     on Ray"), started once everything is checked and ended when this returns or raises (Ray too, when it was started
@@ -235,7 +246,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:
     """
     held: list[Any] = []  # what to release, in order: the Ray workers (with --ray), the run folder's lock
     try:
-        return _train(args, explicit, held)
+        return _train(args, explicit, held, hook)
     finally:
         # every one, even when one fails (ending the workers of a cluster that has gone away raises): the lock is
         # always dropped, and the run's own error, if any, is the one raised (a release's comes out when none was)
@@ -249,7 +260,8 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:
             raise failed
 
 
-def _train(args: Args, explicit: set[str] | None, held: list[Any]) -> Path:
+def _train(args: Args, explicit: set[str] | None, held: list[Any],
+           hook: Callable[[TrainingRun], str | None] | None = None) -> Path:
     """:func:`train`'s loop, in CleanRL's order: collect a rollout, update, log, then evaluate and checkpoint when due.
     The Ray workers and the run folder's lock go into ``held`` for :func:`train` to release."""
     run = setup(args, explicit, held)  # options, checkpoint, games, network, pool, run folder; evaluation at step 0
@@ -272,6 +284,9 @@ def _train(args: Args, explicit: set[str] | None, held: list[Any]) -> Path:
             log_rollout(run, ro, t_iter, t_upd, t_done)
             if end_iteration(run, t_done, progress=f"v_loss {stats.value_loss:.3f} entropy {stats.entropy:.3f}"):
                 break  # max_train_seconds reached
+            if hook is not None and (reason := hook(run)):  # train.recipe's gate: a string stops the stage
+                run.stop_reason = reason
+                break
     return finish(run)  # final.pt, the summary line, the evaluation after training
 
 

@@ -563,16 +563,18 @@ def finish(run: TrainingRun) -> Path:
     return final
 
 
-def final_evaluation(path: Path, rules: Any, args: Args) -> dict[str, Any]:
-    """Head-to-head evaluation of a checkpoint against the bot ladder (``train.evaluate``); prints the table."""
+def final_evaluation(path: Path, rules: Any, args: Args, network_alone: bool = False) -> dict[str, Any]:
+    """Head-to-head evaluation of a checkpoint against the bot ladder (``train.evaluate``); prints the table.
+    ``network_alone``: the network playing every round itself (``policy:checkpoint:PATH``, no exact last round)."""
     from train.evaluate import evaluate, format_table
 
     t0 = time.time()
     opponents = expand_specs(args.final_eval_opponents)
-    specs = [f"checkpoint:{path}", *opponents]
-    print(f"evaluating {path} against {', '.join(opponents)} on {args.final_eval_deals:,} duplicate deals each: "
-          f"whole matches to {rules.target}, the checkpoint playing its most probable move (argmax"
-          f"{', the last round exactly' if rules.num_players == 2 else ''}); the table gives "
+    specs = [f"{'policy:' if network_alone else ''}checkpoint:{path}", *opponents]
+    exact = rules.num_players == 2 and not network_alone
+    print(f"evaluating {'the network alone of ' if network_alone else ''}{path} against {', '.join(opponents)} on "
+          f"{args.final_eval_deals:,} duplicate deals each: whole matches to {rules.target}, the checkpoint playing "
+          f"its most probable move (argmax{', the last round exactly' if exact else ''}); the table gives "
           "match win rates (not the deal win rates of the progress line) ...", flush=True)
     result = evaluate(specs, rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
     print(format_table(result), flush=True)

@@ -1,0 +1,155 @@
+"""The one trainer (train/recipe.py): stages, the gate, the budget, resume, provenance and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.ppo_agent import CheckpointError, read_checkpoint, save_checkpoint
+from agents.provenance import check_provenance, describe, make_provenance
+from train import cli, config, recipe
+from train.config import Args, ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT / "configs" / "recipe_tiny.yaml"
+
+
+def tiny_args(tmp_path: Path, **over: object) -> Args:
+    values = {**config.load_config(Args, TINY), "stage_configs": str(ROOT / "configs" / "tiny_stages"),
+              "run_dir": str(tmp_path / "run"), "final_eval_deals": 0, **over}
+    return config.make_args(Args, values)
+
+
+def test_stage_order() -> None:
+    assert recipe.stage_name(0) == "ppo"
+    assert [recipe.stage_name(i) for i in range(1, 7)] == [*recipe.EXPERT_STAGES, *recipe.EXPERT_STAGES]
+    assert recipe.STAGES == config.RECIPE_STAGES
+
+
+def test_default_is_the_recipe_and_tiny_ppo_is_not() -> None:
+    assert Args().hours > 0, "cassino train with no options runs the recipe"
+    assert Args().hours * 60 <= 20, "the default budget keeps the main job within 20 minutes"
+    assert config.load_config(Args, config.CONFIGS_DIR / "ppo_tiny.yaml")["hours"] == 0
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--hours", "-1"], "hours"),
+    (["--stages", "ppo", "nosuch"], "unknown stage 'nosuch'"),
+    (["--gate-deals", "1"], "gate_deals"),
+    (["--gate-patience", "0"], "gate_patience"),
+])
+def test_bad_options_are_one_error_line(flags: list[str], words: str, capsys: pytest.CaptureFixture[str],
+                                        tmp_path: Path) -> None:
+    assert cli.main(["train", "--run-dir", str(tmp_path / "r"), *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and words in err[0], err
+    assert not (tmp_path / "r").exists(), "nothing is written for bad options"
+
+
+def test_resume_of_what_is_not_a_recipe_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "plain").mkdir()
+    assert cli.main(["train", "--resume", str(tmp_path / "plain"), "--hours", "1"]) == 2
+    assert "recipe.json is missing" in capsys.readouterr().err
+    assert cli.main(["train", "--resume", str(tmp_path / "nosuch"), "--hours", "1"]) == 2
+    assert "no such checkpoint file or run folder" in capsys.readouterr().err
+    (tmp_path / "loose.pt").write_bytes(b"x")
+    assert cli.main(["train", "--resume", str(tmp_path / "loose.pt"), "--hours", "1"]) == 2
+    assert "neither a run folder" in capsys.readouterr().err
+    # without --hours, a checkpoint of a PPO run resumes that run (its own errors)
+    assert cli.main(["train", "--resume", str(tmp_path / "loose.pt")]) == 2
+    assert "not a readable checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [
+    "[]", "{", json.dumps({"version": 99}),
+    json.dumps({**recipe.RecipeState().to_dict(), "best": "../../etc/passwd"}),
+    json.dumps({**recipe.RecipeState().to_dict(), "stall": -1}),
+    json.dumps({**recipe.RecipeState().to_dict(), "elapsed_s": "soon"}),
+])
+def test_a_malformed_state_file_is_refused(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / "recipe.json"
+    path.write_text(bad)
+    with pytest.raises(ConfigError, match="resume"):
+        recipe.RecipeState.load(path)
+
+
+def test_state_round_trip(tmp_path: Path) -> None:
+    state = recipe.RecipeState(elapsed_s=12.5, stage_index=3, stage_dir="stages/03_consolidate", stall=1,
+                               best="checkpoints/best.pt", best_stage="early_rounds", gates=[{"n": 0}],
+                               last_gate_s=10.0)
+    (tmp_path / "recipe.json").write_text(json.dumps(state.to_dict()))
+    assert recipe.RecipeState.load(tmp_path / "recipe.json") == state
+
+
+def test_provenance_fields_and_checks() -> None:
+    p = make_provenance(seed=5, stage="ppo", wall_s=60.0)
+    assert p["seed"] == 5 and p["stage"] == "ppo" and p["saved_at"].endswith("Z")
+    assert "stage ppo, seed 5, 1.0 min of the run" in describe(p)
+    assert describe(None).startswith("no record")
+    for bad in ([], {"x": [1]}, {"": 1}, {"x": "y" * 5000}, {f"k{i}": i for i in range(100)}):
+        with pytest.raises(ValueError, match="provenance"):
+            check_provenance(bad)
+
+
+def test_a_hostile_provenance_is_refused_on_load(tmp_path: Path) -> None:
+    from cassino_env.rules import make_rules
+
+    src = ROOT / "agents" / "pretrained" / "classic.pt"
+    data = torch.load(src, weights_only=True)
+    data["provenance"] = {"command": {"nested": 1}}
+    torch.save(data, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="provenance.command"):
+        read_checkpoint(tmp_path / "bad.pt", make_rules("classic", 2))
+
+
+@pytest.mark.slow
+def test_a_tiny_recipe_runs_every_stage_gates_and_resumes(tmp_path: Path) -> None:
+    args = tiny_args(tmp_path, hours=0.012, gate_every_s=4.0)
+    final = recipe.train(args)
+    run = tmp_path / "run"
+    state = recipe.RecipeState.load(run / "recipe.json")
+    assert final == run / "checkpoints" / "final.pt" and state.done
+    stages = {g["stage"] for g in state.gates}
+    assert "ppo" in stages and stages & set(recipe.EXPERT_STAGES), stages
+    for g in state.gates[1:]:  # the gate promotes only a candidate ahead of the best
+        assert g["promoted"] == (g["margin"] > 0), g
+    assert state.gates[0]["promoted"]
+    # final.pt is the best network, with its record
+    best, fin = read_checkpoint(run / "checkpoints" / "best.pt"), read_checkpoint(final)
+    for k, v in best["model"].items():
+        assert torch.equal(v, fin["model"][k]), k
+    prov = fin["provenance"]
+    assert prov["stage"] == state.best_stage and prov["seed"] == args.seed and prov["wall_s"] > 0
+    assert prov["recipe"].startswith("cassino train")
+    # every stage folder is a run of its own trainer
+    for folder in (run / "stages").iterdir():
+        assert (folder / "checkpoints" / "final.pt").is_file(), folder
+    # a larger budget goes on from where it stopped
+    used = state.elapsed_s
+    recipe.train(config.make_args(Args, {**config.args_to_dict(args), "resume": str(run), "run_dir": None,
+                                         "hours": 0.02}), explicit={"hours"})
+    again = recipe.RecipeState.load(run / "recipe.json")
+    assert again.elapsed_s > used and len(again.gates) > len(state.gates) and again.stage_index >= state.stage_index
+    assert again.gates[: len(state.gates)] == state.gates
+
+
+def test_ppo_only_stage_list_ends_after_ppo(tmp_path: Path) -> None:
+    args = tiny_args(tmp_path, hours=0.004, gate_every_s=2.0, stages=["ppo"], total_timesteps=6144)
+    recipe.train(args)
+    state = recipe.RecipeState.load(tmp_path / "run" / "recipe.json")
+    assert {g["stage"] for g in state.gates} == {"ppo"} and state.done
+    assert sorted(p.name for p in (tmp_path / "run" / "stages").iterdir()) == ["00_ppo"]
+
+
+def test_saved_checkpoints_carry_provenance(tmp_path: Path) -> None:
+    from agents.policy import CassinoPolicy
+    from cassino_env.obs import obs_size
+    from cassino_env.rules import make_rules
+
+    rules = make_rules("classic", 2)
+    path = save_checkpoint(tmp_path / "a.pt", CassinoPolicy(obs_dim=obs_size(2, 2), hidden=8, embed=4), rules)
+    prov = read_checkpoint(path)["provenance"]
+    assert {"command", "commit", "saved_at", "version"} <= set(prov)

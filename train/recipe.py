@@ -1,0 +1,591 @@
+"""The one trainer: ``cassino train`` runs the whole recipe, from a fresh network, in a compute budget (``--hours``).
+
+Usage::
+
+    cassino train                                  # the default budget (hours: 0.3, 18 min), then the evaluation table
+    cassino train --hours 2.5 --seed 7             # the champion's budget
+    cassino train --resume runs/RUN --hours 5      # on from where RUN stopped, with a larger budget
+    cassino train --hours 2.5 --ray local --num-workers 2 --threads 2   # the games and labels on 2 Ray actors
+    cassino train --hours 0                        # self-play PPO alone (train/ppo_selfplay.py), as before
+    cassino plot runs/RUN                          # the whole run on one time axis
+
+The recipe, as one algorithm
+----------------------------
+The run is a sequence of **stages**, each a trainer of its own writing into ``RUN/stages/NN_NAME/``:
+
+1. ``ppo``: self-play PPO from a fresh network (:mod:`train.ppo_selfplay`, the options of :class:`train.config.Args`;
+   ``total_timesteps`` caps the stage and sets its learning-rate schedule).
+2. ``last_round`` (two seats only, where the last round is solved exactly): expert iteration on a **last-round head**
+   trained on the exact values of every move of the positions the network reaches (``configs/stage_last_round.yaml``;
+   ``stage_configs`` names another folder of these files).
+3. ``early_rounds``: expert iteration on an **earlier-rounds head** that reads cards by suit class, trained on the
+   values the search over the current network gives (``configs/stage_early_rounds.yaml``).
+4. ``consolidate``: passes over all the earlier-rounds labels of the run so far (``configs/stage_consolidate.yaml``).
+
+After stage 4 the expert stages (2-4) are turned again, each from the run's best network, until the budget is
+spent (``stages`` chooses which run). Every stage starts from the **best** network so far.
+
+The gate (AlphaZero's evaluator). Every ``gate_every_s`` seconds of training, and when a stage ends, the stage's
+current network (the *candidate*) plays the best network head to head, both alone (argmax, no exact last round), on
+``gate_deals`` duplicate deals whose seeds are ``60,000,000 + gate number x gate_deals`` onward (disjoint from the
+evaluation seeds: 0 onward for ``cassino eval``, 10,000,000 + seed in runs, 20,000,000 + seed for the table after
+training, 41,000,001 to 47,000,001 for the docs' held-out figures). It **replaces the best only when ahead** (mean
+margin above 0 points a deal), so the best network never gets worse by the gate's measure; ``final.pt`` is the best.
+
+The switch rule (what a person decided between runs). A gate is a **gain** when the candidate is promoted with a
+margin of at least ``gate_min_z`` standard errors; a stage ends after ``gate_patience`` gates in a row without a
+gain (its gain per gate has fallen to noise), and the next stage starts from the best network. Why this rule: the
+hand-run stages of docs/expert_iteration_history.md each gained most early and then flattened (PPO after about 1M
+steps, the heads after 15-20 iterations), and a stage whose candidate cannot beat the best by more than the gate's
+noise is spending the budget where nothing is measured to come back. A stage also ends when the budget is spent (then it is gated once more).
+
+Budget. ``hours`` counts the whole run's wall clock (the gates, the stages' start-up and the resumed parts included;
+the evaluation table after training is not counted). A run stopped by Ctrl-C, a crash or its budget resumes with
+``--resume RUN`` (or any checkpoint in it) and a ``--hours`` larger than the time it has used: the current stage goes
+on from its last checkpoint, the best network and the gate's history from ``RUN/recipe.json``.
+
+Files: ``RUN/config.yaml`` (the options), ``RUN/recipe.json`` (the state: stage, best, gates, time used),
+``RUN/checkpoints/best.pt`` (the best network), ``final.pt`` and ``latest.pt`` (copies of the best at the end),
+``RUN/gates/`` (candidates), ``RUN/stages/NN_NAME/`` (each stage's run folder), and TensorBoard events in ``RUN/``
+whose x axis is **seconds of the run**: ``eval/winrate_vs_advanced`` (with its interval) and ``eval/points_vs_advanced``
+(the best network alone against ``advanced`` on 1,000 duplicate deals, seed 10,000,000 + seed, at each promotion),
+``gate/margin``, ``gate/margin_se``, ``gate/promoted``, ``gate/stage`` (the stage's index in :data:`STAGES`), and
+``eval/proxy_regret`` when a proxy set is built (:mod:`train.proxy`). Every checkpoint records its provenance
+(:mod:`agents.provenance`): the command, the code's commit, the seed, the stage and the run's wall time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import tyro
+import yaml
+
+from train import config
+from train.config import Args, ConfigError, TrainOptions
+
+#: The stages of the recipe, in order (module docstring).
+STAGES = config.RECIPE_STAGES
+#: The expert stages, turned again after the first pass.
+EXPERT_STAGES = STAGES[1:]
+#: The first deal seed of the gates (module docstring).
+GATE_SEED = 60_000_000
+#: Duplicate deals of the best network's evaluation against ``advanced`` at each promotion.
+CURVE_DEALS = 1000
+#: The state file's format version.
+STATE_VERSION = 1
+
+
+@dataclasses.dataclass
+class RecipeState:
+    """The recipe's state between stages and across resumes (``RUN/recipe.json``).
+
+    Attributes:
+        elapsed_s: wall seconds the run has used (its earlier parts included).
+        stage_index: the current stage's number (0 the PPO stage, then the expert stages in turns).
+        stage_dir: the current stage's folder, relative to the run folder (None: not started).
+        stall: gates in a row without a gain in the current stage.
+        best: the best network's checkpoint, relative to the run folder (None before the first gate).
+        best_stage: the stage that made it. gates: one record a gate. last_gate_s: elapsed_s at the last gate.
+        done: True when the budget was spent and final.pt written.
+    """
+
+    elapsed_s: float = 0.0
+    stage_index: int = 0
+    stage_dir: str | None = None
+    stall: int = 0
+    best: str | None = None
+    best_stage: str | None = None
+    gates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    last_gate_s: float = 0.0
+    done: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object written to ``recipe.json``."""
+        return {"version": STATE_VERSION, **dataclasses.asdict(self)}
+
+    @classmethod
+    def load(cls, path: Path) -> RecipeState:
+        """Read ``recipe.json``.
+
+        Raises:
+            ConfigError: a missing, unreadable or malformed file (naming it and the field; field ``resume``).
+        """
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"resume: {path} is missing: not the run folder of a cassino train run with hours > 0 "
+                              "(a PPO-only run resumes from its checkpoint: --resume RUN/checkpoints/latest.pt "
+                              "--hours 0)", field="resume") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"resume: {path}: not readable JSON ({exc})", field="resume") from None
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise ConfigError(f"resume: {path}: not a recipe state of version {STATE_VERSION}", field="resume")
+        kinds = {"elapsed_s": (int, float), "stage_index": int, "stage_dir": (str, type(None)), "stall": int,
+                 "best": (str, type(None)), "best_stage": (str, type(None)), "gates": list,
+                 "last_gate_s": (int, float), "done": bool}
+        for name, kind in kinds.items():
+            if name not in data or not isinstance(data[name], kind) or (
+                    isinstance(data[name], bool) and kind in (int, (int, float))):
+                raise ConfigError(f"resume: {path}: field {name!r} missing or of the wrong type", field="resume")
+        if data["elapsed_s"] < 0 or data["stage_index"] < 0 or data["stall"] < 0:
+            raise ConfigError(f"resume: {path}: a negative count", field="resume")
+        for name in ("stage_dir", "best"):  # paths inside the run folder only
+            value = data[name]
+            if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
+                raise ConfigError(f"resume: {path}: {name} must be a path inside the run folder, got {value!r:.80}",
+                                  field="resume")
+        return cls(**{k: data[k] for k in kinds})
+
+
+def stage_name(index: int) -> str:
+    """The stage of a stage number: 0 is ``ppo``, then the expert stages in turns.
+
+    >>> [stage_name(i) for i in range(6)]
+    ['ppo', 'last_round', 'early_rounds', 'consolidate', 'last_round', 'early_rounds']
+    """
+    return "ppo" if index == 0 else EXPERT_STAGES[(index - 1) % len(EXPERT_STAGES)]
+
+
+def gate_interval(args: Args) -> float:
+    """Seconds of training between gates: ``gate_every_s``, or when 0 the budget / 12 kept within 60-600 s.
+
+    >>> gate_interval(Args(hours=0.3)), gate_interval(Args(hours=2.5)), gate_interval(Args(hours=0.01))
+    (90.0, 600.0, 60.0)
+    """
+    if args.gate_every_s > 0:
+        return float(args.gate_every_s)
+    return float(min(600.0, max(60.0, args.hours * 3600.0 / 12)))
+
+
+def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.arg(name="")]) -> int:  # type: ignore[valid-type]
+    """Train an agent: the whole recipe in ``--hours`` (0: self-play PPO alone), then evaluate the final network
+    against the bot ladder (module docstring). Exit codes: 0 done, 2 bad input (one ``error:`` line), 1 a run that
+    stopped (one ``error:`` line), 130 Ctrl-C (one line: what is saved and the resume command)."""
+    from train import ppo_selfplay
+
+    return ppo_selfplay.run_main(options, train_any)
+
+
+def train_any(args: Args, explicit: set[str] | None = None) -> Path:
+    """The recipe when ``args.hours`` > 0, else self-play PPO alone (:func:`train.ppo_selfplay.train`). A resumed run
+    goes on as what it is: ``--resume`` of a PPO run's checkpoint (no ``recipe.json`` in its run folder) resumes that
+    PPO run, unless ``--hours`` is given again."""
+    from train.ppo_selfplay import train as ppo_train
+
+    if args.resume is not None and not _is_recipe_run(args.resume) and (explicit is None or "hours" not in explicit):
+        return ppo_train(args, explicit)
+    if args.hours > 0:
+        return train(args, explicit)
+    return ppo_train(args, explicit)
+
+
+def _is_recipe_run(resume: str) -> bool:
+    """Whether ``--resume`` names a recipe run: its folder, or a file in its ``checkpoints/``, with a
+    ``recipe.json``."""
+    path = Path(resume)
+    try:
+        folder = path if path.is_dir() else path.parent.parent
+        return (folder / "recipe.json").is_file()
+    except OSError:
+        return False
+
+
+def train(args: Args, explicit: set[str] | None = None) -> Path:
+    """Run the recipe (module docstring) in ``args.hours``; return ``RUN/checkpoints/final.pt``, the best network.
+
+    Args:
+        args: the options (``hours`` > 0). With ``resume`` (the run folder, or a file in it): the run's saved options,
+            overridden by ``explicit``.
+        explicit: the options given on the command line (with ``resume``); None: all of them.
+
+    Raises:
+        ConfigError: a bad option, a run folder that may not be written to, a run to resume that is not one.
+        agents.ppo_agent.CheckpointError: a stage checkpoint that cannot be resumed.
+        train.run.RunInterrupted: Ctrl-C (the state is saved; the message gives the resume command).
+    """
+    runner = Recipe(args, explicit)
+    try:
+        return runner.run()
+    finally:
+        runner.release()
+
+
+class Recipe:
+    """One recipe run: its options, folder, state and best network (:func:`train` drives it)."""
+
+    def __init__(self, args: Args, explicit: set[str] | None) -> None:
+        from cassino_env.rules import make_rules
+
+        self.state = RecipeState()
+        resuming = args.resume is not None
+        if resuming:
+            self.run_dir = _run_folder_of(args.resume)
+            self.state = RecipeState.load(self.run_dir / "recipe.json")
+            saved = _saved_config(self.run_dir)
+            args = config.resume_args(args, {"config": saved}, explicit, source=str(self.run_dir / "config.yaml"))
+            args = dataclasses.replace(args, resume=None)
+        else:
+            self.run_dir = Path(args.run_dir) if args.run_dir else config.default_run_dir(args)
+        if args.hours <= 0:
+            raise ConfigError("hours: must be > 0 for the recipe (0 runs self-play PPO alone)", field="hours")
+        if "ppo" not in args.stages:
+            raise ConfigError("stages: the recipe starts from a fresh network, so its stages begin with ppo (an expert "
+                              "stage alone on a network you have: cassino exit --init checkpoint:PATH)", field="stages")
+        if args.endgame or args.obs_blocks is not None or not args.move_features:
+            raise ConfigError("the recipe's expert stages read the default observation with move features and train "
+                              "without endgame (give --hours 0 for a PPO run with endgame, obs_blocks or "
+                              "move_features false)", field="hours")
+        if self.state.elapsed_s >= args.hours * 3600 and not self.state.done:
+            raise ConfigError(f"hours: the run has used {self.state.elapsed_s / 3600:.2f} h already: give a larger "
+                              "--hours to go on", field="hours")
+        self.args = args
+        self.rules = make_rules(args.preset, args.num_players)
+        self.budget_s = args.hours * 3600.0
+        self.gate_every = gate_interval(args)
+        self.lock = config.claim_run_dir(self.run_dir, resuming=resuming, reuse=args.reuse_run_dir)
+        self.writer: Any = None
+        self.t_start = time.time()
+        self.elapsed_before = self.state.elapsed_s
+        self._best_agent: Any = None
+        self._curve_bot: Any = None
+        self.stopped_by_gate = False
+
+    # --- bookkeeping ------------------------------------------------------------------------------------------------
+    def elapsed(self) -> float:
+        """Wall seconds of the run so far, its earlier parts included."""
+        return self.elapsed_before + (time.time() - self.t_start)
+
+    def left(self) -> float:
+        """Seconds of the budget left."""
+        return self.budget_s - self.elapsed()
+
+    def save_state(self) -> None:
+        """Write ``recipe.json`` atomically."""
+        from agents.files import atomic_write
+
+        self.state.elapsed_s = self.elapsed()
+        text = json.dumps(self.state.to_dict(), indent=1).encode("utf-8")
+        atomic_write(self.run_dir / "recipe.json", lambda f: f.write(text))
+
+    def release(self) -> None:
+        """Close the writer and drop the run folder's lock."""
+        if self.writer is not None:
+            self.writer.close()
+        self.lock.release()
+
+    def say(self, text: str) -> None:
+        """A progress line of the recipe: the stage, the text, the budget used and left."""
+        from train.run import fmt_time
+
+        name = stage_name(self.state.stage_index)
+        print(f"[recipe {name}] {text} | {fmt_time(self.elapsed())} of {fmt_time(self.budget_s)} used", flush=True)
+
+    # --- the run ----------------------------------------------------------------------------------------------------
+    def run(self) -> Path:
+        """Stages until the budget is spent, then final.pt and the evaluation table."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        from agents.files import atomic_write
+        from train.run import RunInterrupted, final_evaluation, fmt_time
+
+        (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(config.args_to_dict(self.args), sort_keys=False).encode("utf-8")
+        atomic_write(self.run_dir / "config.yaml", lambda f: f.write(text))
+        self.writer = SummaryWriter(str(self.run_dir))
+        self.say(f"run folder {self.run_dir}: the recipe ({', '.join(self.args.stages)}) in {fmt_time(self.budget_s)}"
+                 f", a gate every {fmt_time(self.gate_every)} ({self.args.gate_deals:,} duplicate deals)")
+        skipped = 0  # stages skipped in a row: a whole turn of them means nothing is left to run
+        try:
+            while self.left() > 0 and not self.state.done:
+                name = stage_name(self.state.stage_index)
+                if self.skip(name):
+                    skipped += 1
+                    self.next_stage(f"{name} skipped")
+                    if skipped >= len(EXPERT_STAGES):
+                        self.state.done = True
+                    continue
+                skipped = 0
+                self.run_stage(name)
+        except (RunInterrupted, KeyboardInterrupt) as exc:
+            self.save_state()
+            what = str(exc) or "interrupted"
+            raise RunInterrupted(f"{what}; the recipe's state is in {self.run_dir / 'recipe.json'}: resume the whole "
+                                 f"run with: cassino train --resume {self.run_dir}") from None
+        final = self.finish()
+        if self.args.final_eval_deals > 0 and self.args.final_eval_opponents:
+            final_evaluation(final, self.rules, self.args)
+            policy_args = dataclasses.replace(self.args, final_eval_opponents=("advanced",))
+            final_evaluation(final, self.rules, policy_args, network_alone=True)
+        return final
+
+    def skip(self, name: str) -> bool:
+        """Whether stage ``name`` does not run: not in ``stages``, a last round with more than two seats (no exact
+        solver), a consolidation with no labels, or an expert stage before any best network."""
+        if name not in self.args.stages:
+            return True
+        if name != "ppo" and self.state.best is None:
+            return True
+        if name == "last_round" and self.rules.num_players != 2:
+            return True
+        return name == "consolidate" and not self.label_folders()
+
+    def next_stage(self, why: str) -> None:
+        """Move on to the next stage (saved)."""
+        self.say(why)
+        if self.state.stage_index > 0 and not any(s in self.args.stages for s in EXPERT_STAGES):
+            self.state.done = True  # PPO alone was asked for, and it has ended
+        self.state.stage_index += 1
+        self.state.stage_dir, self.state.stall = None, 0
+        self.save_state()
+
+    def stage_folder(self) -> Path:
+        """The current stage's folder (named and saved at its start)."""
+        if self.state.stage_dir is None:
+            self.state.stage_dir = f"stages/{self.state.stage_index:02d}_{stage_name(self.state.stage_index)}"
+            self.save_state()
+        return self.run_dir / self.state.stage_dir
+
+    def label_folders(self) -> list[str]:
+        """The label folders of the run's earlier-rounds stages so far."""
+        stages = self.run_dir / "stages"
+        if not stages.is_dir():
+            return []
+        return [str(d / "labels") for d in sorted(stages.iterdir())
+                if d.name.endswith("_early_rounds") and any((d / "labels").glob("iter_*.npz"))]
+
+    def run_stage(self, name: str) -> None:
+        """Run the current stage until its rule or the budget stops it, then gate its final network."""
+        folder = self.stage_folder()
+        latest = folder / "checkpoints" / "latest.pt"
+        resume = str(latest) if latest.is_file() else None
+        self.say(("resuming" if resume else "starting") + f" the stage in {folder}")
+        if name == "ppo":
+            final = self.ppo_stage(folder, resume)
+        else:
+            final = self.expert_stage(name, folder, resume)
+        if not self.stopped_by_gate:  # the stage ended by itself (its steps, its passes): its final network is gated
+            self.gate(final)
+        self.stopped_by_gate = False
+        self.next_stage(f"{name} ended")
+
+    def ppo_stage(self, folder: Path, resume: str | None) -> Path:
+        from train.ppo_selfplay import train as ppo_train
+
+        stage_args = dataclasses.replace(self.args, run_dir=str(folder), resume=resume, hours=0.0,
+                                         max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None)
+
+        def hook(run: Any) -> str | None:
+            return self.maybe_gate(lambda n: run.checkpoint(n))
+
+        return ppo_train(stage_args, None, hook=hook)
+
+    def expert_args(self, name: str, folder: Path, resume: str | None) -> Any:
+        """The stage's :class:`train.exit.ExitArgs`: its config file, then the run's own options."""
+        from train.exit import ExitArgs
+
+        folder_of_configs = Path(self.args.stage_configs) if self.args.stage_configs else config.CONFIGS_DIR
+        values = config.load_config(ExitArgs, folder_of_configs / f"stage_{name}.yaml")
+        a = self.args
+        values.update(run_dir=str(folder), resume=resume, seed=(a.seed * 1_000 + self.state.stage_index) % 2**63,
+                      preset=a.preset, num_players=a.num_players, threads=a.threads, ray_address=a.ray_address,
+                      num_workers=a.num_workers, init=f"checkpoint:{self.run_dir / self.state.best}",
+                      max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None,
+                      exp_name=f"{a.exp_name}_{name}")
+        if name == "consolidate":
+            values["extra_labels"] = self.label_folders()
+            values["max_train_seconds"] = max(1.0, self.left())
+        return config.make_args(ExitArgs, values)
+
+    def expert_stage(self, name: str, folder: Path, resume: str | None) -> Path:
+        from train.exit import train as exit_train
+
+        stage_args = self.expert_args(name, folder, resume)
+
+        def hook(iteration: int, policy: Any, checkpoint: Any) -> str | None:
+            return self.maybe_gate(lambda n: checkpoint(n))
+
+        return exit_train(stage_args, None, hook=hook if name != "consolidate" else None)
+
+    # --- the gate ---------------------------------------------------------------------------------------------------
+    def maybe_gate(self, write: Any) -> str | None:
+        """A stage's hook after each of its iterations: gate when due; returns the stop reason when the stage ends
+        (its rule or the budget)."""
+        over = self.left() <= 0
+        if not over and self.elapsed() - self.state.last_gate_s < self.gate_every:
+            return None
+        n = len(self.state.gates)
+        path = write(f"gate_{n:04d}.pt")
+        self.gate(path)
+        self.stopped_by_gate = True
+        if over:
+            return "the budget is spent"
+        if self.state.stall >= self.args.gate_patience:
+            return f"{self.state.stall} gates in a row without a gain (gate_patience)"
+        self.stopped_by_gate = False
+        return None
+
+    def gate(self, candidate: Path) -> None:
+        """Play ``candidate`` against the best network (module docstring); promote it when ahead; log and save."""
+        from agents.registry import make_agent
+        from train.arena import evaluate_deals
+
+        t0 = time.time()
+        n = len(self.state.gates)
+        name = stage_name(self.state.stage_index)
+        cand = make_agent(f"policy:checkpoint:{candidate}", self.rules)
+        record: dict[str, Any] = {"n": n, "stage": name, "stage_index": self.state.stage_index,
+                                  "candidate": str(candidate), "at_s": round(self.elapsed(), 1)}
+        if self.state.best is None:
+            margin, se, promoted, gain = math.nan, math.nan, True, True
+        else:
+            res = evaluate_deals(cand, self.best_agent(), self.rules, self.args.gate_deals,
+                                 seed=GATE_SEED + n * self.args.gate_deals, max_moves=self.args.max_moves)
+            margin, se = res["points"], res["points_se"]
+            promoted = margin > 0
+            gain = promoted and margin >= self.args.gate_min_z * se
+        record.update(margin=None if math.isnan(margin) else round(margin, 4),
+                      se=None if math.isnan(se) else round(se, 4), promoted=promoted, gain=gain)
+        self.state.stall = 0 if gain else self.state.stall + 1
+        step = int(self.elapsed())
+        if not math.isnan(margin):
+            self.writer.add_scalar("gate/margin", margin, step)
+            self.writer.add_scalar("gate/margin_se", se, step)
+        self.writer.add_scalar("gate/promoted", float(promoted), step)
+        self.writer.add_scalar("gate/stage", float(STAGES.index(name)), step)
+        line = ("first gate: the candidate is the best" if self.state.best is None else
+                f"gate {n}: candidate vs best {margin:+.3f} ± {1.96 * se:.3f} a deal over {self.args.gate_deals:,} "
+                f"deals: {'promoted' if promoted else 'kept the best'}{' (a gain)' if gain else ''}")
+        if promoted:
+            self.promote(candidate, name)
+            record.update(self.curve_point(step))
+            line += f" | best alone vs advanced {record['winrate_vs_advanced']:.3f} deals, " \
+                    f"{record['points_vs_advanced']:+.2f} a deal"
+        record["gate_s"] = round(time.time() - t0, 1)
+        self.state.gates.append(record)
+        self.state.last_gate_s = self.elapsed()
+        self.save_state()
+        self.writer.flush()
+        self.say(line + f" ({record['gate_s']:.0f} s)")
+
+    def best_agent(self) -> Any:
+        from agents.registry import make_agent
+
+        if self._best_agent is None:
+            self._best_agent = make_agent(f"policy:checkpoint:{self.run_dir / self.state.best}", self.rules)
+        return self._best_agent
+
+    def promote(self, candidate: Path, name: str) -> None:
+        """Write the candidate's network as ``checkpoints/best.pt`` (no optimiser or training state) with its
+        provenance."""
+        from agents.ppo_agent import policy_from_checkpoint, read_checkpoint, save_checkpoint
+        from agents.provenance import make_provenance
+
+        ckpt = read_checkpoint(candidate, self.rules)
+        policy = policy_from_checkpoint(ckpt, candidate)
+        provenance = make_provenance(seed=self.args.seed, stage=name, wall_s=round(self.elapsed(), 1),
+                                     stage_index=self.state.stage_index, hours=self.args.hours,
+                                     recipe="cassino train (train/recipe.py)")
+        best = self.run_dir / "checkpoints" / "best.pt"
+        save_checkpoint(best, policy, self.rules, blocks=ckpt.get("obs_blocks"), provenance=provenance)
+        self.state.best, self.state.best_stage = "checkpoints/best.pt", name
+        self._best_agent = None
+
+    def curve_point(self, step: int) -> dict[str, float]:
+        """The best network alone against ``advanced`` (``CURVE_DEALS`` duplicate deals), logged at ``step``."""
+        from agents.registry import make_agent
+        from train.arena import evaluate_deals
+        from train.stats import wilson_interval
+
+        if self._curve_bot is None:
+            self._curve_bot = make_agent("advanced", self.rules)
+        res = evaluate_deals(self.best_agent(), self._curve_bot, self.rules, CURVE_DEALS,
+                             seed=(10_000_000 + self.args.seed) % 2**62, max_moves=self.args.max_moves)
+        lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
+        w = self.writer
+        w.add_scalar("eval/winrate_vs_advanced", res["winrate"], step)
+        w.add_scalar("eval/winrate_ci_low_vs_advanced", lo, step)
+        w.add_scalar("eval/winrate_ci_high_vs_advanced", hi, step)
+        w.add_scalar("eval/points_vs_advanced", res["points"], step)
+        out = {"winrate_vs_advanced": round(res["winrate"], 4), "points_vs_advanced": round(res["points"], 4)}
+        proxy = _proxy_set(self.rules)
+        if proxy is not None:
+            from train.proxy import score
+
+            r = score(self.best_agent(), proxy, seed=0)
+            w.add_scalar("eval/proxy_regret", r["regret"], step)
+            out["proxy_regret"] = round(r["regret"], 4)
+        return out
+
+    def finish(self) -> Path:
+        """Copy the best network to ``final.pt`` and ``latest.pt``; print the summary line."""
+        from agents.files import atomic_copy
+        from train.run import fmt_time
+
+        if self.state.best is None:
+            raise ConfigError("hours: the budget ended before the first gate: give a larger --hours", field="hours")
+        best = self.run_dir / self.state.best
+        final = self.run_dir / "checkpoints" / "final.pt"
+        atomic_copy(best, final)
+        atomic_copy(best, self.run_dir / "checkpoints" / "latest.pt")
+        self.state.done = self.left() <= 0 or self.state.done
+        self.save_state()
+        promoted = sum(1 for g in self.state.gates if g["promoted"])
+        print(f"recipe done in {fmt_time(self.elapsed())}: {len(self.state.gates)} gates, {promoted} promotions; the "
+              f"best network (from stage {self.state.best_stage}) is {final}; go on with: cassino train --resume "
+              f"{self.run_dir} --hours {self.args.hours * 2:g}", flush=True)
+        return final
+
+
+def _run_folder_of(resume: str) -> Path:
+    """The run folder named by ``--resume``: the folder itself, or the run folder of a file in its checkpoints/."""
+    path = Path(resume)
+    try:
+        if path.is_dir():
+            return path
+        exists = path.exists()
+    except OSError as exc:  # a name too long, no permission
+        raise ConfigError(f"resume: {config.shown_name(path)}: {exc.strerror or exc}", field="resume") from None
+    if not exists:
+        raise ConfigError(f"resume: {config.shown_name(path)}: no such checkpoint file or run folder", field="resume")
+    if path.parent.name == "checkpoints":
+        return path.parent.parent
+    raise ConfigError(f"resume: {config.shown_name(path)}: neither a run folder nor a checkpoint in a run folder's "
+                      "checkpoints/", field="resume")
+
+
+def _saved_config(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "config.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"resume: {path}: not readable ({exc})", field="resume") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"resume: {path}: not a mapping of options", field="resume")
+    return data
+
+
+def _proxy_set(rules: Any) -> Any:
+    """The built proxy set of these rules (:mod:`train.proxy`), or None when none is built."""
+    from train import proxy as proxy_mod
+
+    path = proxy_mod.default_path(rules.preset, rules.num_players)
+    if not path.is_file():
+        return None
+    try:
+        return proxy_mod.load(path)
+    except proxy_mod.ProxyError:
+        return None
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(tyro.cli(main, config=(tyro.conf.FlagCreatePairsOff,)))
+
