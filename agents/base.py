@@ -37,6 +37,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+#: The largest budget of the search players, ``pimc:N`` and ``search:SPEC:N``: rollouts per decision, all stepped as
+#: one batch of about 6 kB a game, so about 0.6 GB and seconds per decision at the cap (the default, 4000, takes
+#: 0.2 s). Here, below both players and the agent table (:mod:`agents.registry`), which all read it.
+MAX_SIMULATIONS = 100_000
+
 
 @runtime_checkable
 class Agent(Protocol):

@@ -675,16 +675,17 @@ class RandomBot:
 
 
 def make_bot(name: str, rules: RuleSet) -> Agent:
-    """A bot by name: any spec of the agent table (:data:`agents.registry.ENTRIES`) that is a name alone, as
-    :data:`agents.registry.BOT_NAMES` lists them (``random``, ``greedy``, ``beginner``, ``intermediate``,
-    ``advanced``, ``pimc``, ...).
+    """A bot of this module by name: ``random`` or a style of :data:`STYLES` (``greedy``, ``beginner``,
+    ``intermediate``, ``advanced``), as the search players' rollouts use them. Any other name of the agent table (a
+    bot registered there, ``pimc``, ...) is :func:`agents.registry.make_bot`'s: the registry builds this module's
+    bots, not the other way round.
 
     Raises:
-        ValueError: for another name (the message lists the bots).
+        ValueError: for another name (the message lists this module's bots).
     """
-    from agents.registry import ENTRIES, bot_names
-
-    entry = ENTRIES.get(name) if isinstance(name, str) else None
-    if entry is None or not entry.bare:
-        raise ValueError(f"unknown bot {name!r}; bots are {', '.join(bot_names())}")
-    return entry.make(rules, None, name)
+    if name == "random":
+        return RandomBot()
+    if isinstance(name, str) and name in STYLES:
+        return ScriptedBot(name, rules)
+    raise ValueError(f"unknown bot {name!r}; the bots of agents.bots are random, {', '.join(STYLES)} (any bot of "
+                     "the agent table: agents.registry.make_bot)")

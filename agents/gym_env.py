@@ -1,8 +1,9 @@
 """Agents inside the environments, and a single-agent Gymnasium environment for trainers that bring their own loop.
 
 Every agent (:class:`agents.base.Agent`: a bot, ``pimc``, ``checkpoint:PATH``, ``pretrained:NAME``, or a plain
-callable) reads the vector env's observation dict. :func:`state_obs` builds that dict from any core state, so an agent
-can act inside the PettingZoo AEC env (:func:`aec_action`) and for the other seats of :class:`CassinoGymEnv`;
+callable) reads the vector env's observation dict. :func:`state_obs` (:func:`cassino_env.obs.state_obs`, re-exported
+here) builds that dict from any core state, so an agent can act inside the PettingZoo AEC env (:func:`aec_action`)
+and for the other seats of :class:`CassinoGymEnv`;
 :func:`move_action` maps a listed move index to the action id that plays it in either action encoding.
 
 :class:`CassinoGymEnv` is a ``gymnasium.Env``: one seat (the learner) is played by the caller, every other seat by
@@ -51,7 +52,7 @@ from cassino_env.actions import (
 )
 from cassino_env.aec import raw_env, resolve_illegal_reward
 from cassino_env.errors import PositionError, check_seed, excerpt
-from cassino_env.obs import MOVE_FEATURES, encode, fill_move_rows, obs_high, obs_size, public_view
+from cassino_env.obs import MOVE_FEATURES, encode, fill_move_rows, obs_high, obs_size, state_obs
 from cassino_env.rules import RuleSet
 from cassino_env.vector import EnvConfigError
 
@@ -59,34 +60,6 @@ from cassino_env.vector import EnvConfigError
 #: callable ``f(obs, rng)`` with the signature of :meth:`agents.base.Agent.act`.
 OpponentLike = str | Agent | Callable[[dict[str, Any], np.random.Generator], Any]
 ILLEGAL_ACTIONS = ("raise", "terminate")
-
-
-def state_obs(state, with_view: bool = True, blocks: Sequence[str] | None = None) -> dict[str, Any]:
-    """The observation dict an agent reads (the vector env's, :mod:`cassino_env.vector`) for the seat to move in every
-    game of a core state.
-
-    Args:
-        state: a :class:`cassino_env.core.State` with B games (the AEC env's ``core_state`` has B = 1).
-        with_view: add ``view`` (:func:`cassino_env.obs.public_view`), which the bots and the search bot read.
-        blocks: the observation's blocks (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``).
-
-    Returns:
-        ``observation`` float32[B, D], ``action_mask`` int8[B, M], ``current_player`` int8[B], ``move_kind``,
-        ``move_card``, ``move_value`` int8[B, M], ``move_cards`` uint64[B, M] (fresh copies) and ``view``.
-    """
-    slots = np.arange(state.max_moves)[None, :]
-    out = {
-        "observation": encode(state, state.current_player, blocks=blocks),
-        "action_mask": (slots < state.num_moves[:, None]).astype(np.int8),
-        "current_player": state.current_player.copy(),
-        "move_kind": state.move_kind.copy(),
-        "move_card": state.move_card.copy(),
-        "move_value": state.move_value.copy(),
-        "move_cards": state.move_cards.copy(),
-    }
-    if with_view:
-        out["view"] = public_view(state)
-    return out
 
 
 def move_action(env, move: int) -> int:

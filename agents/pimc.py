@@ -30,9 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import slice_obs
+from agents.base import MAX_SIMULATIONS, slice_obs
 from agents.bots import RandomBot, make_bot
-from agents.registry import MAX_SIMULATIONS
 from cassino_env import core
 from cassino_env.determinize import determinize, moves_of, take
 from cassino_env.rules import RuleSet
@@ -59,7 +58,7 @@ class PIMCAgent:
                  name: str | None = None) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int | np.integer) \
                 or not 1 <= simulations <= MAX_SIMULATIONS:
-            raise ValueError(f"simulations must be an integer 1..{MAX_SIMULATIONS} (agents.registry.MAX_SIMULATIONS: "
+            raise ValueError(f"simulations must be an integer 1..{MAX_SIMULATIONS} (agents.base.MAX_SIMULATIONS: "
                              f"rollouts per decision are stepped as one batch), got {simulations!r:.40}")
         self.rules = rules
         self.simulations = int(simulations)

@@ -3,7 +3,7 @@
 An agent spec is a string: a bare name (``greedy``), a name with an argument (``pimc:64``, ``checkpoint:PATH``,
 ``endgame:SPEC``), or an import path ``MODULE:OBJECT`` (your own agent, :func:`load_agent`). The table
 (:data:`ENTRIES`, one :class:`Entry` per name, filled by :func:`register`) gives each name its factory, its ladder
-rank and a one-line description; :data:`LADDER`, :data:`BOT_NAMES`, :func:`agents.bots.make_bot`, the error texts,
+rank and a one-line description; :data:`LADDER`, :data:`BOT_NAMES`, :func:`make_bot`, the error texts,
 the command-line help lists (:func:`agent_help`) and the table of docs/bots.md (:func:`markdown_table`) all come from
 it. Every command and API that takes an agent spec (``cassino eval``/``play``/``exploit``/``serve``, the trainer's
 ``bot_rates`` and evaluation lists, the Gymnasium env's opponents) builds it with :func:`make_agent` and checks it with
@@ -52,9 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agents.base import Agent
+from agents.base import MAX_SIMULATIONS, Agent
 from cassino_env.errors import excerpt
-from cassino_env.rules import RuleSet
+from cassino_env.rules import PRESETS, RuleSet
 
 _Spec = TypeVar("_Spec")
 
@@ -64,9 +64,6 @@ PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 MAX_NESTING = 8
 #: The longest agent spec, in characters (a long checkpoint path fits).
 MAX_SPEC_CHARS = 4096
-#: The largest ``pimc:N`` budget: rollouts per decision, all stepped as one batch of about 6 kB a game, so about
-#: 0.6 GB and seconds per decision at the cap (the default, 4000, takes 0.2 s).
-MAX_SIMULATIONS = 100_000
 #: Ladder ranks of the built-in bots are multiples of this, so a bot can go between two of them.
 LADDER_RANK_STEP = 10
 
@@ -303,6 +300,20 @@ def spec_summary(*, ladder_ok: bool = False) -> str:
     return ", ".join(parts) + (f"; ladder stands for {', '.join(lad) or 'no bot'}" if ladder_ok else "")
 
 
+def make_bot(name: str, rules: RuleSet) -> Agent:
+    """A bot by name: any spec of the table that is a name alone, as :data:`BOT_NAMES` lists them (``random``,
+    ``greedy``, ``beginner``, ``intermediate``, ``advanced``, ``pimc``, a bot registered since, ...).
+    (:func:`agents.bots.make_bot` makes the scripted bots of :mod:`agents.bots` alone, without the table.)
+
+    Raises:
+        UnknownAgentError: for another name (a ValueError; the message lists the bots).
+    """
+    entry = ENTRIES.get(name) if isinstance(name, str) else None
+    if entry is None or not entry.bare:
+        raise UnknownAgentError(f"unknown bot {excerpt(name)}; bots are {', '.join(bot_names())}")
+    return entry.make(rules, None, name)
+
+
 def _unknown(spec: str, ladder_ok: bool) -> AgentSpecError:
     if spec == "ladder" and not ladder_ok:  # several agents, where one is asked for
         return UnknownAgentError(f"unknown agent 'ladder': ladder stands for several bots and is only for a list of "
@@ -500,7 +511,7 @@ def _search(rules: RuleSet, arg: str, spec: str) -> Agent:
     from agents.search import SearchSpecError, make_search_agent
 
     try:
-        return make_search_agent(rules, arg, name=spec)
+        return make_search_agent(rules, arg, make_agent, name=spec)  # the table builds the network search wraps
     except SearchSpecError as exc:
         raise AgentSpecError(str(exc)) from None
 
@@ -658,9 +669,11 @@ HELP_TEMPLATE = "__agent_help_template__"
 
 def fill_help(text: str) -> str:
     """``text`` with ``{agent_specs}`` (:func:`spec_summary`: one agent), ``{agent_list_specs}`` (the same with what
-    ``ladder`` stands for: an agent list), ``{ladder}`` and ``{bots}`` (:func:`bot_names`) filled in from the table."""
+    ``ladder`` stands for: an agent list), ``{ladder}`` and ``{bots}`` (:func:`bot_names`) filled in from the table,
+    and ``{presets}`` from :data:`cassino_env.rules.PRESETS` (a command's ``--preset`` help)."""
     return (text.replace("{agent_list_specs}", spec_summary(ladder_ok=True)).replace("{agent_specs}", spec_summary())
-            .replace("{ladder}", ", ".join(ladder())).replace("{bots}", ", ".join(bot_names())))
+            .replace("{ladder}", ", ".join(ladder())).replace("{bots}", ", ".join(bot_names()))
+            .replace("{presets}", ", ".join(PRESETS)))
 
 
 def agent_help(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -36,18 +36,18 @@ The outcome of a rollout is the searching side's deal points minus the mean of t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from agents.base import slice_obs
+from agents.base import MAX_SIMULATIONS, Agent, slice_obs
 from cassino_env.determinize import determinize, moves_of, take
+from cassino_env.obs import state_obs
 from cassino_env.rules import RuleSet
 
 #: Rollouts per decision of ``search:SPEC`` (the same as ``pimc``'s default: equal rollouts cost equal time).
 DEFAULT_SIMULATIONS = 4000
-#: The largest budget ``search:SPEC:N`` accepts (as ``pimc:N``).
-MAX_SIMULATIONS = 100_000
 #: Candidate moves searched per decision, by the network's prior.
 DEFAULT_TOP_K = 4
 #: Points by which another move must beat the network's own to be played instead.
@@ -174,8 +174,6 @@ class SearchAgent:
 
     def _net_state_policy(self, state: Any) -> np.ndarray:
         """The network's move for the seat to move in every game of a core State (rollouts with ``rollout="net"``)."""
-        from agents.gym_env import state_obs
-
         return np.argmax(self._logits(state_obs(state)), axis=1).astype(np.int64)
 
     # -- Agent protocol ----------------------------------------------------------------------------------------------
@@ -275,7 +273,6 @@ class SearchAgent:
         import torch
 
         from agents.features import critic_state
-        from agents.gym_env import state_obs
         from cassino_env import core
 
         G = st.batch_size
@@ -340,12 +337,15 @@ def parse_search_arg(arg: str) -> tuple[str, int | None]:
     return text, budget
 
 
-def make_search_agent(rules: RuleSet, arg: str, name: str | None = None, **options: Any) -> SearchAgent:
-    """The agent of spec ``search:ARG`` (``ARG`` = ``SPEC[:BUDGET]``); ``options`` go to :class:`SearchAgent`."""
-    from agents.registry import make_agent
+def make_search_agent(rules: RuleSet, arg: str, make_net: Callable[[str, RuleSet], Agent], name: str | None = None,
+                      **options: Any) -> SearchAgent:
+    """The agent of spec ``search:ARG`` (``ARG`` = ``SPEC[:BUDGET]``); ``options`` go to :class:`SearchAgent`.
 
+    ``make_net(SPEC, rules)`` builds the network it wraps: the agent table's :func:`agents.registry.make_agent`,
+    which passes itself (the table builds the agents; this module never looks names up in it).
+    """
     spec, budget = parse_search_arg(arg)
-    net = make_agent(spec, rules)
+    net = make_net(spec, rules)
     if budget is not None:
         options["simulations"] = budget
     return SearchAgent(rules, net, name=name, **options)

@@ -62,7 +62,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .cards import NUM_CARDS, card_id, card_text, rank, suit
+from .cards import BUILD, CAPTURE, NUM_CARDS, TRAIL, card_id, card_text, rank, suit
 from .core import popcount as _popcount
 from .errors import CassinoError
 
@@ -78,8 +78,6 @@ MAX_MOVES = 512
 #: Version of the card_value id table; bump it (and the env's version) on any change to the table.
 CARD_VALUE_VERSION = 1
 
-TRAIL, CAPTURE, BUILD = 0, 1, 2
-_KIND_NAMES = ("trail", "capture", "build")
 _ACE_HIGH = 14
 _MAX_VALUE = 14
 

@@ -49,7 +49,7 @@ cassino_env.env(rules="classic", num_players=None, render_mode=None, action_enco
                 mask_in_info=False, with_moves=True, observation_key="observation", blocks=None)
 ```
 
-`rules`: a preset name of ``docs/rules.md`` 6 (`"classic"`, `"matsuda"`, `"cicera"`, `"bga"`, `"stadium"`, `"royal"`),
+`rules`: a preset name of ``docs/rules.md`` 6 ({presets}),
 a `RuleSet` (`cassino_env.make_rules`, any switches of ``docs/rules.md`` 3) or a mapping
 `{"preset": NAME, SWITCH: VALUE}`.
 
@@ -234,12 +234,13 @@ from .obs import (
     public_view,
 )
 from .render import render_text
-from .rules import RuleSet
+from .rules import PRESETS, RuleSet
 from .vector import EnvConfigError, check_reward_episode, resolve_rules, step_rewards
 from .version import ENV_NAME
 
 if __doc__:  # None under python -OO
     __doc__ = fill_doc(__doc__)  # the observation's index table and sizes, from cassino_env.obs.BLOCKS
+    __doc__ = __doc__.replace("{presets}", ", ".join(f'`"{name}"`' for name in PRESETS))  # cassino_env.rules.PRESETS
 
 ILLEGAL_ACTIONS = ("raise", "terminate")
 RENDER_MODES = ("ansi", "human", "rgb_array")
@@ -259,7 +260,7 @@ def deal_points_bound(rules: RuleSet) -> int:
         fixed = 2 + 1 + 13 + 1 + 1 + 1  # most cards, most spades, napula (A to K), 2S, 10D, JH
     else:
         fixed = 3 + 1 + 2 + 1 + 4  # most cards, most spades, 10D, 2S, four aces (bga's ties share no more)
-    plays = (52 - rules.table_cards) // rules.num_players * (rules.num_players // rules.num_sides)
+    plays = rules.deal_length // rules.num_players * (rules.num_players // rules.num_sides)
     per_play = rules.sweep_points + (3 if rules.in_play_bonuses else 0)
     return fixed + per_play * plays
 

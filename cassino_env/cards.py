@@ -39,6 +39,12 @@ SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.u
 #: uint64: the 13 spades (``SUIT_MASK[SPADES]``).
 SPADE_MASK = SUIT_MASK[SPADES]
 
+#: The kinds of move, what a turn does with the card it plays (docs/rules.md 1, 2.2): a move's ``kind`` in the core's
+#: move table, the vector env's ``move_kind`` (-1 pads it), the action ids and the reference engine, all from here.
+TRAIL, CAPTURE, BUILD = 0, 1, 2
+#: The name of each kind, by kind (``trail``, ``capture``, ``build``), as move texts and docs/interchange.md write it.
+KIND_NAMES = ("trail", "capture", "build")
+
 
 def rank(card: int) -> int:
     """Rank 1..13 (A=1, J=11, Q=12, K=13) of card id ``card``."""

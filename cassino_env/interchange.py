@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from .cards import NUM_CARDS, card_id, card_text, cards_text, is_court, rank
+from .cards import BUILD, CAPTURE, KIND_NAMES, NUM_CARDS, TRAIL, card_id, card_text, cards_text, is_court, rank
 from .errors import CardError, IllegalMoveError, MoveFormatError, MoveLimitError, PositionError, RulesError, excerpt
-from .reference import BUILD, CAPTURE, KIND_NAMES, TRAIL, Build, Game, Move, splits_into
+from .reference import Build, Game, Move, splits_into
 from .rules import RuleSet, make_rules
 
 __all__ = ["legal_moves", "iter_legal_moves", "apply_move", "score_deal", "position_to_game", "game_to_position",

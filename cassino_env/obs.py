@@ -664,3 +664,31 @@ def public_view(state, viewer: np.ndarray | None = None) -> dict[str, np.ndarray
         "match_scores": state.match_scores.copy(),
         "unseen": np.uint64((1 << 52) - 1) & ~seen,
     }
+
+
+def state_obs(state, with_view: bool = True, blocks: Sequence[str] | None = None) -> dict[str, Any]:
+    """The observation dict an agent reads (the vector env's, :mod:`cassino_env.vector`) for the seat to move in every
+    game of a core state.
+
+    Args:
+        state: a :class:`cassino_env.core.State` with B games (the AEC env's ``core_state`` has B = 1).
+        with_view: add ``view`` (:func:`cassino_env.obs.public_view`), which the bots and the search bot read.
+        blocks: the observation's blocks (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``).
+
+    Returns:
+        ``observation`` float32[B, D], ``action_mask`` int8[B, M], ``current_player`` int8[B], ``move_kind``,
+        ``move_card``, ``move_value`` int8[B, M], ``move_cards`` uint64[B, M] (fresh copies) and ``view``.
+    """
+    slots = np.arange(state.max_moves)[None, :]
+    out = {
+        "observation": encode(state, state.current_player, blocks=blocks),
+        "action_mask": (slots < state.num_moves[:, None]).astype(np.int8),
+        "current_player": state.current_player.copy(),
+        "move_kind": state.move_kind.copy(),
+        "move_card": state.move_card.copy(),
+        "move_value": state.move_value.copy(),
+        "move_cards": state.move_cards.copy(),
+    }
+    if with_view:
+        out["view"] = public_view(state)
+    return out

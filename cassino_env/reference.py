@@ -8,7 +8,7 @@ Moves
 -----
 A :class:`Move` is ``(kind, card, value, cards)``:
 
-* ``kind`` — :data:`TRAIL` 0, :data:`CAPTURE` 1, :data:`BUILD` 2;
+* ``kind`` — :data:`TRAIL` 0, :data:`CAPTURE` 1, :data:`BUILD` 2 (:mod:`cassino_env.cards`);
 * ``card`` — id of the hand card played;
 * ``value`` — the capture value (the played card's value; 14 for an ace captured high) or the declared build
   value; 0 for a trail;
@@ -35,16 +35,27 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, SPADES, card_text, is_court, rank, suit
+from .cards import (
+    BIG_CASINO,
+    BUILD,
+    CAPTURE,
+    JACK_OF_HEARTS,
+    KIND_NAMES,
+    LITTLE_CASINO,
+    SPADES,
+    TRAIL,
+    card_text,
+    is_court,
+    rank,
+    suit,
+)
 from .errors import IllegalMoveError, PositionError
 from .rules import RuleSet
 
-TRAIL, CAPTURE, BUILD = 0, 1, 2
 #: Tables of at most this many items (loose cards and builds) list their moves by enumerating card sets; larger ones
 #: by the output-sensitive search (measured: below it enumeration is quicker, above it the search is, by up to 7x at
 #: 16 cards, and enumeration alone grows exponentially).
 ENUMERATE_UP_TO = 10
-KIND_NAMES = ("trail", "capture", "build")
 
 
 @dataclass(frozen=True, order=False)

@@ -97,7 +97,7 @@ class RuleSet:
         if self.partnerships and self.num_players not in (4, 6):
             raise RulesError(f"partnerships need 4 or 6 players, not num_players={self.num_players} (docs/rules.md 3)")
         per_round = self.hand_size * self.num_players
-        if self.table_cards + per_round > 52 or (52 - self.table_cards) % per_round:
+        if self.table_cards + per_round > 52 or self.deal_length % per_round:
             raise RulesError(
                 f"table_cards={self.table_cards} and hand_size={self.hand_size} do not deal a 52-card pack out in "
                 f"whole rounds to {self.num_players} players (docs/rules.md 2)")
@@ -119,9 +119,15 @@ class RuleSet:
         return len(self.sides)
 
     @property
+    def deal_length(self) -> int:
+        """Moves in one deal, ``52 - table_cards`` (48 in every preset): every card not dealt to the table is dealt
+        to a hand and played, one card a move (docs/rules.md 2.1-2.3)."""
+        return 52 - self.table_cards
+
+    @property
     def rounds_per_deal(self) -> int:
-        """Rounds in one deal: (52 - table_cards) / (hand_size * num_players)."""
-        return (52 - self.table_cards) // (self.hand_size * self.num_players)
+        """Rounds in one deal: :attr:`deal_length` / (hand_size * num_players)."""
+        return self.deal_length // (self.hand_size * self.num_players)
 
     @property
     def max_value(self) -> int:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 #: The layers above ``cassino_env``: it may import neither.
 UPPER = ("agents", "train")
 
@@ -155,7 +157,7 @@ def test_outside_the_core_only_its_public_modules_are_imported(repo_root: Path) 
     assert offenders == [], "modules outside the core import its private modules:\n" + "\n".join(offenders)
 
 
-# --- train/ by concern: no import circles, no module reaching into another's private names ---------------------------
+# --- train/ and agents/ by concern: no import circles, no module reaching into another's private names -------------
 #: The top-level packages of the project: imports of their modules are the project's own.
 PROJECT = ("cassino_env", "agents", "train", "scripts", "tests")
 
@@ -215,19 +217,44 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_train_has_no_import_circles(repo_root: Path) -> None:
-    """No two modules of ``train/`` import each other, directly or round a longer circle, counting imports inside
-    functions too (a circle is two rooms pretending to be one): the trainer, its rollouts, the Ray connection, the
-    evaluation harness and the command line depend one way."""
-    files = {_module_name(repo_root, p): p for p in sorted((repo_root / "train").rglob("*.py"))}
+#: Per package checked for circles: the least number of modules it must have (so that a moved folder fails loudly).
+CIRCLE_FREE = {"train": 15, "agents": 12}
+
+
+@pytest.mark.parametrize("package", sorted(CIRCLE_FREE))
+def test_no_import_circles(repo_root: Path, package: str) -> None:
+    """No two modules of ``train/`` or of ``agents/`` import each other, directly or round a longer circle, counting
+    imports inside functions too (a circle is two rooms pretending to be one).
+
+    ``train/``: the trainer, its rollouts, the Ray connection, the evaluation harness and the command line depend one
+    way. ``agents/``: the agent table (``agents/registry.py``) is a plug-in table whose factories import the agents
+    they build inside functions, lazily, so that reading the table loads no numba or torch. Those lazy imports count
+    here like any other: they are why the registry sits at the top of ``agents/``, above every agent it builds, and
+    nothing it builds looks a name up in it again. So ``agents.bots.make_bot`` makes the scripted bots of
+    ``agents.bots`` alone (any bot of the table: ``agents.registry.make_bot``), ``search:SPEC`` gets its network
+    built by the table (``agents.search.make_search_agent(..., make_net)``), ``MAX_SIMULATIONS`` lives in
+    ``agents.base``, below the table and both search players, and ``state_obs`` in ``cassino_env.obs``. Above the
+    table only ``agents.gym_env``, whose opponents are agent specs."""
+    files = {_module_name(repo_root, p): p for p in sorted((repo_root / package).rglob("*.py"))}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         deps = set()
         for _, module, imported in _imports(path, name):
-            deps.update(m for m in (module, *(f"{module}.{x}" for x in imported)) if m in files and m != "train")
+            deps.update(m for m in (module, *(f"{module}.{x}" for x in imported)) if m in files and m != package)
         graph[name] = deps - {name}
-    assert len(graph) > 15
+    assert len(graph) > CIRCLE_FREE[package]
     assert _circles(graph) == []
+
+
+def test_agents_never_imports_train(repo_root: Path) -> None:
+    """No arrow runs back up from ``agents`` to ``train`` (``cassino_env`` imports neither: the tests above), counting
+    imports inside functions and ``importlib.import_module("train...")``."""
+    upward = re.compile(r"^\s*(?:>>> )?(?:import|from)\s+train\b|import_module\(\s*[\"']train\b", re.MULTILINE)
+    files = sorted((repo_root / "agents").rglob("*.py"))
+    assert files
+    offenders = [f"{path.relative_to(repo_root)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0).strip()}"
+                 for path in files for text in [path.read_text(encoding="utf-8")] for m in upward.finditer(text)]
+    assert offenders == [], "agents imports train:\n" + "\n".join(offenders)
 
 
 #: Tests that import a private name on purpose, each with why: a unit test of that private helper itself.

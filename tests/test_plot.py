@@ -93,8 +93,8 @@ RECIPE_GATES = [  # the first gate makes the first best (no margin); a stage end
      "gain": True, "winrate_vs_advanced": 0.4, "points_vs_advanced": -1.0, "proxy_regret": 0.4},
     {"n": 2, "stage": "last_round", "stage_index": 1, "at_s": 30.0, "margin": -0.1, "se": 0.2, "promoted": False,
      "gain": False},
-    {"n": 3, "stage": "early_rounds", "stage_index": 2, "at_s": 40.0, "margin": 0.1, "se": 0.2, "promoted": True,
-     "gain": False, "winrate_vs_advanced": 0.45, "points_vs_advanced": -0.5, "proxy_regret": 0.3},
+    {"n": 3, "stage": "early_rounds", "stage_index": 2, "at_s": 40.0, "margin": 0.3, "se": 0.2, "promoted": True,
+     "gain": True, "winrate_vs_advanced": 0.45, "points_vs_advanced": -0.5, "proxy_regret": 0.3},
 ]
 
 
@@ -137,7 +137,7 @@ def test_plot_draws_a_recipe_run_on_one_time_axis(tmp_path: Path) -> None:
     assert [t.get_text() for t in strip.texts] == ["ppo", "last round", "early rounds", "consolidate"]
     assert "64 duplicate deals" in gate.get_title() and proxy.get_ylabel().startswith("regret")
     assert best.get_ylabel() and points.get_ylabel() and proxy.get_xlabel().startswith("minutes of the run")
-    assert [t.get_text() for t in gate.get_legend().get_texts()] == ["a gain (1)", "promoted (1)", "kept the best (1)"]
+    assert [t.get_text() for t in gate.get_legend().get_texts()] == ["promoted (a gain) (2)", "kept the best (1)"]
     matplotlib.pyplot.close(fig)
     out = plot_run(tmp_path)
     assert out == tmp_path / "learning_curves.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

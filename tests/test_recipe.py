@@ -114,8 +114,8 @@ def test_a_tiny_recipe_runs_every_stage_gates_and_resumes(tmp_path: Path) -> Non
     assert final == run / "checkpoints" / "final.pt" and state.done
     stages = {g["stage"] for g in state.gates}
     assert "ppo" in stages and stages & set(recipe.EXPERT_STAGES), stages
-    for g in state.gates[1:]:  # the gate promotes only a candidate ahead of the best
-        assert g["promoted"] == (g["margin"] > 0), g
+    for g in state.gates[1:]:  # the gate promotes only a candidate clearly ahead of the best
+        assert g["promoted"] == g["gain"] == (g["margin"] > 0 and g["margin"] >= args.gate_min_z * g["se"]), g
     assert state.gates[0]["promoted"]
     # final.pt is the best network, with its record
     best, fin = read_checkpoint(run / "checkpoints" / "best.pt"), read_checkpoint(final)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from agents import registry
-from agents.bots import make_bot
 from agents.registry import (
     MAX_NESTING,
     MAX_SIMULATIONS,
     AgentSpecError,
     check_spec,
     make_agent,
+    make_bot,
     parse_count,
     parse_spec,
     register_bot,

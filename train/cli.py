@@ -161,7 +161,7 @@ def bench(
         engine: core is the batched numba engine; reference is the slow, one-game-at-a-time engine; aec is the
             PettingZoo environment (one game); vector is the vector environment with full observations, on its
             fastest path (copy=False: views that the next step overwrites; the row says copy=False).
-        preset: rule preset of docs/rules.md section 6 (classic, matsuda, cicera, bga, stadium, royal).
+        preset: rule preset of docs/rules.md section 6 ({presets}).
         batch: batch sizes (games stepped together) to measure, one after another.
         seconds: wall-clock seconds spent at each batch size.
         threads: numba threads the core may use.
@@ -177,6 +177,11 @@ def bench(
         bench_module.run(engine=engine, preset=preset, batch=tuple(batch), seconds=seconds, threads=threads,
                          num_players=num_players, json=json, peers=peers)
     return failed.code
+
+
+#: The fields of a command's help that :func:`agents.registry.fill_help` fills in: the agent table's lists and the
+#: presets of :data:`cassino_env.rules.PRESETS`.
+_HELP_FIELDS = re.compile(r"\{(?:agent_specs|agent_list_specs|ladder|bots|presets)\}")
 
 
 def _usage() -> str:
@@ -321,11 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error(f"unknown command {excerpt(name)}; {hint}choose from {', '.join(COMMANDS)} (cassino --help says "
                      "what each does)")
     command = _load(COMMANDS[name][0])
-    if "{agent" in (getattr(command, "__agent_help_template__", None) or command.__doc__ or "") or "{bots}" in (
-            command.__doc__ or ""):
+    if _HELP_FIELDS.search(getattr(command, "__agent_help_template__", None) or command.__doc__ or ""):
         from agents.registry import agent_help
 
-        agent_help(command)  # the agent lists of its help, from the agent table (agents.registry)
+        agent_help(command)  # its help's agent lists (the agent table) and presets (PRESETS): agents.registry
     try:
         result = _parse(command, name, rest)
     except _UsageError as failure:

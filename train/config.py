@@ -731,7 +731,8 @@ class Args(RunOptions):
     gate_patience: int = 2
     """a stage ends after this many gates in a row without a gain"""
     gate_min_z: float = 1.0
-    """a gate is a gain when the candidate leads the best by at least this many standard errors of its margin"""
+    """a gate is a gain, and the candidate replaces the best, when it leads the best by at least this many standard
+    errors of its margin (and by more than 0)"""
     stage_configs: str | None = None
     """the folder of the expert stages' configs (stage_last_round.yaml, stage_early_rounds.yaml,
     stage_consolidate.yaml: fields of train.exit.ExitArgs); null: the project's configs/ folder"""
@@ -990,7 +991,7 @@ def checked_rules(preset: str, num_players: int | None) -> RuleSet:
 def _check_combination(args: Args) -> None:
     """The checks that involve several fields: the rules, the rollout length, the opponent rates, the memory."""
     rules = checked_rules(args.preset, args.num_players)
-    deal_len = 52 - rules.table_cards
+    deal_len = rules.deal_length
     if args.num_steps % deal_len:
         raise ConfigError(f"num_steps: must be a multiple of the deal length {deal_len} (rollouts hold whole "
                           f"deals), got {args.num_steps}", field="num_steps")

@@ -507,7 +507,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         agents: comma-separated agent specs (agents.registry; docs/bots.md): {agent_list_specs}. Your own bot
             MODULE:OBJECT is a class with act(obs, rng) taking the rules (mypkg.mybot:MyBot, see agents/base.py).
         deals: deal budget per pair (at least this many deals, seats swapped included).
-        preset: rule preset of docs/rules.md section 6: classic, matsuda, cicera, bga, stadium or royal.
+        preset: rule preset of docs/rules.md section 6: {presets}.
         num_players: seats, one the preset allows (None, the default: the preset's first allowed count, 2 or 4 for
             cicera); 4 and 6 play partnerships, both partners the same agent (seats 0 and 2 one agent, 1 and 3 the
             other).

@@ -773,7 +773,7 @@ class LabelCollector:
 
         self.args, self.rules = args, rules
         self.B, self.P, self.S = num_envs, rules.num_players, rules.num_sides
-        self.deal_len = 52 - rules.table_cards
+        self.deal_len = rules.deal_length
         self.side_of_seat = np.arange(self.P) % self.S
         self.bot_names = list(args.bot_rates)
         self.bots = make_bots(self.bot_names, rules)
@@ -1474,7 +1474,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
                               "run (give init: checkpoint:PATH instead of resume)", field="iterations")
     torch.set_num_threads(args.threads)
     rules = make_rules(args.preset, args.num_players)
-    deal_len = 52 - rules.table_cards
+    deal_len = rules.deal_length
     if args.run_dir:
         run_dir = Path(args.run_dir)
     elif ckpt is not None:

@@ -30,15 +30,18 @@ import numpy as np
 
 from cassino_env.cards import NUM_CARDS, card_text
 from cassino_env.render import pretty_card
-from cassino_env.rules import RuleSet
+from cassino_env.rules import PRESETS, RuleSet
 
-HELP = """Choose a move by its number, or type it:
+#: The presets whose aces may capture as 14 (docs/rules.md 3 ``ace_high``), for :data:`HELP`.
+_ACE_HIGH_PRESETS = ", ".join(name for name, (_, switches) in PRESETS.items() if switches["ace_high"])
+
+HELP = f"""Choose a move by its number, or type it:
   trail 8S                  play 8S to the table
   capture 3C 5H with 8S     take 3C and 5H with 8S (list every table card taken)
   capture with 8S           take the most cards 8S can take
   build 9 with 2C on 7D     play 2C onto 7D, declaring 9 (list every table card used)
   build 9 with 2C           the build of 9 with 2C that uses the most table cards
-  capture 5C 9D with AS as 14  an ace capturing as 14 (presets with ace high: bga, royal)
+  capture 5C 9D with AS as 14  an ace capturing as 14 (presets with ace high: {_ACE_HIGH_PRESETS})
   #17                       the move of raw id 17: ids count from #0, so move number 1 is #0 (the env's ids)
 Cards: rank A 2-10 J Q K (or T) and suit C D H S (or ♣ ♦ ♥ ♠), any case. Other commands: ? help, q quit."""
 

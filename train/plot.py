@@ -18,8 +18,7 @@ A recipe run (``cassino train`` with ``hours`` above 0, told by its ``RUN/recipe
 on one time axis instead, minutes of the run: on top, a strip of its stages (full name where it fits, else the
 initial; every panel shades the same spans); then the best network alone against ``advanced`` (its deal win rate with
 the Wilson 95% band, and its points a deal on the right-hand axis, a step curve that changes at each promotion); then
-each gate's margin, candidate minus best, with ±1.96 standard errors, a gain, a promotion and a kept best marked
-apart; last, when logged, the best network's regret on the proxy set. Each stage's own curves: ``cassino plot
+each gate's margin, candidate minus best, with ±1.96 standard errors, a promotion and a kept best marked apart; last, when logged, the best network's regret on the proxy set. Each stage's own curves: ``cassino plot
 RUN/stages/NN_NAME``.
 
 >>> format_steps(0), format_steps(750), format_steps(49_152), format_steps(1_500_000), format_steps(10_000_000)
@@ -383,9 +382,8 @@ def draw_recipe(scalars: dict[str, tuple[np.ndarray, np.ndarray]], recipe: dict[
     ax_best.set_title(f"best network alone (argmax) vs advanced, {CURVE_DEALS:,} duplicate deals at each promotion")
     deals, z = config.get("gate_deals"), config.get("gate_min_z")
     size = f" on {deals:,} duplicate deals" if isinstance(deals, int) else ""
-    rule = f", a gain when also at least {z:g} se" if isinstance(z, (int, float)) else ""
-    kinds = (("a gain", "^", "C2", "C2", lambda g: g["promoted"] and g.get("gain")),
-             ("promoted", "o", "C2", "white", lambda g: g["promoted"] and not g.get("gain")),
+    rule = f"at least {z:g} se above 0" if isinstance(z, (int, float)) else "above 0"
+    kinds = (("promoted (a gain)", "^", "C2", "C2", lambda g: g["promoted"]),
              ("kept the best", "s", "grey", "white", lambda g: not g["promoted"]))
     for label, marker, colour, face, chosen in kinds:
         picked = [g for g in gates if g["margin"] is not None and chosen(g)]
@@ -398,7 +396,7 @@ def draw_recipe(scalars: dict[str, tuple[np.ndarray, np.ndarray]], recipe: dict[
     else:
         _missing(ax_gate, "gate/margin")
     ax_gate.axhline(0.0, color="grey", lw=0.8, ls=":")
-    ax_gate.set_title(f"each gate: candidate vs best, both alone{size} (bars: ±1.96 se; promoted when above 0{rule})")
+    ax_gate.set_title(f"each gate: candidate vs best, both alone{size} (bars: ±1.96 se; promoted when {rule})")
     ax_gate.set_ylabel("candidate's points minus the best's, per deal")
     if proxy:
         axes[2].step(proxy[0] / 60, proxy[1], where="post", color="C4", lw=1.6)
@@ -410,9 +408,8 @@ def draw_recipe(scalars: dict[str, tuple[np.ndarray, np.ndarray]], recipe: dict[
     names = {s[0] for s in spans}
     shown = [n for n in STAGES if n in names] + sorted(names - set(STAGES))
     after = [g for g in gates if g["margin"] is not None]  # the first gate makes the first best: no margin
-    gains = sum(bool(g.get("gain")) for g in after)
     heading = (f"{title + ': ' if title else ''}the recipe's {len(gates)} gates, "
-               f"{sum(bool(g['promoted']) for g in after)} promotions after the first, {gains} of them gains")
+               f"{sum(bool(g['promoted']) for g in after)} promotions after the first")
     fig.legend([Patch(color=STAGE_COLOURS.get(n, "lightgrey")) for n in shown], [n.replace("_", " ") for n in shown],
                loc="outside upper center", ncols=max(1, len(shown)), frameon=False,
                title=heading + "; stages shaded in every panel", title_fontsize="large")

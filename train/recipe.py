@@ -29,15 +29,17 @@ The gate (AlphaZero's evaluator). Every ``gate_every_s`` seconds of training, an
 current network (the *candidate*) plays the best network head to head, both alone (argmax, no exact last round), on
 ``gate_deals`` duplicate deals whose seeds are ``60,000,000 + gate number x gate_deals`` onward (disjoint from the
 evaluation seeds: 0 onward for ``cassino eval``, 10,000,000 + seed in runs, 20,000,000 + seed for the table after
-training, 41,000,001 to 47,000,001 for the docs' held-out figures). It **replaces the best only when ahead** (mean
-margin above 0 points a deal), so the best network never gets worse by the gate's measure; ``final.pt`` is the best.
+training, 41,000,001 to 47,000,001 for the docs' held-out figures). It **replaces the best only when ahead**: its
+mean margin is above 0 points a deal by at least ``gate_min_z`` standard errors of that margin (a *gain*). So the best
+network never gets worse by the gate's measure, and within a stage the best stays put until the candidate has
+pulled clear of it, so that slow gains add up until the gate can see them. ``final.pt`` is the best.
 
-The switch rule (what a person decided between runs). A gate is a **gain** when the candidate is promoted with a
-margin of at least ``gate_min_z`` standard errors; a stage ends after ``gate_patience`` gates in a row without a
-gain (its gain per gate has fallen to noise), and the next stage starts from the best network. Why this rule: the
-hand-run stages of docs/expert_iteration_history.md each gained most early and then flattened (PPO after about 1M
-steps, the heads after 15-20 iterations), and a stage whose candidate cannot beat the best by more than the gate's
-noise is spending the budget where nothing is measured to come back. A stage also ends when the budget is spent (then it is gated once more).
+The switch rule (what a person decided between runs). A stage ends after ``gate_patience`` gates in a row without a
+gain, and the next stage starts from the best network; an expert stage's first gate does not count against it (its
+new head starts silent). Why this rule: the hand-run stages of docs/expert_iteration_history.md each gained most
+early and then flattened (PPO after about 1M steps, the heads after 15-20 iterations), and a stage whose candidate
+cannot beat the best by more than the gate's noise is spending the budget where nothing measured comes back. A stage
+also ends when the budget is spent (then it is gated once more).
 
 Budget. ``hours`` counts the whole run's wall clock (the gates, the stages' start-up and the resumed parts included;
 the evaluation table after training is not counted). A run stopped by Ctrl-C, a crash or its budget resumes with
@@ -449,11 +451,13 @@ class Recipe:
             res = evaluate_deals(cand, self.best_agent(), self.rules, self.args.gate_deals,
                                  seed=GATE_SEED + n * self.args.gate_deals, max_moves=self.args.max_moves)
             margin, se = res["points"], res["points_se"]
-            promoted = margin > 0
-            gain = promoted and margin >= self.args.gate_min_z * se
+            gain = promoted = margin > 0 and margin >= self.args.gate_min_z * se
+        # an expert stage's heads start silent: its first gate measures nothing learnt yet and is not held against it
+        first_of_stage = not any(g["stage_index"] == self.state.stage_index for g in self.state.gates)
+        silent = first_of_stage and name != "ppo" and not gain
         record.update(margin=None if math.isnan(margin) else round(margin, 4),
                       se=None if math.isnan(se) else round(se, 4), promoted=promoted, gain=gain)
-        self.state.stall = 0 if gain else self.state.stall + 1
+        self.state.stall = 0 if gain else self.state.stall + (0 if silent else 1)
         step = int(self.elapsed())
         if not math.isnan(margin):
             self.writer.add_scalar("gate/margin", margin, step)

@@ -389,7 +389,7 @@ class RolloutCollector:
         self.args, self.rules = args, rules
         B, T, P, S = num_envs, args.num_steps, rules.num_players, rules.num_sides
         self.B, self.T, self.P, self.S = B, T, P, S
-        self.deal_len = 52 - rules.table_cards
+        self.deal_len = rules.deal_length
         self.side_of_seat = np.arange(P) % S  # docs/rules.md 1: partners sit opposite, seats p and p + S
         self.bot_names = list(args.bot_rates)
         self.bots = bots

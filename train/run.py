@@ -439,7 +439,7 @@ def collect(run: TrainingRun) -> Rollout:
     the current policy playing the learner's seats; the learner's results against the snapshot are recorded in the
     pool and ``global_step`` advances by ``batch_steps``. Returns the rollout, GAE done."""
     snap = run.pool.sample(run.rng)
-    deals_done = run.global_step // (run.args.num_envs * (52 - run.rules.table_cards))
+    deals_done = run.global_step // (run.args.num_envs * run.rules.deal_length)
     ro = run.rollouts.collect(run.policy, run.pool.snapshots[snap], run.rng, deals_done)
     run.pool.record(snap, ro.pool_results)
     run.global_step += run.batch_steps

@@ -9,7 +9,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..cards import NUM_CARDS, is_court, rank
+from ..cards import BUILD, CAPTURE, NUM_CARDS, TRAIL, is_court, rank
 from ..errors import CassinoError, PositionError
 from ..rules import RuleSet, splits
 from . import _kernels as K
@@ -70,8 +70,6 @@ from ._layout import (
     res_layout,
     u64_width,
 )
-
-TRAIL, CAPTURE, BUILD = 0, 1, 2
 
 
 class ActionIndexError(CassinoError):

@@ -2,7 +2,7 @@
 
 The ``classic`` switches (courts without value, one court per pair, ace low, ``groups`` captures, ``standard``
 builds that the owner may raise, ``no_trail``) have a specialised generator (:mod:`._classic_gen`). Every other rule
-set — the ``matsuda``, ``cicera``, ``bga``, ``stadium`` and ``royal`` presets and any mix of switches — is listed
+set — every other preset of docs/rules.md 6 (:data:`cassino_env.rules.PRESETS`) and any mix of switches — is listed
 here. The moves, their encoding and the canonical order are those of :mod:`._classic_gen`; what a switch changes is
 restated below with its docs/rules.md section.
 
