@@ -18,7 +18,8 @@ A recipe run (``cassino train`` with ``hours`` above 0, told by its ``RUN/recipe
 on one time axis instead, minutes of the run: on top, a strip of its stages (full name where it fits, else the
 initial; every panel shades the same spans); then the best network alone against ``advanced`` (its deal win rate with
 the Wilson 95% band, and its points a deal on the right-hand axis, a step curve that changes at each promotion); then
-each gate's margin, candidate minus best, with ±1.96 standard errors, a promotion and a kept best marked apart; last, when logged, the best network's regret on the proxy set. Each stage's own curves: ``cassino plot
+each gate's margin, candidate minus best, with ±1.96 standard errors, a promotion and a kept best marked apart;
+last, when logged, the best network's regret on the proxy set. Each stage's own curves: ``cassino plot
 RUN/stages/NN_NAME``.
 
 >>> format_steps(0), format_steps(750), format_steps(49_152), format_steps(1_500_000), format_steps(10_000_000)
