@@ -121,6 +121,9 @@ def test_a_tiny_recipe_runs_every_stage_gates_and_resumes(tmp_path: Path) -> Non
     best, fin = read_checkpoint(run / "checkpoints" / "best.pt"), read_checkpoint(final)
     for k, v in best["model"].items():
         assert torch.equal(v, fin["model"][k]), k
+    promoted = [g["n"] for g in state.gates if g["promoted"]]
+    assert sorted(p.name for p in (run / "checkpoints").glob("best_gate_*.pt")) == [
+        f"best_gate_{n:04d}.pt" for n in promoted]
     prov = fin["provenance"]
     assert prov["stage"] == state.best_stage and prov["seed"] == args.seed and prov["wall_s"] > 0
     assert prov["recipe"].startswith("cassino train")

@@ -43,7 +43,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "exploitability probe: train a best response to a frozen agent, report its win rate against it"),
     "train": ("train.recipe:main", "train an agent in a compute budget (self-play PPO, then expert iteration), then "
                                    "evaluate it against the bot ladder"),
-    "exit": ("train.exit:main", "expert iteration: a search labels the network's decisions, the network learns them"),
+    "exit": ("train.expert.loop:main",
+             "expert iteration: a search labels the network's decisions, the network learns them"),
     "plot": ("train.plot:main", "draw a training run's learning curves to a PNG"),
     "replay": ("train.records:main", "check a game-record file (every move legal, scores as recorded), summarise it"),
     "serve": ("train.serve:main", "a local web app: play any agent in the browser, step through game records"),

@@ -179,7 +179,7 @@ def make_args(values: dict[str, Any]) -> Args:
 
 def resolve_args(options: Any) -> Args:
     """Built-in defaults < config file < options given (:func:`train.config.resolve_args`)."""
-    return config.resolve_args(Args, options)
+    return config.resolve_args(Args, options, config.preset_config)
 
 
 def main(options: Annotated[TrainOptions, tyro.conf.OmitArgPrefixes, tyro.conf.arg(name="")]) -> int:  # type: ignore[valid-type]

@@ -47,7 +47,9 @@ the evaluation table after training is not counted). A run stopped by Ctrl-C, a 
 on from its last checkpoint, the best network and the gate's history from ``RUN/recipe.json``.
 
 Files: ``RUN/config.yaml`` (the options), ``RUN/recipe.json`` (the state: stage, best, gates, time used),
-``RUN/checkpoints/best.pt`` (the best network), ``final.pt`` and ``latest.pt`` (copies of the best at the end),
+``RUN/checkpoints/best.pt`` (the best network; ``best_gate_NNNN.pt`` each best in turn, NNNN the gate that
+promoted it, so the best at any time of the run can be played), ``final.pt`` and ``latest.pt`` (copies of the best at
+the end),
 ``RUN/gates/`` (candidates), ``RUN/stages/NN_NAME/`` (each stage's run folder), and TensorBoard events in ``RUN/``
 whose x axis is **seconds of the run**: ``eval/winrate_vs_advanced`` (with its interval) and ``eval/points_vs_advanced``
 (the best network alone against ``advanced`` on 1,000 duplicate deals, seed 10,000,000 + seed, at each promotion),
@@ -245,9 +247,10 @@ class Recipe:
             raise ConfigError("the recipe's expert stages read the default observation with move features and train "
                               "without endgame (give --hours 0 for a PPO run with endgame, obs_blocks or "
                               "move_features false)", field="hours")
-        if self.state.elapsed_s >= args.hours * 3600 and not self.state.done:
+        if resuming and self.state.elapsed_s >= args.hours * 3600:
             raise ConfigError(f"hours: the run has used {self.state.elapsed_s / 3600:.2f} h already: give a larger "
                               "--hours to go on", field="hours")
+        self.state.done = False  # a larger budget: the run goes on (a run that ran out of stages ends again at once)
         self.args = args
         self.rules = make_rules(args.preset, args.num_players)
         self.budget_s = args.hours * 3600.0
@@ -488,7 +491,8 @@ class Recipe:
 
     def promote(self, candidate: Path, name: str) -> None:
         """Write the candidate's network as ``checkpoints/best.pt`` (no optimiser or training state) with its
-        provenance."""
+        provenance, and a copy as ``checkpoints/best_gate_NNNN.pt`` (NNNN the gate's number)."""
+        from agents.files import atomic_copy
         from agents.ppo_agent import policy_from_checkpoint, read_checkpoint, save_checkpoint
         from agents.provenance import make_provenance
 
@@ -499,6 +503,8 @@ class Recipe:
                                      recipe="cassino train (train/recipe.py)")
         best = self.run_dir / "checkpoints" / "best.pt"
         save_checkpoint(best, policy, self.rules, blocks=ckpt.get("obs_blocks"), provenance=provenance)
+        # every best in turn stays, so the best at any time of the run can be played (the anytime curve)
+        atomic_copy(best, self.run_dir / "checkpoints" / f"best_gate_{len(self.state.gates):04d}.pt")
         self.state.best, self.state.best_stage = "checkpoints/best.pt", name
         self._best_agent = None
 
