@@ -14,8 +14,10 @@ The table itself is in docs/bots.md (generated from :data:`ENTRIES`) and in ``py
 In an agent list, ``ladder`` stands for the bots of :data:`LADDER` (:func:`expand_specs`).
 
 **Budgets** (``pimc:N``) are read by one strict parser, :func:`parse_count`: ASCII digits only (no sign, spaces,
-``_`` or other digits), within the entry's cap (:data:`MAX_SIMULATIONS` for ``pimc``). **Nesting** of specs that
-wrap a spec (``endgame:``, ``policy:``) is bounded by :data:`MAX_NESTING` and parsed without recursion.
+``_`` or other digits), within the entry's cap (:data:`MAX_SIMULATIONS` for ``pimc``); only the trailing budget of
+``search:SPEC[:N]`` is read by the search itself (:func:`agents.search.parse_search_arg`: ASCII digits, 1 to
+:data:`MAX_SIMULATIONS`). **Nesting** of specs that wrap a spec (``endgame:``, ``policy:``) is bounded by
+:data:`MAX_NESTING` and parsed without recursion.
 
 **Adding a bot**: write it (a class with ``act(obs, rng)``, :class:`agents.base.Agent`) and register it, e.g. at the
 end of the built-in entries below::
@@ -23,7 +25,7 @@ end of the built-in entries below::
     register_bot("mybot", lambda rules: MyBot(rules), "what it does, in one line", rank=LADDER_RANK_STEP * 6)
 
 ``rank`` places it on the ladder (weakest first; None: not on it). ``cassino eval --help`` and the other commands'
-help list it; ``python -m agents.registry --write-docs`` refreshes docs/bots.md (tests/test_bots.py checks it).
+help list it; ``python -m agents.registry --write-docs`` refreshes docs/bots.md (tests/test_registry.py checks it).
 
 >>> from cassino_env.rules import make_rules
 >>> make_agent("greedy", make_rules("classic")).name
@@ -88,8 +90,9 @@ _DIGITS = re.compile(r"[0-9]+")
 
 def parse_count(text: object, *, what: str, cap: int, low: int = 1) -> int:
     """A budget or count written in a spec: ASCII digits ``0-9`` only (no sign, spaces, ``_``, other scripts'
-    digits), ``low <= n <= cap``. The one integer parser of every agent spec (``pimc:N`` and any entry that takes
-    ``N``), the web app's included.
+    digits), ``low <= n <= cap``. :func:`parse_spec` reads the ``N`` of every entry that takes one (``pimc:N``,
+    ``ismcts:N``) with it, for the commands and the web app alike; ``search:SPEC[:N]``'s budget is text to its entry
+    and is read by :func:`agents.search.parse_search_arg`.
 
     Raises:
         AgentSpecError: naming ``what`` and the range, quoting an excerpt of ``text``.

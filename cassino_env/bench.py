@@ -16,7 +16,8 @@ one on one numba thread, in alternating blocks; the row gives the better of the 
 (``serial_steps_per_second``, ``parallel1_steps_per_second``).
 
 ``engine="reference"`` plays the same random games with the one-game reference engine
-(:mod:`cassino_env.reference`) through :func:`_bench_reference`.
+(:mod:`cassino_env.reference`) through :func:`_bench_reference`. ``engine="aec"`` and ``engine="vector"`` time the
+environments over the core instead, through :mod:`cassino_env.bench_aec_vector`.
 
 Every table starts with the machine it ran on (:func:`machine`: CPU model, cores; in JSON every row carries it), and
 with ``peers=True`` OpenSpiel's ``hearts`` (when ``open_spiel`` is installed) is timed in the same process after the
@@ -310,7 +311,7 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
     Args:
         engine: ``"core"`` (batched numba core), ``"reference"`` (the one-game reference engine), ``"aec"`` (the
             PettingZoo env, one game: only batch 1 is timed) or ``"vector"`` (the vector env, full observations,
-            its ``copy=False`` path: :func:`cassino_env.bench_env.bench_vector`; the row's ``copy`` says so).
+            its ``copy=False`` path: :func:`cassino_env.bench_aec_vector.bench_vector`; the row's ``copy`` says so).
         preset: a docs/rules.md section 6 preset the engine implements (``classic``).
         batch: batch sizes B (games stepped together).
         seconds: wall-clock time measured per batch size, seconds.
@@ -349,7 +350,7 @@ def run(engine: str = "core", preset: str = "classic", batch: int | Iterable[int
         elif engine == "reference":
             steps, elapsed = _bench_reference(rules, int(B), seconds, seed)
         elif engine in ("aec", "vector"):
-            from .bench_env import bench_aec, bench_vector  # the environments, over the same core
+            from .bench_aec_vector import bench_aec, bench_vector  # the environments, over the same core
 
             if engine == "aec":
                 if B != 1:

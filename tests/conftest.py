@@ -133,8 +133,8 @@ CPU_HEAVY = frozenset({
     "tests/test_plot.py::test_a_short_run_logs_intervals_and_labels_what_it_prints",
     "tests/test_reference_invariants.py::test_classic_moves_match_a_brute_force_reading",
     "tests/test_reliability_runs.py::test_fuzz_malformed_checkpoint_fields_always_give_a_checkpoint_error",
-    "tests/test_train_round2.py::test_ctrl_c_during_training_saves_the_run_and_prints_the_resume_command",
-    "tests/test_train_round2.py::test_ctrl_c_twice_stops_at_once_with_one_line",
+    "tests/test_train_failures.py::test_ctrl_c_during_training_saves_the_run_and_prints_the_resume_command",
+    "tests/test_train_failures.py::test_ctrl_c_twice_stops_at_once_with_one_line",
     "tests/test_vector.py::test_parallel_equals_serial[cicera-4]",
     "tests/test_vector.py::test_parallel_equals_serial[classic-4]",
 })

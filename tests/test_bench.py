@@ -92,7 +92,7 @@ def test_classic_play_compiles_only_the_classic_driver(repo_root: Path, tmp_path
 
 
 def test_the_vector_rows_say_they_time_the_copy_free_path(capsys: pytest.CaptureFixture[str]) -> None:
-    from cassino_env.bench_env import bench_vector
+    from cassino_env.bench_aec_vector import bench_vector
 
     (row,) = bench.run(engine="vector", batch=(8,), seconds=0.05)
     assert row["copy"] is False and row["steps"] > 0

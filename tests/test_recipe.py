@@ -130,6 +130,9 @@ def test_a_tiny_recipe_runs_every_stage_gates_and_resumes(tmp_path: Path) -> Non
     # every stage folder is a run of its own trainer
     for folder in (run / "stages").iterdir():
         assert (folder / "checkpoints" / "final.pt").is_file(), folder
+        assert not list((folder / "checkpoints").glob("gate_*.pt")), "gated candidates are deleted"
+        if folder.name.endswith("_last_round"):  # nothing reads a finished last-round stage's labels again
+            assert not list((folder / "labels").glob("*.npz")), folder
     # a larger budget goes on from where it stopped
     used = state.elapsed_s
     recipe.train(config.make_args(Args, {**config.args_to_dict(args), "resume": str(run), "run_dir": None,

@@ -9,9 +9,9 @@ Usage::
 
 Each command is a function whose typed parameters (documented in its Google-style docstring) become the command's
 options through :func:`tyro.cli`. :data:`COMMANDS` maps a command name to ``"module:function"`` and a one-line
-summary; a new command is one line there, e.g.
-``"train": ("train.ppo:main", "train a self-play PPO agent")``. Only the chosen command's module is imported, so
-``cassino moves`` never pays for importing torch or compiling the batched core.
+summary; a new command is one line there, as ``cassino plot`` is:
+``"plot": ("train.plot:main", "draw a training run's learning curves to a PNG")``. Only the chosen command's module
+is imported, so ``cassino moves`` never pays for importing torch or compiling the batched core.
 
 Exit codes: 0 on success, 2 on bad input (a usage error, an unreadable file or a malformed position), with
 ``error: <message>`` on stderr: every command reports bad input through :func:`error` or :class:`bad_input`.

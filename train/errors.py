@@ -2,8 +2,9 @@
 
 A command reports bad input with ``error: <message>`` on stderr and exit code :data:`EXIT_BAD_INPUT` (2), through
 :func:`error` or the :class:`bad_input` context manager; the project's own input errors all derive from
-``ValueError`` (``CassinoError``, ``AgentSpecError``, ``CheckpointError``, ``ConfigError``). The ``cassino`` command
-line (:mod:`train.cli`) and every command module import these from here, so no module needs the command line.
+``ValueError`` (``CassinoError``, ``AgentSpecError``, ``CheckpointError``, ``ConfigError``). The command modules
+(``cassino exit``'s :mod:`train.expert.loop` among them) import these from here, and :mod:`train.cli` re-exports
+them: no module imports the command line to report bad input.
 """
 
 from __future__ import annotations

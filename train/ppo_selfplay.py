@@ -92,8 +92,8 @@ argmax too, :mod:`train.evaluate`).
 Where the parts are
 -------------------
 This module is the PPO trainer itself: :func:`train`, whose loop (:func:`_train`) reads like CleanRL's ``ppo.py``
-(collect, update, log, evaluate and checkpoint), and the PPO update (:func:`ppo_update`). The other phases are shared
-with every trainer over these games (:mod:`train.run`: set-up and resume, collect, logs, evaluations, checkpoints);
+(collect, update, log, evaluate and checkpoint), and the PPO update (:func:`ppo_update`). The other phases are
+:mod:`train.run`'s (set-up and resume, collect, logs, evaluations, checkpoints), written for this loop;
 the options are :class:`train.config.Args`; the rollouts, the opponents and the per-seat credit are
 :mod:`train.rollout` (on Ray: :mod:`train.ray_rollouts`); a training checkpoint's state and its checks are
 :mod:`train.checkpoints`. The names tests and notebooks import from here (``Args``, ``train``, ``make_args``, ...)

@@ -83,6 +83,8 @@ EXPERT_STAGES = STAGES[1:]
 GATE_SEED = 60_000_000
 #: Duplicate deals of the best network's evaluation against ``advanced`` at each promotion.
 CURVE_DEALS = 1000
+#: Last-round label files kept while the stage runs (its replay window, 6 in configs/stage_last_round.yaml, and more).
+KEEP_LABELS = 12
 #: The state file's format version.
 STATE_VERSION = 1
 
@@ -262,6 +264,7 @@ class Recipe:
         self._best_agent: Any = None
         self._curve_bot: Any = None
         self.stopped_by_gate = False
+        self.last_hook_s: float | None = None  # elapsed() at the stage's last iteration (None: none yet)
 
     # --- bookkeeping ------------------------------------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -372,6 +375,7 @@ class Recipe:
         latest = folder / "checkpoints" / "latest.pt"
         resume = str(latest) if latest.is_file() else None
         self.say(("resuming" if resume else "starting") + f" the stage in {folder}")
+        self.last_hook_s = None
         if name == "ppo":
             final = self.ppo_stage(folder, resume)
         else:
@@ -379,6 +383,7 @@ class Recipe:
         if not self.stopped_by_gate:  # the stage ended by itself (its steps, its passes): its final network is gated
             self.gate(final)
         self.stopped_by_gate = False
+        self.prune(stage_ended=True)
         self.next_stage(f"{name} ended")
 
     def ppo_stage(self, folder: Path, resume: str | None) -> Path:
@@ -422,13 +427,17 @@ class Recipe:
     # --- the gate ---------------------------------------------------------------------------------------------------
     def maybe_gate(self, write: Any) -> str | None:
         """A stage's hook after each of its iterations: gate when due; returns the stop reason when the stage ends
-        (its rule or the budget)."""
-        over = self.left() <= 0
-        if not over and self.elapsed() - self.state.last_gate_s < self.gate_every:
+        (its rule, or the budget: spent, or too short for another iteration as long as the last one)."""
+        now = self.elapsed()
+        last, self.last_hook_s = self.last_hook_s, now
+        # the budget is spent, or will be before another iteration like the last one ends: stop here, not past it
+        over = self.left() <= 0 or (last is not None and self.left() < now - last)
+        if not over and now - self.state.last_gate_s < self.gate_every:
             return None
         n = len(self.state.gates)
         path = write(f"gate_{n:04d}.pt")
         self.gate(path)
+        self.prune()
         self.stopped_by_gate = True
         if over:
             return "the budget is spent"
@@ -481,6 +490,24 @@ class Recipe:
         self.save_state()
         self.writer.flush()
         self.say(line + f" ({record['gate_s']:.0f} s)")
+
+    def prune(self, stage_ended: bool = False) -> None:
+        """Delete the current stage's files that nothing reads again: the gated candidates (a promoted one is kept as
+        ``best_gate_NNNN.pt``), all but the newest periodic checkpoint (``latest.pt`` resumes the stage), and the
+        last-round labels beyond the newest :data:`KEEP_LABELS` (all of them once the stage has ended: only the
+        earlier-rounds labels are read again, by ``consolidate``). A last-round iteration writes about 50 MB of labels,
+        so a run of hours would otherwise fill a disk."""
+        folder = self.stage_folder()
+        ckpts = folder / "checkpoints"
+        for old in ckpts.glob("gate_*.pt"):
+            old.unlink(missing_ok=True)
+        for pattern in ("iter_*.pt", "step_*.pt", "pass_*.pt"):
+            for old in sorted(ckpts.glob(pattern))[:-1]:
+                old.unlink(missing_ok=True)
+        if stage_name(self.state.stage_index) == "last_round":
+            labels = sorted((folder / "labels").glob("iter_*.npz"))
+            for old in labels if stage_ended else labels[:-KEEP_LABELS]:
+                old.unlink(missing_ok=True)
 
     def best_agent(self) -> Any:
         from agents.registry import make_agent

@@ -1,15 +1,28 @@
-"""A self-play training run's phases other than the learning update: set-up and resume, collect, log, evaluate,
-checkpoint, finish.
+"""The self-play PPO run's phases other than the learning update (set-up and resume, collect, log, evaluate,
+checkpoint, finish), and the few pieces every trainer takes from here.
 
-A trainer (:mod:`train.ppo_selfplay`, or another algorithm over the same games) is a short loop over these::
+Who uses what. :mod:`train.ppo_selfplay` is the one loop over the phases (below). Expert iteration
+(:mod:`train.expert`) runs a loop of its own (labels, update, checkpoints) and takes from here only the stop
+errors (:class:`RunStopped`, :class:`Diverged`), :func:`fmt_time` and :func:`final_evaluation` (the table after
+training); what else it shares with PPO lives in other modules (:mod:`train.config`'s run
+folder and resume, :mod:`train.checkpoints`, :func:`train.arena.evaluate_deals`, :mod:`train.rollout`'s bots and
+generator states). The recipe (:mod:`train.recipe`, ``cassino train``) drives both trainers through their hooks,
+``hook(run)`` with a :class:`TrainingRun` after each PPO iteration and ``hook(iteration, policy, checkpoint)`` after
+each expert iteration (the consolidation stage runs without one), and takes :class:`RunInterrupted`,
+:func:`fmt_time` and :func:`final_evaluation` from here.
+
+The PPO trainer is a short loop over the phases::
 
     run = setup(args, explicit, held)       # options, checkpoint, games, network, pool, run folder; eval at step 0
     while run.iteration < run.num_iterations:
         run.iteration += 1
         ro = collect(run)                   # one rollout of every game, GAE done (train.rollout)
-        stats = my_update(run, ro)          # the algorithm's own learning step
+        stats = ppo_update(run.policy, run.optimizer, ro, args, run.rng)  # the learning step, not a phase here
         log_rollout(run, ro, t_iter, t_upd, t_done)
         if end_iteration(run, t_done, progress=...):  # snapshots, evaluations, checkpoints, the progress line
+            break
+        if hook is not None and (reason := hook(run)):  # the recipe's gate: a string stops the stage
+            run.stop_reason = reason
             break
     final = finish(run)                     # final.pt, the summary line, the evaluation after training
 

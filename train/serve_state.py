@@ -361,9 +361,10 @@ def parse_json(raw: bytes) -> Any:
 def check_opponent(spec: str, allowed: tuple[str, ...] = ()) -> str:
     """``spec`` if the web app may build it: a bot of the ladder, ``pimc``/``ismcts`` (``:N`` up to
     :data:`MAX_WEB_SIMULATIONS`), ``pretrained:NAME``, one of the specs the operator ``allowed`` at start-up, or
-    ``endgame:SPEC`` / ``policy:SPEC`` of one of those. The spec is read by :func:`agents.registry.parse_spec` (the
-    one strict parser of budgets; nesting bounded, no recursion). Anything else (``checkpoint:PATH``, an import path
-    ``MODULE:OBJECT``) would let a request read any file or import any module, so it is refused unless allowed.
+    ``endgame:SPEC`` / ``policy:SPEC`` of one of those. The spec is read by :func:`agents.registry.parse_spec` (budgets
+    by :func:`agents.registry.parse_count`, ``search:``'s by :func:`agents.search.parse_search_arg`; nesting bounded,
+    no recursion). Anything else (``checkpoint:PATH``, an import path ``MODULE:OBJECT``) would let a request read any
+    file or import any module, so it is refused unless allowed.
 
     Raises:
         RequestError: naming the field ``opponent`` and what is offered (a malformed spec: what is wrong with it).

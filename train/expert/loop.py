@@ -29,8 +29,8 @@ from train.checkpoints import (
     read_training_checkpoint,
     save_training_checkpoint,
 )
-from train.cli import bad_input
 from train.config import ConfigError
+from train.errors import bad_input
 from train.expert.collect import LocalLabels, RayLabels
 from train.expert.labels import Labels, augmented, join_labels, label_files, load_joined_labels
 from train.expert.options import HEADS, ExitArgs, ExitOptions, resolve_args

@@ -1,8 +1,8 @@
-"""Reliability, round two (issue 27): hostile checkpoint tensors and archives, writers that met special files, output
-names that clash, command-line values out of range, record files (U+2028, ``version``), agents' non-integer moves,
-huge values quoted in errors; with table-driven fuzz tests of each surface: checkpoint tensors (strides, storage
-sharing, dtypes, sizes), writers' targets, record files and the bench/eval/play/replay options. The web app's part is
-in tests/test_reliability_round2_serve.py."""
+"""Hostile inputs outside the web app (issue 27): checkpoint tensors and archives, writers that met special files,
+output names that clash, command-line values out of range, record files (U+2028, ``version``), agents' non-integer
+moves, huge values quoted in errors; with table-driven fuzz tests of each surface: checkpoint tensors (strides,
+storage sharing, dtypes, sizes), writers' targets, record files and the bench/eval/play/replay options. The web
+app's hostile requests are in tests/test_serve_hostile_requests.py."""
 
 from __future__ import annotations
 
@@ -588,7 +588,7 @@ def test_eval_of_an_agent_returning_floats_is_one_error_line(tmp_path: Path, mon
     import sys
     import types
 
-    mod = types.ModuleType("sloppy_bot_round2")
+    mod = types.ModuleType("sloppy_bot_hostile")
 
     class Sloppy:
         name = "sloppy"
@@ -600,9 +600,9 @@ def test_eval_of_an_agent_returning_floats_is_one_error_line(tmp_path: Path, mon
             return np.full(len(obs["action_mask"]), 0.7)
 
     mod.Sloppy = Sloppy
-    monkeypatch.setitem(sys.modules, "sloppy_bot_round2", mod)
+    monkeypatch.setitem(sys.modules, "sloppy_bot_hostile", mod)
     monkeypatch.chdir(tmp_path)
-    code, _, err = _run(["eval", "--agents", "sloppy_bot_round2:Sloppy,random", "--deals", "2", "--no-progress",
+    code, _, err = _run(["eval", "--agents", "sloppy_bot_hostile:Sloppy,random", "--deals", "2", "--no-progress",
                          "--out-dir", str(tmp_path / "ev")])
     assert "not an integer index: np.float64(0.7)" in _one_error_line(code, err) or "0.7" in err
     assert list(tmp_path.iterdir()) == []

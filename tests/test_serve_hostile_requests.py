@@ -1,4 +1,4 @@
-"""Reliability, round two (issue 27), the web app: the Host header against DNS rebinding, search work in flight bounded
+"""Hostile requests to the web app (issue 27): the Host header against DNS rebinding, search work in flight bounded
 (503 at once), agents' moves that are not integers, huge values quoted as excerpts, record bodies with a raw U+2028;
 and a table-driven fuzz of the request bodies (each a 4xx JSON answer naming the field, never a 500 traceback)."""
 

@@ -1,5 +1,5 @@
-"""Reliability of the trainer, round two (issue 27 items 6, 7, 8, 11, 12, 13): options without a natural bound, runs
-that diverge, a full disk, mixed-type YAML keys and Ctrl-C each end in one ``error:`` (or ``interrupted:``) line,
+"""How a training run fails (issue 27 items 6, 7, 8, 11, 12, 13): options without a natural bound, runs that
+diverge, a full disk, mixed-type YAML keys and Ctrl-C each end in one ``error:`` (or ``interrupted:``) line,
 never a traceback, and nothing is lost that a checkpoint held."""
 
 from __future__ import annotations

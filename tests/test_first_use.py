@@ -1,6 +1,6 @@
-"""What a newcomer trips over (issue 26 items 9-16): the test run says what it is doing and why tests skip, the
-notebook command works, a bare config name is found from anywhere, ``cassino eval``'s bar counts right and stays out
-of files, ``--versus-first`` ratings say which agents never met, ``cassino play``'s help explains ``#17``."""
+"""First use, what a newcomer trips over (issue 26 items 9-16): the test run says what it is doing and why tests
+skip, the notebook command works, a bare config name is found from anywhere, ``cassino eval``'s bar counts right and
+stays out of files, ``--versus-first`` ratings say which agents never met, ``cassino play``'s help explains ``#17``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Throughput of the environments under random masked play, in steps per second (one step = one move in one game).
+"""Throughput of the two environments, AEC and vector, under random masked play, in steps per second (one step = one
+move in one game): ``cassino bench --engine aec`` and ``--engine vector``. The engines themselves (the batched core
+and the reference engine) are timed by :mod:`cassino_env.bench`, which also runs the command.
 
 ``bench_aec`` times the PettingZoo AEC env (:func:`cassino_env.env`, wrappers included) in the standard
 ``agent_iter`` / ``last`` / ``step`` loop, choosing a uniformly random legal action from ``obs["action_mask"]``; only
