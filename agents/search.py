@@ -322,7 +322,9 @@ def parse_search_arg(arg: str) -> tuple[str, int | None]:
     head, sep, tail = text.rpartition(":")
     budget = None
     if sep and tail and tail.isascii() and tail.isdigit():
-        budget = int(tail)
+        # a budget longer than the cap's digits is out of range before int() reads it (Python refuses to read
+        # integers of more than 4,300 digits, with a plain ValueError)
+        budget = int(tail) if len(tail.lstrip("0")) <= len(str(MAX_SIMULATIONS)) else MAX_SIMULATIONS + 1
         text = head.strip()
         if not 1 <= budget <= MAX_SIMULATIONS:
             raise SearchSpecError(f"search:SPEC:N needs a budget 1..{MAX_SIMULATIONS} rollouts per decision, got "

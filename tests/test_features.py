@@ -3,6 +3,9 @@ and its prior, PFSP snapshot sampling, and the ``pretrained:`` agent spec."""
 
 from __future__ import annotations
 
+import struct
+import zipfile
+
 from pathlib import Path
 
 import numpy as np
@@ -233,8 +236,11 @@ def test_corrupt_weights_are_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="NaN or infinite"):
         load_checkpoint_agent(str(nan), rules)
     raw = bytearray(good.read_bytes())
-    start = raw.index(b"PK\x03\x04", 200)  # a member after the first: flip bytes inside its data
-    for i in range(start + 120, start + 136):
+    with zipfile.ZipFile(good) as archive:  # a tensor's member: flip bytes inside its data (not a header's padding)
+        member = next(m for m in archive.infolist() if "/data/" in m.filename and m.file_size >= 64)
+    name_len, extra_len = struct.unpack("<HH", raw[member.header_offset + 26:member.header_offset + 30])
+    data = member.header_offset + 30 + name_len + extra_len
+    for i in range(data, data + 16):
         raw[i] ^= 0xFF
     flipped = tmp_path / "flipped.pt"
     flipped.write_bytes(bytes(raw))

@@ -268,3 +268,13 @@ def test_the_default_leaf_is_the_critic_with_two_sides_and_rollouts_otherwise():
     assert SearchAgent(RULES, make_agent("pretrained:classic", RULES), rollout="net").leaf == "rollout"
     three = make_rules("classic", 3)
     assert SearchAgent(three, make_agent("policy:pretrained:classic", RULES)).leaf == "rollout"
+
+
+def test_a_huge_search_budget_is_one_search_spec_error() -> None:
+    """A breaker's find: 5,000 digits of budget raised Python's plain ValueError (integer string too long)."""
+    from agents.search import SearchSpecError, parse_search_arg
+
+    with pytest.raises(SearchSpecError, match="budget 1..") as caught:
+        parse_search_arg("pretrained:classic:" + "9" * 5000)
+    assert len(str(caught.value)) < 200
+    assert parse_search_arg("pretrained:classic:0007") == ("pretrained:classic", 7)
