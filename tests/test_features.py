@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 import zipfile
-
 from pathlib import Path
 
 import numpy as np
