@@ -243,9 +243,9 @@ def test_two_workers_on_a_two_node_cluster_train_checkpoint_and_resume(tmp_path:
 @pytest.mark.slow  # starts Ray (one CPU) and an actor that holds it
 def test_a_cluster_whose_cpus_other_jobs_hold_is_refused_not_waited_on_forever(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from train import ray_rollouts
+    from train import ray_pool
 
-    monkeypatch.setattr(ray_rollouts, "FREE_CPU_WAIT_S", 1.0)  # the grace for a run that has just ended: short here
+    monkeypatch.setattr(ray_pool, "FREE_CPU_WAIT_S", 1.0)  # the grace for a run that has just ended: short here
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         hog = ray.remote(num_cpus=1)(type("Hog", (), {"ping": lambda self: 1})).remote()

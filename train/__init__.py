@@ -11,8 +11,9 @@ By concern:
   options are ``config`` (``Args`` and the rule of each field, ``ARG_RULES``; YAML configs, the command line, the run
   folder and its lock; re-exported from ``options``, ``ppo_args`` and ``run_folder``).
 * **Rollouts**: ``rollout`` (the games, the opponents and the snapshot pool, per-seat credit and GAE, the state of
-  the games and generators a checkpoint keeps), ``ray_rollouts`` (the same rollouts on Ray actors), ``ray_cluster``
-  (the connection to a Ray cluster, for training and evaluation), ``match_value`` (the match objective's values),
+  the games and generators a checkpoint keeps), ``ray_rollouts`` (the same rollouts on Ray actors), ``ray_pool``
+  (the Ray actors of a run with one CPU each reserved, for rollouts and labels alike), ``ray_cluster`` (the
+  connection to a Ray cluster, for training and evaluation), ``match_value`` (the match objective's values),
   ``checkpoints`` (a training checkpoint's state: written, read and checked to resume).
 * **Evaluation**: ``arena`` (the one game loop of every evaluation), ``evaluate`` (``cassino eval``), ``stats`` and
   ``report`` (intervals, ratings, tables), ``exploit`` (the exploitability probe), ``proxy``, ``plot`` (learning

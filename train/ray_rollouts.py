@@ -3,8 +3,8 @@
 
 :class:`RayRollouts` is used by the trainer as :class:`train.rollout.LocalRollouts` is (``collect``, ``state``,
 ``load``, ``release``); each actor is a :class:`RolloutWorker`. Seeding and the checkpoint's fields of the workers:
-:mod:`train.rollout`. Ray is imported only here and in :mod:`train.ray_cluster`, and only when a run asks for it
-(the ``ray`` extra).
+:mod:`train.rollout`; the actors, their reserved CPUs and the connection: :class:`train.ray_pool.WorkerPool`. Ray is
+imported only when a run asks for it (the ``ray`` extra).
 """
 
 from __future__ import annotations
@@ -17,15 +17,12 @@ import numpy as np
 
 from train import config as config_module
 from train import rollout
-from train.config import Args, ConfigError
-from train.ray_cluster import connect_ray
+from train.config import Args
+from train.ray_pool import WorkerPool
 from train.rollout import Rollout, RolloutCollector, concat, make_bots, split_games, worker_seeds
 
 if typing.TYPE_CHECKING:
     import torch
-
-#: Seconds :class:`RayRollouts` waits for the cluster to reserve a CPU per worker before refusing the run.
-FREE_CPU_WAIT_S = 10.0
 
 
 class RolloutWorker:
@@ -113,36 +110,8 @@ class RayRollouts:
     """
 
     def __init__(self, args: Args, net_shape: Any) -> None:
-        import ray
-        from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        self.started = connect_ray(args.ray_address)
-        self.actors: list[Any] = []
-        self.group: Any = None
-        try:
-            cpus = ray.cluster_resources().get("CPU", 0)
-            if cpus < args.num_workers:
-                raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
-                                  f"{cpus:g} CPUs; each worker takes one", field="num_workers")
-            # one CPU per worker reserved up front (spread over the nodes): CPUs that other jobs hold would have the
-            # workers wait for them without a word, for as long as those jobs run; a few seconds' grace covers the
-            # actors of a run that has just ended (Ray frees their CPUs shortly after)
-            self.group = placement_group([{"CPU": 1}] * args.num_workers, strategy="SPREAD")
-            if not self.group.wait(timeout_seconds=FREE_CPU_WAIT_S):
-                raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
-                                  f"{cpus:g} CPUs but not {args.num_workers} free within {FREE_CPU_WAIT_S:g} s (other "
-                                  "jobs hold them) and each worker takes one; wait for those to end, or give fewer "
-                                  "workers", field="num_workers")
-            actor = ray.remote(num_cpus=1)(RolloutWorker)
-            config = config_module.args_to_dict(args)
-            self.actors = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-                self.group, placement_group_bundle_index=i)).remote(config, i, args.num_workers, net_shape.to_dict())
-                for i in range(args.num_workers)]
-            ray.get([a.ready.remote() for a in self.actors])
-        except BaseException:
-            self.release()
-            raise
+        self.pool = WorkerPool(RolloutWorker, args.ray_address, args.num_workers,
+                               config=config_module.args_to_dict(args), network=net_shape.to_dict())
         self.overhead_s: float | None = 0.0
 
     def collect(self, policy: torch.nn.Module, snapshot: dict[str, torch.Tensor], rng: np.random.Generator,
@@ -155,7 +124,7 @@ class RayRollouts:
         weights = ray.put(policy.state_dict())
         opponent = ray.put(snapshot)
         calls = [a.collect.remote(weights, opponent, deals_done, rollout.rng_state(rng) if i == 0 else None)
-                 for i, a in enumerate(self.actors)]
+                 for i, a in enumerate(self.pool.actors)]
         parts = ray.get(calls)
         rollout.set_rng_state(rng, parts[0][1])
         ro = concat([p for p, _ in parts])
@@ -166,7 +135,7 @@ class RayRollouts:
         """The checkpoint's fields of the games: worker 0's ``env_state`` and the others' ``workers``."""
         import ray
 
-        states = ray.get([a.state.remote() for a in self.actors])
+        states = ray.get([a.state.remote() for a in self.pool.actors])
         return {"env_state": states[0]["env_state"], **({"workers": states[1:]} if len(states) > 1 else {})}
 
     def load(self, tr: dict[str, Any]) -> None:
@@ -174,21 +143,9 @@ class RayRollouts:
         import ray
 
         workers = [{"env_state": tr["env_state"], "numpy_rng": None}, *tr.get("workers", [])]
-        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(self.actors, workers, strict=True)])
+        actors = self.pool.actors
+        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(actors, workers, strict=True)])
 
     def release(self) -> None:
-        """End the workers, and Ray when it was started here."""
-        import ray
-
-        for a in self.actors:
-            ray.kill(a)
-        self.actors = []
-        if self.group is not None:  # the reserved CPUs go back to the cluster (one this run did not start, too)
-            from ray.util.placement_group import remove_placement_group
-
-            remove_placement_group(self.group)
-            self.group = None
-        if self.started:
-            ray.shutdown()
-            self.started = False
-
+        """End the workers, and Ray when it was started here (:meth:`train.ray_pool.WorkerPool.release`)."""
+        self.pool.release()

@@ -17,7 +17,7 @@ from train.config import ConfigError
 from train.expert.labels import LABEL_ROWS, Labels, join_labels, pad_columns
 from train.expert.options import ExitArgs
 from train.proxy import exact_values
-from train.ray_cluster import connect_ray
+from train.ray_pool import WorkerPool
 from train.rollout import SELF, env_state, make_bots, restore_env_state, rotate_learner_side, split_games, worker_seeds
 from train.rollout import rng_state as _rng_state
 from train.rollout import set_rng_state as _set_rng_state
@@ -303,57 +303,38 @@ class LocalLabels:
 
 
 class RayLabels:
-    """``--ray``: ``num_workers`` :class:`LabelWorker` actors; their labels are joined in worker order."""
+    """``--ray``: ``num_workers`` :class:`LabelWorker` actors (one CPU each, reserved up front:
+    :class:`train.ray_pool.WorkerPool`); their labels are joined in worker order."""
 
     def __init__(self, args: ExitArgs, net_shape: Any) -> None:
-        import ray
-
-        self.started = connect_ray(args.ray_address)
-        self.actors: list[Any] = []
-        try:
-            cpus = ray.cluster_resources().get("CPU", 0)
-            if cpus < args.num_workers:
-                raise ConfigError(f"num_workers={args.num_workers}: the Ray cluster at {args.ray_address!r} has "
-                                  f"{cpus:g} CPUs; each worker takes one", field="num_workers")
-            actor = ray.remote(num_cpus=1)(LabelWorker)
-            cfg = config.args_to_dict(args)
-            self.actors = [actor.remote(cfg, i, args.num_workers, net_shape.to_dict())
-                           for i in range(args.num_workers)]
-            ray.get([a.ready.remote() for a in self.actors])
-        except BaseException:
-            self.release()
-            raise
+        self.pool = WorkerPool(LabelWorker, args.ray_address, args.num_workers, cfg=config.args_to_dict(args),
+                               network=net_shape.to_dict())
 
     def collect(self, policy: Any, rng: np.random.Generator, deals_done: int) -> Labels:
         import ray
 
         weights = ray.put(policy.state_dict())
         parts = ray.get([a.collect.remote(weights, deals_done, _rng_state(rng) if i == 0 else None)
-                         for i, a in enumerate(self.actors)])
+                         for i, a in enumerate(self.pool.actors)])
         _set_rng_state(rng, parts[0][1])
         return join_labels([p for p, _ in parts])
 
     def state(self) -> dict[str, Any]:
         import ray
 
-        states = ray.get([a.state.remote() for a in self.actors])
+        states = ray.get([a.state.remote() for a in self.pool.actors])
         return {"env_state": states[0]["env_state"], **({"workers": states[1:]} if len(states) > 1 else {})}
 
     def load(self, tr: dict[str, Any]) -> None:
         import ray
 
         workers = [{"env_state": tr["env_state"], "numpy_rng": None}, *tr.get("workers", [])]
-        if len(workers) != len(self.actors):
-            raise ConfigError(f"num_workers={len(self.actors)}: the checkpoint was made with {len(workers)} workers",
+        actors = self.pool.actors
+        if len(workers) != len(actors):
+            raise ConfigError(f"num_workers={len(actors)}: the checkpoint was made with {len(workers)} workers",
                               field="num_workers")
-        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(self.actors, workers, strict=True)])
+        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(actors, workers, strict=True)])
 
     def release(self) -> None:
-        import ray
-
-        for a in self.actors:
-            ray.kill(a)
-        self.actors = []
-        if self.started:
-            ray.shutdown()
-            self.started = False
+        """End the workers, and Ray when it was started here (:meth:`train.ray_pool.WorkerPool.release`)."""
+        self.pool.release()
