@@ -68,6 +68,10 @@ def test_resume_of_what_is_not_a_recipe_run(tmp_path: Path, capsys: pytest.Captu
     json.dumps({**recipe.RecipeState().to_dict(), "best": "../../etc/passwd"}),
     json.dumps({**recipe.RecipeState().to_dict(), "stall": -1}),
     json.dumps({**recipe.RecipeState().to_dict(), "elapsed_s": "soon"}),
+    json.dumps({**recipe.RecipeState().to_dict(), "gates": [1, 2]}),
+    json.dumps({**recipe.RecipeState().to_dict(), "gates": [{"n": 0, "stage": "ppo", "stage_index": 0,
+                                                             "at_s": 1.0, "promoted": "yes", "margin": None,
+                                                             "se": None}]}),
 ])
 def test_a_malformed_state_file_is_refused(tmp_path: Path, bad: str) -> None:
     path = tmp_path / "recipe.json"
@@ -77,8 +81,9 @@ def test_a_malformed_state_file_is_refused(tmp_path: Path, bad: str) -> None:
 
 
 def test_state_round_trip(tmp_path: Path) -> None:
+    gate = {"n": 0, "stage": "ppo", "stage_index": 0, "at_s": 3.5, "promoted": True, "margin": None, "se": None}
     state = recipe.RecipeState(elapsed_s=12.5, stage_index=3, stage_dir="stages/03_consolidate", stall=1,
-                               best="checkpoints/best.pt", best_stage="early_rounds", gates=[{"n": 0}],
+                               best="checkpoints/best.pt", best_stage="early_rounds", gates=[gate],
                                last_gate_s=10.0)
     (tmp_path / "recipe.json").write_text(json.dumps(state.to_dict()))
     assert recipe.RecipeState.load(tmp_path / "recipe.json") == state

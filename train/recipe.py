@@ -141,6 +141,15 @@ class RecipeState:
             if name not in data or not isinstance(data[name], kind) or (
                     isinstance(data[name], bool) and kind in (int, (int, float))):
                 raise ConfigError(f"resume: {path}: field {name!r} missing or of the wrong type", field="resume")
+        gate_kinds = {"n": int, "stage": str, "stage_index": int, "at_s": (int, float), "promoted": bool,
+                      "margin": (int, float, type(None)), "se": (int, float, type(None))}
+        for i, gate in enumerate(data["gates"]):
+            bad = not isinstance(gate, dict) or any(
+                key not in gate or not isinstance(gate[key], kind) or (isinstance(gate[key], bool) and kind is not bool)
+                for key, kind in gate_kinds.items())
+            if bad:
+                raise ConfigError(f"resume: {path}: gates[{i}] is not a gate record (n, stage, stage_index, at_s, "
+                                  "promoted, margin, se)", field="resume")
         if data["elapsed_s"] < 0 or data["stage_index"] < 0 or data["stall"] < 0:
             raise ConfigError(f"resume: {path}: a negative count", field="resume")
         for name in ("stage_dir", "best"):  # paths inside the run folder only
@@ -329,9 +338,14 @@ class Recipe:
                                  f"run with: cassino train --resume {self.run_dir}") from None
         final = self.finish()
         if self.args.final_eval_deals > 0 and self.args.final_eval_opponents:
-            final_evaluation(final, self.rules, self.args)
-            policy_args = dataclasses.replace(self.args, final_eval_opponents=("advanced",))
-            final_evaluation(final, self.rules, policy_args, network_alone=True)
+            try:
+                final_evaluation(final, self.rules, self.args)
+                policy_args = dataclasses.replace(self.args, final_eval_opponents=("advanced",))
+                final_evaluation(final, self.rules, policy_args, network_alone=True)
+            except KeyboardInterrupt:
+                raise RunInterrupted(f"interrupted during the evaluation after training: nothing is lost, the trained "
+                                     f"network is {final}: evaluate it with: cassino eval --agents checkpoint:{final},"
+                                     "ladder") from None
         return final
 
     def skip(self, name: str) -> bool:
