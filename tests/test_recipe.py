@@ -164,3 +164,20 @@ def test_saved_checkpoints_carry_provenance(tmp_path: Path) -> None:
     path = save_checkpoint(tmp_path / "a.pt", CassinoPolicy(obs_dim=obs_size(2, 2), hidden=8, embed=4), rules)
     prov = read_checkpoint(path)["provenance"]
     assert {"command", "commit", "saved_at", "version"} <= set(prov)
+
+
+def test_a_bad_stage_config_is_refused_before_anything_is_written(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    stages = tmp_path / "stages"
+    stages.mkdir()
+    for f in (ROOT / "configs" / "tiny_stages").glob("*.yaml"):
+        (stages / f.name).write_text(f.read_text())
+    with (stages / "stage_early_rounds.yaml").open("a") as f:
+        f.write("nosuchfield: 1\n")
+    assert cli.main(["train", "--stage-configs", str(stages), "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown field 'nosuchfield'" in err[0], err
+    assert not (tmp_path / "r").exists()
+    assert cli.main(["train", "--stage-configs", str(tmp_path / "none"), "--run-dir", str(tmp_path / "r")]) == 2
+    assert "No such file" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

@@ -264,6 +264,9 @@ class Recipe:
         self.state.done = False  # a larger budget: the run goes on (a run that ran out of stages ends again at once)
         self.args = args
         self.rules = make_rules(args.preset, args.num_players)
+        for name in EXPERT_STAGES:  # the stage files are read now, not when the stage starts hours later
+            if name in args.stages:
+                self.stage_values(name)
         self.budget_s = args.hours * 3600.0
         self.gate_every = gate_interval(args)
         self.lock = config.claim_run_dir(self.run_dir, resuming=resuming, reuse=args.reuse_run_dir)
@@ -411,12 +414,23 @@ class Recipe:
 
         return ppo_train(stage_args, None, hook=hook)
 
+    def stage_values(self, name: str) -> dict[str, Any]:
+        """The fields of stage ``name``'s config file (``stage_configs``, else configs/).
+
+        Raises:
+            ConfigError: a missing or malformed file, or a field :class:`train.exit.ExitArgs` does not have.
+        """
+        from train.exit import ExitArgs
+
+        args = getattr(self, "args", None)
+        folder = Path(args.stage_configs) if args is not None and args.stage_configs else config.CONFIGS_DIR
+        return config.load_config(ExitArgs, folder / f"stage_{name}.yaml")
+
     def expert_args(self, name: str, folder: Path, resume: str | None) -> Any:
         """The stage's :class:`train.exit.ExitArgs`: its config file, then the run's own options."""
         from train.exit import ExitArgs
 
-        folder_of_configs = Path(self.args.stage_configs) if self.args.stage_configs else config.CONFIGS_DIR
-        values = config.load_config(ExitArgs, folder_of_configs / f"stage_{name}.yaml")
+        values = self.stage_values(name)
         a = self.args
         values.update(run_dir=str(folder), resume=resume, seed=(a.seed * 1_000 + self.state.stage_index) % 2**63,
                       preset=a.preset, num_players=a.num_players, threads=a.threads, ray_address=a.ray_address,
