@@ -112,6 +112,8 @@ def describe(value: dict[str, Any] | None) -> str:
     """
     if not value:
         return "no record (made before checkpoints recorded their provenance)"
+    # a record is the file author's text: shown one line, control characters escaped (no terminal codes pass)
+    value = {k: (v if not isinstance(v, str) or v.isprintable() else repr(v)) for k, v in value.items()}
     parts = []
     if value.get("stage") is not None:
         parts.append(f"stage {value['stage']}")

@@ -40,6 +40,7 @@ def test_default_is_the_recipe_and_tiny_ppo_is_not() -> None:
     (["--stages", "ppo", "nosuch"], "unknown stage 'nosuch'"),
     (["--gate-deals", "1"], "gate_deals"),
     (["--gate-patience", "0"], "gate_patience"),
+    (["--stages", "ppo", "ppo"], "each stage once"),
 ])
 def test_bad_options_are_one_error_line(flags: list[str], words: str, capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
@@ -69,6 +70,7 @@ def test_resume_of_what_is_not_a_recipe_run(tmp_path: Path, capsys: pytest.Captu
     json.dumps({**recipe.RecipeState().to_dict(), "stall": -1}),
     json.dumps({**recipe.RecipeState().to_dict(), "elapsed_s": "soon"}),
     json.dumps({**recipe.RecipeState().to_dict(), "gates": [1, 2]}),
+    json.dumps({**recipe.RecipeState().to_dict(), "elapsed_s": 1e300}),
     json.dumps({**recipe.RecipeState().to_dict(), "gates": [{"n": 0, "stage": "ppo", "stage_index": 0,
                                                              "at_s": 1.0, "promoted": "yes", "margin": None,
                                                              "se": None}]}),
@@ -94,6 +96,8 @@ def test_provenance_fields_and_checks() -> None:
     assert p["seed"] == 5 and p["stage"] == "ppo" and p["saved_at"].endswith("Z")
     assert "stage ppo, seed 5, 1.0 min of the run" in describe(p)
     assert describe(None).startswith("no record")
+    shown = describe({"command": "x\n\x1b[31mFAKE"})
+    assert "\n" not in shown and "\x1b" not in shown and "FAKE" in shown  # escaped, one line
     for bad in ([], {"x": [1]}, {"": 1}, {"x": "y" * 5000}, {f"k{i}": i for i in range(100)}):
         with pytest.raises(ValueError, match="provenance"):
             check_provenance(bad)

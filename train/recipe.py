@@ -150,8 +150,10 @@ class RecipeState:
             if bad:
                 raise ConfigError(f"resume: {path}: gates[{i}] is not a gate record (n, stage, stage_index, at_s, "
                                   "promoted, margin, se)", field="resume")
-        if data["elapsed_s"] < 0 or data["stage_index"] < 0 or data["stall"] < 0:
-            raise ConfigError(f"resume: {path}: a negative count", field="resume")
+        for name, top in (("elapsed_s", 10_000 * 3600.0), ("stage_index", 1_000_000), ("stall", 1_000_000)):
+            if not 0 <= data[name] <= top:  # NaN fails too
+                raise ConfigError(f"resume: {path}: {name} must be 0 .. {top:g}, got {data[name]!r:.40}",
+                                  field="resume")
         for name in ("stage_dir", "best"):  # paths inside the run folder only
             value = data[name]
             if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
@@ -251,6 +253,8 @@ class Recipe:
             self.run_dir = Path(args.run_dir) if args.run_dir else config.default_run_dir(args)
         if args.hours <= 0:
             raise ConfigError("hours: must be > 0 for the recipe (0 runs self-play PPO alone)", field="hours")
+        if len(set(args.stages)) != len(args.stages):
+            raise ConfigError(f"stages: each stage once, got {' '.join(args.stages)}", field="stages")
         if "ppo" not in args.stages:
             raise ConfigError("stages: the recipe starts from a fresh network, so its stages begin with ppo (an expert "
                               "stage alone on a network you have: cassino exit --init checkpoint:PATH)", field="stages")
@@ -334,11 +338,12 @@ class Recipe:
                     continue
                 skipped = 0
                 self.run_stage(name)
-        except (RunInterrupted, KeyboardInterrupt) as exc:
-            self.save_state()
-            what = str(exc) or "interrupted"
-            raise RunInterrupted(f"{what}; the recipe's state is in {self.run_dir / 'recipe.json'}: resume the whole "
-                                 f"run with: cassino train --resume {self.run_dir}") from None
+        except (RunInterrupted, KeyboardInterrupt):
+            self.save_state()  # the stage's own message names its checkpoint; the run resumes as a whole, from here
+            where = self.run_dir / "recipe.json"
+            raise RunInterrupted(f"interrupted in stage {stage_name(self.state.stage_index)}: {where} and the stage's "
+                                 "latest checkpoint hold the run: resume the whole run with: cassino train --resume "
+                                 f"{self.run_dir}") from None
         final = self.finish()
         if self.args.final_eval_deals > 0 and self.args.final_eval_opponents:
             try:
@@ -631,7 +636,8 @@ def _saved_config(run_dir: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"resume: {path}: not readable ({exc})", field="resume") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"resume: {path}: not readable ({first})", field="resume") from None
     if not isinstance(data, dict):
         raise ConfigError(f"resume: {path}: not a mapping of options", field="resume")
     return data
