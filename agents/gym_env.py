@@ -50,7 +50,7 @@ from cassino_env.actions import (
     card_value_id,
     resolve_actions,
 )
-from cassino_env.aec import raw_env, resolve_illegal_reward
+from cassino_env.aec import action_id_of, raw_env, resolve_illegal_reward
 from cassino_env.errors import PositionError, check_seed, excerpt
 from cassino_env.obs import MOVE_FEATURES, encode, fill_move_rows, obs_high, obs_size, state_obs
 from cassino_env.rules import RuleSet
@@ -174,9 +174,11 @@ class CassinoGymEnv(gymnasium.Env):
         action_encoding: ``"card_value"`` (default) or ``"moves"``.
         with_moves: add the ``moves`` block to the observation (default: only with ``action_encoding="moves"``,
             whose ids mean nothing without it).
-        illegal_action: ``"terminate"`` (default: the episode ends with ``illegal_reward`` and
-            ``info["illegal_action"]`` says why; what Gymnasium's and SB3's checkers need, as they play random,
-            unmasked actions) or ``"raise"`` (an ``IllegalActionError``, nothing changes).
+        illegal_action: ``"terminate"`` (default: the episode ends with ``illegal_reward``; that step's info holds
+            ``illegal_action`` True and ``illegal_action_id``, the action id or -1 when it was not an id of the
+            action space, as the AEC env's infos; the text of why is ``illegal_reason``; what Gymnasium's and SB3's
+            checkers need, as they play random, unmasked actions) or ``"raise"`` (an ``IllegalActionError``,
+            nothing changes).
         illegal_reward: the learner's reward for an illegal action under ``"terminate"``; default (None) minus the
             most points a side can take in a deal (``cassino_env.aec.deal_points_bound``: -35 in two-player
             classic; -1 with ``reward="win"``), so an illegal move never pays better than losing a whole deal.
@@ -213,7 +215,8 @@ class CassinoGymEnv(gymnasium.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise EnvConfigError(f"render_mode={render_mode!r} is not None or one of {self.metadata['render_modes']}")
         self._aec = raw_env(rules=rules, num_players=num_players, render_mode=render_mode, reward=reward,
-                            episode=episode, max_moves=max_moves, prune=prune, blocks=blocks)
+                            episode=episode, max_moves=max_moves, prune=prune, blocks=blocks,
+                            illegal_action="raise")  # every move is checked before it reaches the AEC env
         self.obs_blocks = self._aec.obs_blocks
         illegal_reward = resolve_illegal_reward(illegal_reward, self._aec.rules, reward)
         self.rules = self._aec.rules
@@ -249,6 +252,7 @@ class CassinoGymEnv(gymnasium.Env):
         self._mask = np.zeros(A, dtype=np.int8)
         self._seat = 0
         self._done = True
+        self.illegal_reason: str | None = None  # why the last illegal action ended an episode (None after reset)
 
     # -- the other seats ---------------------------------------------------------------------------------------------
     def _opponent(self, seat: int) -> Agent:
@@ -314,6 +318,7 @@ class CassinoGymEnv(gymnasium.Env):
         self._seat = int(self.np_random.integers(P)) if self.learner_seat is None else self.learner_seat
         self._aec.reset(seed=seed, options=options)
         self._done, self._seen_result, self._deal_points = False, None, None
+        self.illegal_reason = None
         self._play_others()
         if self._aec.terminations[self._aec.possible_agents[self._seat]]:
             self._done = True
@@ -360,8 +365,10 @@ class CassinoGymEnv(gymnasium.Env):
         if self.illegal_action == "raise":
             raise IllegalActionError(msg)
         self._done = True
+        self.illegal_reason = msg
         obs, info = self._observe()
-        info["illegal_action"] = msg
+        info["illegal_action"] = True  # numbers only, as the AEC env's infos; the text is self.illegal_reason
+        info["illegal_action_id"] = action_id_of(action, self.num_actions)
         return obs, self.illegal_reward, True, False, info
 
     def render(self) -> str | np.ndarray | None:

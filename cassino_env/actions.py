@@ -5,8 +5,8 @@ Two encodings of one move (a move is ``(kind, card, value, cards)`` as in :mod:`
 ``moves`` (default)
     Action ``i`` is the ``i``-th move of the core's canonical legal-move list (trails, captures, builds; then played
     card id; then the sorted list of table cards; then value), padded to :data:`MAX_MOVES`. The meaning of an id
-    depends on the state; ``observation["moves"][i]`` describes it (:func:`cassino_env.obs.move_features`), so a
-    network scores candidates rather than ids.
+    depends on the state; ``observation["moves"][i]`` describes it (the AEC env's ``with_moves=True``;
+    :func:`cassino_env.obs.move_features`), so a network scores candidates rather than ids.
 
 ``card_value``
     A fixed table of :data:`NUM_CARD_VALUE_ACTIONS` = 524 ids (version :data:`CARD_VALUE_VERSION`) that mean the same

@@ -14,7 +14,7 @@ layer over the batched rules core (:mod:`cassino_env.core`, one game) and holds 
 | Agents             | 2, 3, 4 or 6 as the preset allows (4: partnerships 0+2 vs 1+3; 6: p and p+3)            |
 | Action Shape       | (1)                                                                                     |
 | Action Values      | [0, 511] (`moves`, default) or [0, 523] (`card_value`)                                  |
-| Observation Shape  | dict: `observation` (D,), `action_mask` (A,), `moves` (A, 56); D: Observation Space     |
+| Observation Shape  | dict: `observation` (D,), `action_mask` (A,) (+ `moves` (A, 56): `with_moves=True`)     |
 | Observation Values | `observation` [0, 1] (scores, sweeps, in-play points may exceed 1), `action_mask` {0, 1} |
 
 Cassino is a fishing card game: each player in turn plays one card from hand to *capture* table cards of equal
@@ -45,8 +45,8 @@ True
 
 ``` python
 cassino_env.env(rules="classic", num_players=None, render_mode=None, action_encoding="moves", reward="points",
-                episode="deal", illegal_action="raise", illegal_reward=None, max_moves=512, prune=True,
-                mask_in_info=False, with_moves=True, observation_key="observation", blocks=None)
+                episode="deal", illegal_action="terminate", illegal_reward=None, max_moves=512, prune=True,
+                mask_in_info=False, with_moves=False, observation_key="observation", blocks=None)
 ```
 
 `rules`: a preset name of ``docs/rules.md`` 6 ({presets}),
@@ -66,14 +66,20 @@ see Action Space.
 
 `episode`: `"deal"` (an episode is one deal) or `"match"` (deals until a side wins). `reward="win"` needs `"match"`.
 
-`illegal_action`: `"raise"` (an illegal action raises `IllegalActionError`, a `ValueError`, naming the action and
-why; nothing changes) or `"terminate"` (the game ends: every agent is terminated, not truncated; the offender's
-side gets `illegal_reward`, every other side an equal share of its opposite, so rewards stay zero-sum;
-`infos[offender]["illegal_action"]` says why).
+`illegal_action`: `"terminate"` (the default, what PettingZoo's classic games do with their
+`TerminateIllegalWrapper`: the game ends, every agent is terminated, not truncated; the offender's side gets
+`illegal_reward`, every other side an equal share of its opposite, so rewards stay zero-sum) or `"raise"` (an illegal
+action raises `IllegalActionError`, a `ValueError`, naming the action and why; nothing changes: for code that must
+never play one). Every agent's info holds `illegal_action` (bool: False until an illegal action ends the game, then
+True in the offender's info) and `illegal_action_id` (int: the offending action id, -1 when none or when the action
+was not an id of the action space), numbers only, so adapters that turn infos into tensors (TorchRL) take them; the
+readable reason is `env.unwrapped.illegal_reason` (str; None until an illegal action ends a game, and after
+`reset()`).
 
-`illegal_reward`: the penalty of `illegal_action="terminate"`. The default (None) costs at least as much as the worst
-deal: with `reward="points"` minus `deal_points_bound(rules)`, the most points one side can take in a deal (35 in
-two-player classic), so no illegal move ever pays better than playing on; with `reward="win"` -1 (a lost match).
+`illegal_reward`: the penalty of `illegal_action="terminate"` (the single-agent Gymnasium env's convention and value,
+`agents.gym_env.CassinoGymEnv`). The default (None) costs at least as much as the worst deal: with `reward="points"`
+minus `deal_points_bound(rules)`, the most points one side can take in a deal (35 in two-player classic), so no
+illegal move ever pays better than playing on; with `reward="win"` -1 (a lost match).
 
 `max_moves`: the width M of the legal-move list (default `cassino_env.actions.MAX_MOVES` = 512, chosen by
 measurement: ``scripts/measure_moves.py``). A longer list keeps its first M moves in canonical order (trails first,
@@ -87,8 +93,10 @@ so never none) and `info["overflow"]` is True; about 2 decisions in 100,000 of r
 observation, as in PettingZoo's classic games; TorchRL's `PettingZooWrapper(env, use_mask=True)` needs that). True is
 for code that reads the mask from `infos`.
 
-`with_moves`: include the `moves` block in the observation and its space (default True). False leaves it out: an
-adapter that copies the whole observation every step (TorchRL) then copies D + A numbers instead of D + 57 A.
+`with_moves`: add the `moves` block (the move table, Observation Space) to the observation and its space (default
+False: the observation has PettingZoo's classic two keys, `observation` and `action_mask`, so
+`observation, action_mask = obs.values()` works, and an adapter that copies the whole observation every step
+(TorchRL) copies D + A numbers rather than D + 57 A). Code that scores candidate moves asks for it with True.
 
 `observation_key`: the key of the float32 vector in the observation dict, `"observation"` (default, PettingZoo's) or
 `"observations"` (what RLlib's action-masking module reads; `cassino_env.rllib.env_creator` sets it).
@@ -99,7 +107,8 @@ ones); None (default) is `cassino_env.obs.DEFAULT_BLOCKS`, the table below.
 ### Observation Space
 
 The observation is a dictionary with an `"observation"` element, the seat's view as a float32 vector described
-below, an `"action_mask"` (Legal Actions Mask) and `"moves"`, per-action move features: int8[A, 56], row a =
+below, and an `"action_mask"` (Legal Actions Mask), in that order (PettingZoo's classic games' two keys). With
+`with_moves=True` it also has `"moves"`, per-action move features: int8[A, 56], row a =
 (kind 0 trail / 1 capture / 2 build / -1 none, played card id or -1, capture or build value (0 trail), number of
 table cards taken or used, then 52 bits: table card c taken or used), i.e. `cassino_env.obs.move_features` of the
 move action a plays. Rows of illegal actions, and every row of an agent that is not to move, are padding
@@ -133,13 +142,13 @@ and the vector env's `action_mask` always have a player to move, since finished 
 
 `action_encoding="moves"`: Discrete(M). Action i plays the i-th move of the core's canonical legal-move list
 (trails, captures, builds; then played card id; then the sorted table cards; then value); `observation["moves"][i]`
-describes it. Ids mean different moves in different states.
+describes it (`with_moves=True`). Ids mean different moves in different states.
 
 `action_encoding="card_value"`: Discrete(524), ids that mean the same in every state and preset (version 1 of the
 table in `cassino_env.actions`): 0-51 trail card c; 52-103 capture with card c (face value; a court by pairing);
 104-107 capture with the ace of suit s as 14; 108-523 build with card c declaring v (v = rank(c)..14, by card then
 value). When several legal moves share an id, it plays the one with the most table cards, then the first in
-canonical order. `observation["moves"][a]` describes the move id a plays now.
+canonical order. `observation["moves"][a]` describes the move id a plays now (`with_moves=True`).
 
 Every id has readable text and back: `env.unwrapped.action_to_string(a)` ("capture 3C 5H with 8S", "build 9 with 2C",
 "#17" for an unlisted `moves` id) and `env.unwrapped.string_to_action(text)`.
@@ -157,8 +166,9 @@ itemised in `last_result.deal_items` (`cassino_env.core.ITEMS`).
 | `"points"` | end of every deal    | side s's deal points minus the mean deal points of the other sides (zero-sum) |
 | `"win"`    | end of the match     | +1 for the winning side, -1 for every other side                             |
 
-Illegal actions with `illegal_action="terminate"`: `illegal_reward` to the offender's side (default: minus the most
-points a side can take in a deal, or -1 with `reward="win"`), and `-illegal_reward / (S - 1)` to each other side.
+Illegal actions (`illegal_action="terminate"`, the default): `illegal_reward` to the offender's side (default: minus
+the most points a side can take in a deal, or -1 with `reward="win"`), and `-illegal_reward / (S - 1)` to each other
+side.
 Rewards are the same as `cassino_env.vector` (`vector.step_rewards`). Episodes end by termination only (truncation is
 always False).
 
@@ -184,6 +194,11 @@ explicit position.
   sharing its opposite (zero-sum; it was -1.0 to the offender's side, 0 to the others); `render_mode="rgb_array"`;
   `observation_key`. Observations, the rewards of legal play and the move tables are unchanged, so a trained policy
   sees the same game and the version stays v1 (`cassino_env.version`: checkpoints keep loading).
+  PettingZoo's classic defaults: `illegal_action="terminate"` is the default (it was `"raise"`, which stays an
+  option); the observation is `observation` and `action_mask` only by default (`with_moves=True` adds the `moves`
+  block, which was there by default); infos hold `illegal_action` (a bool, it was the reason as text) and
+  `illegal_action_id`, the reason is `illegal_reason`. The observation vector, the mask, the move table and the rewards
+  are unchanged, so the version stays v1.
 """
 
 from __future__ import annotations
@@ -319,8 +334,8 @@ def env(**kwargs: Any) -> AECEnv:
 
     ``raw_env(**kwargs)`` wrapped in an ``OrderEnforcingWrapper`` (reset before step, no step after the end; the
     subclass above only makes it cheaper). The other two wrappers of PettingZoo's classic ``env()`` are replaced by
-    ``raw_env`` itself: its ``illegal_action`` argument does what ``TerminateIllegalWrapper`` does (or raises, by
-    default), and it checks the action range with an error naming the action rather than
+    ``raw_env`` itself: its ``illegal_action`` argument does what ``TerminateIllegalWrapper`` does (by default; or
+    raises, ``illegal_action="raise"``), and it checks the action range with an error naming the action rather than
     ``AssertOutOfBoundsWrapper``'s bare assertion.
 
     Args:
@@ -345,6 +360,22 @@ def _observe_one(viewer, out, kind, card, value, cards, to_move, moves, *obs_inp
     fill_move_rows(kind[0], card[0], value[0], cards[0], to_move, moves)
 
 
+def action_id_of(action: Any, num_actions: int) -> int:
+    """``action`` as an int when it is an id ``0..num_actions - 1`` (not a bool), else -1: the ``illegal_action_id``
+    of an info.
+
+    >>> action_id_of(7, 512), action_id_of(600, 512), action_id_of(None, 512), action_id_of(True, 512)
+    (7, -1, -1, -1)
+    """
+    if isinstance(action, (bool, np.bool_)):
+        return -1
+    try:
+        a = operator.index(action)
+    except TypeError:
+        return -1
+    return a if 0 <= a < num_actions else -1
+
+
 class raw_env(AECEnv, EzPickle):
     """Cassino as a PettingZoo AEC environment (see the module docstring for spaces, rewards and arguments).
 
@@ -352,8 +383,9 @@ class raw_env(AECEnv, EzPickle):
         rules: the RuleSet played.
         core_state: the one-game :class:`cassino_env.core.State` (B = 1, no auto-reset), None before reset.
         last_result: the core StepResult of the last deal that ended (tallies, match totals), or None.
-        action_encoding, reward, episode, illegal_action, illegal_reward, max_moves, prune, render_mode: the
-            arguments.
+        action_encoding, reward, episode, illegal_action, illegal_reward, max_moves, prune, render_mode, with_moves,
+            mask_in_info: the arguments.
+        illegal_reason: why the last illegal action was refused (text), or None (none since ``reset()``).
         num_actions: A, the size of the action space (max_moves or 524).
     """
 
@@ -362,9 +394,9 @@ class raw_env(AECEnv, EzPickle):
 
     def __init__(self, rules: str | RuleSet | Mapping[str, Any] = "classic", num_players: int | None = None,
                  render_mode: str | None = None, action_encoding: str = "moves", reward: str = "points",
-                 episode: str = "deal", illegal_action: str = "raise", illegal_reward: float | None = None,
+                 episode: str = "deal", illegal_action: str = "terminate", illegal_reward: float | None = None,
                  max_moves: int = MAX_MOVES, prune: bool = True, mask_in_info: bool = False,
-                 with_moves: bool = True, observation_key: str = "observation",
+                 with_moves: bool = False, observation_key: str = "observation",
                  blocks: Sequence[str] | None = None) -> None:
         EzPickle.__init__(self, rules=rules, num_players=num_players, render_mode=render_mode,
                           action_encoding=action_encoding, reward=reward, episode=episode,
@@ -430,6 +462,7 @@ class raw_env(AECEnv, EzPickle):
         self._seat = -1  # seat to move, -1 when nobody (episode over)
         self._rewarded = False
         self._last_move: str | None = None
+        self.illegal_reason: str | None = None
         self.agents: list[str] = []
 
     # -- spaces ------------------------------------------------------------------------------------------------------
@@ -497,6 +530,7 @@ class raw_env(AECEnv, EzPickle):
         self._skip_agent_selection = None
         self._rewarded = False
         self._last_move = None
+        self.illegal_reason = None
         self.last_result = None
         self._resolve()
         if int(st.current_player[0]) < 0 or int(st.num_moves[0]) == 0:
@@ -526,8 +560,12 @@ class raw_env(AECEnv, EzPickle):
         self.infos[name] = self._info(self._mask, bool(self.core_state.overflow[0]))
 
     def _info(self, mask: np.ndarray, overflow: bool) -> dict[str, Any]:
-        """One agent's info: ``overflow``, and ``action_mask`` unless ``mask_in_info`` is False."""
-        return {"action_mask": mask, "overflow": overflow} if self.mask_in_info else {"overflow": overflow}
+        """One agent's info: ``overflow``, ``illegal_action`` (False) and ``illegal_action_id`` (-1), and
+        ``action_mask`` unless ``mask_in_info`` is False. Every info has the same keys from ``reset()`` on, numbers
+        only: TorchRL's wrapper builds its info spec from the first infos and turns every value into a tensor."""
+        if self.mask_in_info:
+            return {"action_mask": mask, "overflow": overflow, "illegal_action": False, "illegal_action_id": -1}
+        return {"overflow": overflow, "illegal_action": False, "illegal_action_id": -1}
 
     # -- step --------------------------------------------------------------------------------------------------------
     def step(self, action: int | None) -> None:
@@ -597,6 +635,7 @@ class raw_env(AECEnv, EzPickle):
         msg = f"{agent}: action {action!r}{text} is illegal: {reason}"
         if self.illegal_action == "raise":
             raise IllegalActionError(msg)
+        self.illegal_reason = msg
         seat = self.agent_name_mapping[agent]
         self._cumulative_rewards[agent] = 0.0
         for p, name in enumerate(self.possible_agents):
@@ -606,7 +645,8 @@ class raw_env(AECEnv, EzPickle):
             if p % self._S != seat % self._S:
                 self.rewards[name] = -self.illegal_reward / (self._S - 1)
         self._terminate((seat + 1) % self._P)
-        self.infos[agent]["illegal_action"] = msg
+        self.infos[agent]["illegal_action"] = True  # numbers only (TorchRL); the text is self.illegal_reason
+        self.infos[agent]["illegal_action_id"] = action_id_of(action, self.num_actions)
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
@@ -626,8 +666,8 @@ class raw_env(AECEnv, EzPickle):
     # -- observe -----------------------------------------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The observation of ``agent`` (fresh arrays): ``observation`` float32[D], ``action_mask`` int8[A] (zeros
-        unless ``agent`` is to move), ``moves`` int8[A, 56] (padding unless ``agent`` is to move; left out when
-        ``with_moves`` is False)."""
+        unless ``agent`` is to move) and, with ``with_moves=True`` only, ``moves`` int8[A, 56] (padding unless
+        ``agent`` is to move)."""
         p = self.agent_name_mapping[agent]
         acting = p == self._seat
         out = np.empty((1, self._layout.width), dtype=np.float32)
@@ -748,4 +788,4 @@ class raw_env(AECEnv, EzPickle):
 
 
 __all__ = ["ILLEGAL_ACTIONS", "OBSERVATION_KEYS", "RENDER_MODES", "ActionTextError", "IllegalActionError",
-           "deal_points_bound", "env", "raw_env", "resolve_illegal_reward"]
+           "action_id_of", "deal_points_bound", "env", "raw_env", "resolve_illegal_reward"]

@@ -398,7 +398,8 @@ def _aec_play(rules: RuleSet, encoding: str, episodes: int, seed: int, check: bo
     where0 = f"{_name(rules)} AEC env ({encoding})"
     P, S = rules.num_players, rules.num_sides
     D = obs_size(P, S)
-    e = make_env(rules=rules, action_encoding=encoding, mask_in_info=True)  # the infos' masks are checked too
+    # the infos' masks and the move table are checked too; a legal move refused would raise, not end the game
+    e = make_env(rules=rules, action_encoding=encoding, mask_in_info=True, with_moves=True, illegal_action="raise")
     raw = e.unwrapped
     A = raw.num_actions
     rng = np.random.default_rng(seed + 2)
@@ -476,7 +477,7 @@ def _same_as_vector(rules: RuleSet, seed: int, actions: list[int], where: str) -
     from .aec import raw_env
     from .vector import CassinoVectorEnv
 
-    e = raw_env(rules=rules)
+    e = raw_env(rules=rules, illegal_action="raise")
     e.reset(seed=seed * 1000)
     v = CassinoVectorEnv(num_envs=1, rules=rules, seed=seed * 1000)
     vobs, _ = v.reset()

@@ -11,14 +11,16 @@ MultiDiscrete([M] * B)``, ``metadata["autoreset_mode"]`` and ``reset(seed=..., o
 ``step(actions) -> (obs, rewards, terminations, truncations, infos)``, so Gymnasium's vector wrappers and
 CleanRL-style loops take it. (Stable-Baselines3 has a VecEnv class of its own: it takes a Gymnasium vector env only
 through an adapter.) Only a legal move may be played: sample actions with the mask,
-``env.single_action_space.sample(mask=obs["action_mask"][b])``. ``obs["observation"]`` is a buffer that the next
-step overwrites (the trainer copies it into its rollout at once): copy it to keep it.
+``env.single_action_space.sample(mask=obs["action_mask"][b])``.
 
-**Copies.** By default (``copy=True``, as Gymnasium's vector envs) every other array returned is fresh.
-``CassinoVectorEnv(..., copy=False)`` returns read-only views instead (observations, public view, rewards,
-terminations, truncations and ``info["result"]``): of the env's buffers and of its state's arrays, overwritten in
-place by the next ``step()`` (and replaced by ``reset()``), some not contiguous; same shapes, dtypes and values.
-That is the fastest path (no copy of the B x M move tables each step; ``cassino bench --engine vector`` times it).
+**Copies.** By default (``copy=True``, Gymnasium's contract for vector envs) every array returned is fresh and the
+caller's: no later ``step()`` or ``reset()`` writes into it, so a stored ``(obs, next_obs)`` pair holds two
+observations. ``CassinoVectorEnv(..., copy=False)`` returns views instead that alias the env's buffers and its
+state's arrays (observations, public view, rewards, terminations, truncations and ``info["result"]``): overwritten
+in place by the next ``step()`` (and replaced by ``reset()``), some not contiguous, all read-only except
+``obs["observation"]`` (the encoder's buffer, writable); same shapes, dtypes and values. Copy what you keep. That is
+the fastest path (no copy of the observations and the B x M move tables each step; ``cassino bench --engine vector``
+times it).
 Either way a step is one numba call (:mod:`cassino_env._vector_kernels`): check the actions, play them, list the
 next moves, encode the observation, the mask and the public view, and report.
 
@@ -220,12 +222,13 @@ class CassinoVectorEnv(VectorEnv):
             (:func:`cassino_env.obs.public_view`), for bots and search agents.
         reward_seat: None (the default): ``rewards`` float32[B, P], every seat's; a seat p: float32[B], seat p's
             only, Gymnasium's ``(num_envs,)`` shape (module docstring, "Whose rewards").
-        copy: True (the default, as Gymnasium's vector envs): :meth:`step` and :meth:`observe` return fresh arrays
-            (except ``obs["observation"]``, always a reused buffer). False: every array they return (observations,
-            the public view, rewards, terminations, truncations, ``info["result"]``'s fields) is a read-only view
-            of a buffer of the env or of its state that the next :meth:`step` (or :meth:`reset`) overwrites, some
-            of them not contiguous; same shapes, dtypes and values. Copy what you keep. This skips the copies
-            (the move tables alone are 11 bytes per move slot per game) and is the fastest way to step.
+        copy: True (the default, Gymnasium's contract): :meth:`step`, :meth:`reset` and :meth:`observe` return
+            fresh arrays, the caller's, that no later call writes into. False: every array they return
+            (observations, the public view, rewards, terminations, truncations, ``info["result"]``'s fields) is a
+            view of a buffer of the env or of its state that the next :meth:`step` (or :meth:`reset`) overwrites,
+            some of them not contiguous, read-only except ``obs["observation"]``; same shapes, dtypes and values.
+            Copy what you keep. This skips the copies (the move tables alone are 11 bytes per move slot per game)
+            and is the fastest way to step.
         blocks: the observation's blocks, in order (:mod:`cassino_env.obs`; None: ``DEFAULT_BLOCKS``, the fused
             step as it always was). Another list may leave blocks out, reorder them or add registered ones.
 
@@ -234,7 +237,8 @@ class CassinoVectorEnv(VectorEnv):
         single_action_space, action_space: ``Discrete(M)`` / ``MultiDiscrete([M] * B)`` (move indices; only those
             with ``action_mask == 1`` are legal).
         metadata: ``{"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}``.
-        copy: the constructor's ``copy`` (False: :meth:`step` and :meth:`observe` return read-only views).
+        copy: the constructor's ``copy`` (False: :meth:`step` and :meth:`observe` return views that the next step
+            overwrites).
         obs_blocks: the observation's block names (the constructor's ``blocks``); ``obs_size`` its length D.
 
     Raises:
@@ -326,9 +330,8 @@ class CassinoVectorEnv(VectorEnv):
         return self.observe(), {}
 
     def observe(self) -> dict[str, np.ndarray]:
-        """The current observations (see the module docstring); arrays are fresh copies except ``observation``,
-        which is a reused buffer overwritten by the next call (with ``copy=False``: read-only views that the next
-        step overwrites, the constructor's ``copy``)."""
+        """The current observations (see the module docstring): fresh arrays (with ``copy=False``: views that the
+        next step overwrites, the constructor's ``copy``)."""
         self._require_state()
         self._run(False, self._no_actions)
         return self._obs_out()
@@ -340,7 +343,7 @@ class CassinoVectorEnv(VectorEnv):
             if self.with_view:
                 out["view"] = dict(views["view"])
             return out
-        out = {k: (v if k == "observation" else v.copy()) for k, v in views.items() if k != "view"}
+        out = {k: v.copy() for k, v in views.items() if k != "view"}
         if self.with_view:
             out["view"] = {k: v.copy() for k, v in views["view"].items()}
         return out
@@ -354,8 +357,9 @@ class CassinoVectorEnv(VectorEnv):
             with ``reward_seat``; ``info`` holds the core's ``StepResult`` under ``"result"`` (deal tallies, match
             ends, the actor).
 
-            With ``copy=False`` every array (``info["result"]``'s too) is a read-only view that the next step
-            overwrites (the constructor's ``copy``).
+            With ``copy=True`` (the default) every array is fresh, the caller's; with ``copy=False`` every array
+            (``info["result"]``'s too) is a view that the next step overwrites, read-only except
+            ``obs["observation"]`` (the constructor's ``copy``).
 
         Raises:
             cassino_env.core.ActionIndexError: an index that is not a listed move, or ``actions`` not an integer

@@ -107,7 +107,8 @@ def test_env_shape_and_metadata():
     space = raw.observation_space("player_0")
     assert space["observation"].shape == (obs_size(3, 3),)
     assert space["action_mask"].dtype == np.int8
-    assert space["moves"].shape == (MAX_MOVES, 56)
+    assert set(space.spaces) == {"observation", "action_mask"}  # PettingZoo's classic two keys by default
+    assert raw_env(with_moves=True).observation_space("player_0")["moves"].shape == (MAX_MOVES, 56)
     with pytest.raises(AttributeError):
         _ = e.agents  # before reset, as PettingZoo's OrderEnforcingWrapper
     e.reset(seed=1)
@@ -205,7 +206,8 @@ def test_unseeded_resets_differ_and_never_touch_global_rng():
 @pytest.mark.parametrize("share", SWEEP)
 def test_hundreds_of_episodes_keep_the_contract(preset, n, share):
     """Episodes end by termination only, in one deal; masks, infos and move rows agree; rewards are zero-sum."""
-    e = cassino_env.env(rules=preset, num_players=n, mask_in_info=True)  # the infos' masks are checked too
+    # the infos' masks and the move table are checked too
+    e = cassino_env.env(rules=preset, num_players=n, mask_in_info=True, with_moves=True)
     raw = e.unwrapped
     rnd = random.Random(n)
     S = raw.rules.num_sides
@@ -316,7 +318,7 @@ def test_win_reward_pays_at_the_end_of_a_match(preset, n):
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_illegal_action_raises_naming_action_and_reason(encoding):
-    e = cassino_env.env(num_players=2, action_encoding=encoding)
+    e = cassino_env.env(num_players=2, action_encoding=encoding, illegal_action="raise")
     e.reset(seed=0)
     raw = e.unwrapped
     before = raw.position()
@@ -336,7 +338,7 @@ def test_illegal_action_raises_naming_action_and_reason(encoding):
 
 
 def test_card_value_illegal_reason_names_the_card():
-    e = raw_env(num_players=2, action_encoding="card_value")
+    e = raw_env(num_players=2, action_encoding="card_value", illegal_action="raise")
     e.reset(seed=0)
     hand = e.position()["hands"][0]
     missing = next(c for c in range(52) if c not in hand)
@@ -356,7 +358,9 @@ def test_illegal_action_terminate_mode(reward):
     assert not any(e.truncations.values())
     # the offender's side pays, the other side gets the opposite: zero-sum (the other side got 0.0)
     assert e.rewards == {"player_0": 2.5, "player_1": -2.5, "player_2": 2.5, "player_3": -2.5}
-    assert "illegal" in e.infos["player_1"]["illegal_action"]
+    assert e.infos["player_1"]["illegal_action"] is True and e.infos["player_1"]["illegal_action_id"] == MAX_MOVES - 1
+    assert e.infos["player_0"]["illegal_action"] is False and e.infos["player_0"]["illegal_action_id"] == -1
+    assert "player_1: action 511" in e.unwrapped.illegal_reason and "is illegal" in e.unwrapped.illegal_reason
     total = _play_episode(e, random.Random(0))
     assert total == {"player_0": 2.5, "player_1": -2.5, "player_2": 2.5, "player_3": -2.5}
     assert not e.agents
@@ -368,7 +372,7 @@ def test_illegal_action_terminate_mode(reward):
 
 
 def _position_env(encoding: str, hands, loose=(), builds=(), to_move=0, **kw) -> raw_env:
-    e = raw_env(num_players=len(hands), action_encoding=encoding, **kw)
+    e = raw_env(num_players=len(hands), action_encoding=encoding, with_moves=True, **kw)
     e.reset(options={"position": {"hands": [[card_id(c) for c in h] for h in hands],
                                   "loose": [card_id(c) for c in loose],
                                   "builds": [([card_id(c) for c in cs], v, o) for cs, v, o in builds],
@@ -397,7 +401,7 @@ def test_card_value_picks_most_cards_then_canonical_first():
 def test_card_value_mask_matches_listed_moves(preset, n):
     """Every listed move of every preset has a card_value id (aces as 14, numeric courts, builds to 14)."""
     rnd = random.Random(0)
-    e = raw_env(rules=preset, num_players=n, action_encoding="card_value")
+    e = raw_env(rules=preset, num_players=n, action_encoding="card_value", with_moves=True)
     for seed in range(40 if preset == "classic" else 15):
         e.reset(seed=seed)
         for _ in range(rnd.randrange(30)):
@@ -470,8 +474,8 @@ def test_overflow_is_flagged_and_keeps_the_first_moves():
 @pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_observation_is_unchanged_when_hidden_cards_are_permuted(preset, n, encoding):
     rnd = random.Random(n)
-    e = raw_env(rules=preset, num_players=n, action_encoding=encoding)
-    other = raw_env(rules=preset, num_players=n, action_encoding=encoding)
+    e = raw_env(rules=preset, num_players=n, action_encoding=encoding, with_moves=True)
+    other = raw_env(rules=preset, num_players=n, action_encoding=encoding, with_moves=True)
     changed_state = 0
     for seed in range(12):
         e.reset(seed=seed)
@@ -538,7 +542,7 @@ def test_render_ansi_and_human(capsys):
 @pytest.mark.parametrize(("preset", "n"), PRESET_PLAYERS, ids=PRESET_IDS)
 def test_aec_and_vector_envs_play_identical_games(preset, n, episode, reward):
     for seed in (0, 11):
-        e = cassino_env.env(rules=preset, num_players=n, episode=episode, reward=reward)
+        e = cassino_env.env(rules=preset, num_players=n, episode=episode, reward=reward, with_moves=True)
         raw = e.unwrapped
         v = CassinoVectorEnv(1, rules=preset, num_players=n, seed=seed, episode=episode, reward=reward)
         vobs, _ = v.reset()

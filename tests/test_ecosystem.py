@@ -116,7 +116,7 @@ def test_the_aec_infos_hold_no_mask_by_default_and_the_option_stays():
         e.reset(seed=1)
     _, _, _, _, info = plain.last()
     _, _, _, _, info2 = with_info.last()
-    assert "action_mask" not in info and set(info) == {"overflow"}
+    assert "action_mask" not in info and set(info) == {"overflow", "illegal_action", "illegal_action_id"}
     np.testing.assert_array_equal(info2["action_mask"], with_info.last()[0]["action_mask"])
 
 
@@ -160,7 +160,7 @@ def test_an_illegal_move_costs_more_than_the_worst_deal():
         worst = min(worst, total)
     obs, _ = env.reset(seed=0)
     _, illegal, done, _, info = env.step(int(np.flatnonzero(env.action_masks() == 0)[0]))
-    assert done and "illegal" in info["illegal_action"]
+    assert done and info["illegal_action"] is True and "illegal" in env.illegal_reason
     assert illegal == -deal_points_bound(env.rules) <= -11 < worst  # classic: 11 points a deal besides sweeps
 
 

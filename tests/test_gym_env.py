@@ -186,7 +186,9 @@ def test_illegal_actions_terminate_or_raise():
     obs, _ = env.reset(seed=0)
     illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
     obs, reward, done, _, info = env.step(illegal)
-    assert (reward, done) == (-35.0, True) and "illegal" in info["illegal_action"]  # -deal_points_bound(classic)
+    assert (reward, done) == (-35.0, True)  # -deal_points_bound(classic)
+    assert info["illegal_action"] is True and info["illegal_action_id"] == illegal  # numbers, as the AEC env's
+    assert "seat 0" in env.illegal_reason and "is illegal" in env.illegal_reason
     assert not env.action_masks().any()
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
@@ -269,9 +271,10 @@ def test_move_action_maps_a_move_index_to_its_card_value_id():
 
 
 def test_aec_adapter_options_mask_in_info_and_with_moves():
-    plain = cassino_env.env(mask_in_info=True)
-    lean = cassino_env.env(with_moves=False)  # mask_in_info=False is the default
+    plain = cassino_env.env(mask_in_info=True, with_moves=True)
+    lean = cassino_env.env()  # mask_in_info=False and with_moves=False are the defaults
     assert "moves" not in lean.observation_space("player_0").spaces
+    assert "moves" in plain.observation_space("player_0").spaces
     for e in (plain, lean):
         e.reset(seed=6)
     rng = np.random.default_rng(0)
@@ -285,7 +288,7 @@ def test_aec_adapter_options_mask_in_info_and_with_moves():
         a = None if terminated else int(rng.choice(np.flatnonzero(obs["action_mask"])))
         lean.step(a)
         plain.step(a)
-    for kw in ({"mask_in_info": True}, {"with_moves": False}):
+    for kw in ({"mask_in_info": True}, {"with_moves": True}):  # the defaults: test_aec.py
         api_test(cassino_env.env(**kw), num_cycles=200)
 
 

@@ -111,7 +111,7 @@ def test_cicera_observation_hand_sizes_and_in_play_points_in_the_aec_env():
 def test_an_ace_captures_as_14_in_both_encodings(preset):
     hands = [ids("AS", "3D"), ids("2C")]
     pos = {"hands": hands, "loose": ids("10H", "4C", "KD"), "to_move": 0}
-    e = raw_env(rules=preset, action_encoding="card_value")
+    e = raw_env(rules=preset, action_encoding="card_value", with_moves=True)
     e.reset(options={"position": pos})
     a = card_value_id(core.CAPTURE, card_id("AS"), 14)
     assert a == CV_ACE_HIGH0 + 3

@@ -3,10 +3,11 @@
     pip install -e ".[torchrl]"
     python -m train.example_torchrl --frames 20000
 
-TorchRL's ``PettingZooWrapper(env, use_mask=True)`` wraps the AEC env as it is, made with two adapter options
-(``cassino_env.aec``, Arguments): ``mask_in_info=False`` keeps the mask only in the observation (as PettingZoo's
-classic games do; with the mask in both places the wrapper fails on ``reset``), and ``with_moves=False`` leaves out
-the ``moves`` block, which the wrapper would otherwise copy at every step (an (A, 56) array). Each seat is a group
+TorchRL's ``PettingZooWrapper(env, use_mask=True)`` wraps the AEC env as it is, whose defaults are what it needs
+(``cassino_env.aec``, Arguments; spelled out below): ``mask_in_info=False`` keeps the mask only in the observation
+(as PettingZoo's classic games do; with the mask in both places the wrapper fails on ``reset``), and
+``with_moves=False`` leaves out the ``moves`` block, which the wrapper would otherwise copy at every step (an
+(A, 56) array). Each seat is a group
 of one agent; one network plays both (masked softmax over the 524 ``card_value`` ids, ``MaskedCategorical``), and
 its turns are the steps where the group's ``mask`` is set.
 
