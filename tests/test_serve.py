@@ -68,7 +68,7 @@ def test_a_whole_deal_replays_with_the_shown_score(client: TestClient, preset: s
                                         "seed": 12345, "play": "deal"})
     assert r.status_code == 201, r.text
     game = r.json()
-    assert game["names"][seat] == "you" and game["seed"] == 12345
+    assert game["names"][seat] == "you" and game["seed"] is None and game["seed_text"] is None  # hidden in play
     pos = game["position"]
     assert [h is None for h in pos["hands"]] == [p != seat for p in range(players)]  # only your hand is shown
     assert pos["hand_counts"][seat] == len(pos["hands"][seat]) > 0
@@ -76,6 +76,7 @@ def test_a_whole_deal_replays_with_the_shown_score(client: TestClient, preset: s
         assert game["names"][(seat + 2) % 4] == f"{opponent} (your partner)"
     game = play_out(client, game, pick=1)
     assert game["status"] == "game_over" and game["moves"] == []
+    assert game["seed"] == 12345 and game["seed_text"] == "12345"  # shown once the game is over
     rec = client.get(f"/api/games/{game['id']}/record")
     assert rec.status_code == 200 and rec.headers["content-type"].startswith("application/jsonl")
     record = json.loads(rec.text)
@@ -110,14 +111,14 @@ def test_network_probabilities(client: TestClient) -> None:
     game = client.post("/api/games", json={"opponent": "pretrained:classic", "seed": 3, "seat": 1,
                                            "play": "deal"}).json()
     assert game["network"] is True and game["status"] == "agent_turn"
-    p = client.get(f"/api/games/{game['id']}/probabilities").json()
-    assert p["seat"] == 0 and len(p["probabilities"]) == len(p["moves"]) > 0
-    assert sum(p["probabilities"]) == pytest.approx(1.0, abs=1e-5)
+    # on the agent's turn its probabilities would list its moves, and so the cards of its hand: refused
+    r = client.get(f"/api/games/{game['id']}/probabilities")
+    assert r.status_code == 400 and r.json()["error"].startswith("probabilities: only on your turn")
     step = client.post(f"/api/games/{game['id']}/step", json={"probabilities": True}).json()
     last = step["last"]
-    assert last["probabilities"] == pytest.approx(p["probabilities"])
-    best = max(range(len(last["probabilities"])), key=last["probabilities"].__getitem__)
-    assert last["chosen"] == best and last["move"] == last["options"][best]["move"]  # it plays its likeliest move
+    assert set(last) == {"seat", "text", "move", "probability"}  # the move played, and nothing of the others
+    assert 0.0 < last["probability"] <= 1.0
+    assert last["move"] == step["log"][-1]["move"] and last["seat"] == 0
     # on your turn: what the network would play in your seat
     mine = client.get(f"/api/games/{game['id']}/probabilities").json()
     assert mine["seat"] == 1 and [m["move"] for m in mine["moves"]] == [m["move"] for m in step["moves"]]

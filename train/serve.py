@@ -11,8 +11,8 @@ printed address. Two pages in one:
   (your partner too, in partnerships). The page shows the table, the builds with their values and owners, your
   hand and the legal moves to click (the environment's list, as ``cassino play`` offers it); the agents' moves
   come one at a time; each deal ends with its score item by item (docs/rules.md 5). For a network agent the page
-  shows, on request, its move probabilities: for the move it is about to play, or as a hint on your turn.
-  Every game is kept as a game record (docs/records.md) to download.
+  shows, on request, the probability it gave the move it played, or as a hint on your turn its probabilities over
+  your moves. Every game is kept as a game record (docs/records.md), to download when the game is over.
 * **Replay**: open a game-record file (``cassino eval --save-games``, or a record downloaded from Play) and step
   through any of its games move by move, every hand face up, each deal's tally at its end.
 
@@ -27,13 +27,16 @@ request                                     answer
 ``GET /api/options``                        presets with their player counts, agent specs, the default game
 ``POST /api/games``                         start a game: ``{"preset", "num_players", "opponent", "seat", "seed",
                                             "play": "deal" | "match"}`` (all optional; no seed: a random one
-                                            below 2**32); its state (201)
-``GET /api/games/{id}``                     the game's state, as the player at ``seat`` sees it
+                                            below 2**63, too many to try against the cards seen); its state (201)
+``GET /api/games/{id}``                     the game's state, as the player at ``seat`` sees it (``"seed": null``
+                                            until the game is over); answered at once, even during a search
 ``POST /api/games/{id}/move``               ``{"index": i}``: play your legal move ``i``
-``POST /api/games/{id}/step``               ``{"probabilities": bool}``: the agent to move plays one move
+``POST /api/games/{id}/step``               ``{"probabilities": bool}``: the agent to move plays one move (with
+                                            ``probabilities``, ``last.probability``: the one of the move played)
 ``POST /api/games/{id}/next``               deal the match's next deal after a deal's score was shown
-``GET /api/games/{id}/probabilities``       the network agent's probabilities over the legal moves now
-``GET /api/games/{id}/record``              the game's record (docs/records.md), as a one-line JSON Lines file
+``GET /api/games/{id}/probabilities``       on your turn, the network agent's probabilities over your moves
+``GET /api/games/{id}/record``              the game's record (docs/records.md), as a one-line JSON Lines file,
+                                            once the game is over (409 before: it holds the seed)
 ``POST /api/records``                       a JSON Lines body: its games listed (fields checked)
 ``GET /api/records/{id}/{game}``            game ``game`` (from 1) replayed: every position, move and tally
 ==========================================  ===========================================================================
@@ -46,6 +49,29 @@ sends (its ``Origin`` is not this server) with 403, and one whose ``Host`` heade
 served (DNS rebinding: another site's name that resolves to this machine, :func:`host_allowed`) with 403 too. A step
 beyond :data:`MAX_MOVES_IN_FLIGHT` agent moves being computed is answered 503 at once (``Retry-After: 1``), and an
 agent (one the operator allowed) that returns something other than a listed move index with 500, naming it.
+
+Bounds (docs/web.md lists them too):
+
+* **Request bodies**: a JSON request up to :data:`MAX_JSON_BYTES` (64 KiB), a record file up to
+  :data:`MAX_RECORDS_BYTES` (64 MiB): a larger ``Content-Length`` is answered 413 before the body is read, and a body
+  that grows past the limit while it is read is answered 413 at that point (the connection closed, the rest not
+  read). At most :data:`MAX_UPLOADS` (2) record files are received and checked at once (one more: 503, its body
+  read and dropped, never kept), and
+  the files kept for the viewer hold at most :data:`MAX_RECORD_TEXT_KEPT` (128 MiB) of text, so
+  uploads take at most about 0.6 GB however many are sent.
+* **Part-sent requests**: a request whose headers or body stop arriving for :data:`READ_IDLE_SECONDS` (10 s), or are
+  not all in within :data:`READ_TOTAL_SECONDS` (60 s), is dropped (the connection closed; :func:`read_timeout_protocol`
+  under ``cassino serve``, and inside the app for a body under any server: 408). At most :data:`MAX_CONNECTIONS` (128)
+  connections are served at once (uvicorn answers one more 503).
+* **Games**: at most :data:`MAX_GAMES` (64) kept; a new one makes room by forgetting finished games first, then games
+  untouched for :data:`GAME_IDLE_SECONDS` (10 minutes); a game in play is never dropped: with every
+  slot in play a new game is refused with 503 and a message saying so.
+* **Reads never wait on a search**: ``GET /api/games/{id}`` answers the state the game published after its last
+  move, at once, even while the agent's move is being searched; a change to a game while its agent's move is being
+  computed (a second step, a move) is answered 409 at once rather than waiting for the search.
+* **Hidden cards**: while a game is played its state has ``"seed": null`` (the seed gives every hand), its record is
+  refused (409: it holds the seed), and the agent's move probabilities are given only for the move it played (its
+  other moves would show its hand); once the game is over, the state carries the seed and the record is served.
 """
 
 from __future__ import annotations
@@ -59,9 +85,12 @@ from typing import Any
 
 from cassino_env.errors import excerpt
 from cassino_env.rules import PRESETS
+from train.serve_state import GAME_IDLE_SECONDS as GAME_IDLE_SECONDS
 from train.serve_state import MAX_GAMES as MAX_GAMES
 from train.serve_state import MAX_MOVES_IN_FLIGHT as MAX_MOVES_IN_FLIGHT
 from train.serve_state import MAX_RECORD_FILES as MAX_RECORD_FILES
+from train.serve_state import MAX_RECORD_TEXT_KEPT as MAX_RECORD_TEXT_KEPT
+from train.serve_state import MAX_UPLOADS as MAX_UPLOADS
 from train.serve_state import MAX_VIEWER_DEALS as MAX_VIEWER_DEALS
 from train.serve_state import MAX_WEB_SIMULATIONS as MAX_WEB_SIMULATIONS
 from train.serve_state import PLAYS as PLAYS
@@ -74,6 +103,17 @@ WEB_DIR = Path(__file__).resolve().parent / "web"
 #: Largest request body accepted: a JSON request, and a game-record file for the viewer (bytes).
 MAX_JSON_BYTES = 64 * 1024
 MAX_RECORDS_BYTES = 64 * 1024 * 1024
+#: A request whose headers or body stop arriving for this long (seconds) is dropped (:func:`read_timeout_protocol`;
+#: in the app, a body: 408).
+READ_IDLE_SECONDS = 10.0
+#: A request's headers and body must all arrive within this long (seconds) from its first byte (64 MiB at about
+#: 1 MB/s), else it is dropped.
+READ_TOTAL_SECONDS = 60.0
+#: The most connections served at once (uvicorn's ``limit_concurrency``: one more is answered 503).
+MAX_CONNECTIONS = 128
+#: How long a change to a game (a move, the next deal) waits for another quick change to the same game to finish;
+#: a change while the agent's move is being computed is answered 409 at once.
+GAME_BUSY_WAIT_SECONDS = 2.0
 #: Host names that always name this machine's loopback addresses.
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -140,32 +180,56 @@ def _is_loopback(host: str) -> bool:
 
 def create_app(server: Server | None = None) -> Any:
     """The Starlette app (the page, its static files and the JSON API of the module docstring)."""
+    import anyio
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.responses import FileResponse, JSONResponse, Response
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
     state = server or Server()
 
-    async def body_of(request: Request, limit: int = MAX_JSON_BYTES) -> bytes:
+    def check_body(request: Request, limit: int) -> None:
+        """Refuse a body before reading it: another site's page (403), a ``Content-Length`` over ``limit`` (413)."""
         origin = request.headers.get("origin")
         if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
             # a page of another site posting to this local server (the browser says so): refused
             raise RequestError(f"origin: requests from {excerpt(origin)} are refused; use the page this server "
-                               "serves", 403)
+                               "serves", 403, close=True)
         size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > limit:
-            raise RequestError(f"body: larger than {limit} bytes", 413)
-        chunks, total = [], 0
-        async for chunk in request.stream():
-            total += len(chunk)
-            if total > limit:
-                raise RequestError(f"body: larger than {limit} bytes", 413)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        if size is not None and size.strip().isdigit() and int(size) > limit:
+            raise RequestError(f"body: larger than {limit} bytes (Content-Length {excerpt(size.strip(), 40)})", 413,
+                               close=True)
+
+    async def body_of(request: Request, limit: int = MAX_JSON_BYTES, keep: bool = True) -> bytearray:
+        """The request's body: at most ``limit`` bytes (413 as soon as it grows past them), each part within
+        :data:`READ_IDLE_SECONDS` of the last and all of it within :data:`READ_TOTAL_SECONDS` (408). ``keep=False``
+        reads it and drops each part (a body to refuse, so the client, having sent it, reads the answer)."""
+        check_body(request, limit)
+        body, size = bytearray(), 0
+        stream = request.stream().__aiter__()
+        try:
+            with anyio.fail_after(READ_TOTAL_SECONDS):
+                while True:
+                    with anyio.fail_after(READ_IDLE_SECONDS):
+                        try:
+                            chunk = await stream.__anext__()
+                        except StopAsyncIteration:
+                            break
+                    size += len(chunk)
+                    if keep:
+                        body += chunk
+                    if size > limit:
+                        raise RequestError(f"body: larger than {limit} bytes", 413, close=True)
+        except TimeoutError:
+            raise RequestError(f"body: not received in time (a request must arrive within {READ_TOTAL_SECONDS:g} s, "
+                               f"with no pause of {READ_IDLE_SECONDS:g} s)", 408, close=True) from None
+        except ClientDisconnect:  # nobody to answer; a short line, not a traceback in the server's log
+            raise RequestError("body: the client closed the connection before sending all of it", 400,
+                               close=True) from None
+        return body
 
     async def json_body(request: Request) -> dict[str, Any]:
         raw = await body_of(request)
@@ -182,11 +246,22 @@ def create_app(server: Server | None = None) -> Any:
                 raise RequestError(f"{field_name(k)}: unknown field; fields are {', '.join(fields) or 'none'}")
 
     async def locked(game: LiveGame, fn: Any, *args: Any) -> Any:
-        def run() -> Any:
-            with game.lock:
-                return fn(*args)
-
-        return await run_in_threadpool(run)
+        """``fn(*args)`` in a worker thread, under the game's lock. The lock is waited for here, in the event loop,
+        holding no thread (a thread per waiting request once kept even ``POST /api/games`` waiting 22 s behind 8
+        searches); a game whose agent's move is being computed answers 409 at once, and a game busy with a quick
+        change for over :data:`GAME_BUSY_WAIT_SECONDS` too."""
+        waited = 0.0
+        while not game.lock.acquire(blocking=False):
+            if game.searching or waited >= GAME_BUSY_WAIT_SECONDS:
+                raise RequestError(f"game: busy: {'the agent' if game.searching else 'another request'} is moving in "
+                                   "this game; try again when it has played (GET /api/games/{id} answers at once)",
+                                   409)
+            await anyio.sleep(0.005)
+            waited += 0.005
+        try:
+            return await run_in_threadpool(fn, *args)
+        finally:
+            game.lock.release()
 
     async def index(request: Request) -> Response:
         return FileResponse(WEB_DIR / "index.html")
@@ -206,11 +281,11 @@ def create_app(server: Server | None = None) -> Any:
     async def new_game(request: Request) -> Response:
         body = await json_body(request)
         game = await run_in_threadpool(state.start, body)
-        return JSONResponse(await locked(game, game.state), status_code=201)
+        return JSONResponse(game.snapshot, status_code=201)
 
     async def get_game(request: Request) -> Response:
-        game = state.game(request.path_params["gid"])
-        return JSONResponse(await locked(game, game.state))
+        # the state published after the game's last change: no lock, no thread, whatever search is running
+        return JSONResponse(state.game(request.path_params["gid"]).snapshot)
 
     async def move(request: Request) -> Response:
         game = state.game(request.path_params["gid"])
@@ -246,17 +321,26 @@ def create_app(server: Server | None = None) -> Any:
 
     async def record(request: Request) -> Response:
         game = state.game(request.path_params["gid"])
-        rec = await locked(game, lambda: json.dumps(game.record, separators=(",", ":")))
+        rec = game.record_text()  # once the game is over (published with its last state); 409 before
         return Response(rec + "\n", media_type="application/jsonl",
                         headers={"Content-Disposition": f'attachment; filename="cassino-{game.id}.jsonl"'})
 
     async def open_records(request: Request) -> Response:
-        raw = await body_of(request, MAX_RECORDS_BYTES)
+        check_body(request, MAX_RECORDS_BYTES)
+        if not state.uploads.acquire(blocking=False):  # refused without waiting; the body read and dropped
+            await body_of(request, MAX_RECORDS_BYTES, keep=False)
+            raise RequestError(f"body: the server is reading {state.max_uploads} record files already; try again in "
+                               "a moment", 503)
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RequestError(f"body: not UTF-8 text: {exc}") from None
-        rid, listed = await run_in_threadpool(state.open_records, text)
+            raw = await body_of(request, MAX_RECORDS_BYTES)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RequestError(f"body: not UTF-8 text: {exc}") from None
+            del raw  # the text alone while the file is checked
+            rid, listed = await run_in_threadpool(state.open_records, text)
+        finally:
+            state.uploads.release()
         return JSONResponse({"id": rid, "games": listed}, status_code=201)
 
     async def replayed(request: Request) -> Response:
@@ -268,8 +352,12 @@ def create_app(server: Server | None = None) -> Any:
 
     async def request_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestError)
-        return JSONResponse({"error": str(exc)}, status_code=exc.status,
-                            headers={"Retry-After": "1"} if exc.status == 503 else None)
+        headers = {}
+        if exc.retry_after:
+            headers["Retry-After"] = str(exc.retry_after)
+        if exc.close:  # a body refused unread (or cut short): the connection closes rather than take the rest of it
+            headers["Connection"] = "close"
+        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers or None)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -321,6 +409,62 @@ def free_port(host: str, port: int = 0) -> int:
         return int(s.getsockname()[1])
 
 
+def read_timeout_protocol(idle: float = READ_IDLE_SECONDS, total: float = READ_TOTAL_SECONDS) -> type:
+    """uvicorn's h11 protocol with a read timeout: a connection whose request (its headers, or a body the app is
+    reading) receives nothing for ``idle`` seconds, or has not all arrived ``total`` seconds after it began, is
+    closed (uvicorn itself waits for a part-sent request forever: 100 of them were all still open after 180 s).
+    Waiting for the app's answer (a search) is not timed; nor is a connection whose reading uvicorn paused."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class ReadTimeoutH11Protocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._read_since = self._heard_at = self.loop.time()
+            self._watch = self.loop.call_later(min(1.0, idle / 2), self._check_read)
+
+        def data_received(self, data: bytes) -> None:
+            self._heard_at = self.loop.time()
+            super().data_received(data)
+
+        def on_response_complete(self) -> None:
+            self._read_since = self._heard_at = self.loop.time()  # the next request's clock
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._watch.cancel()
+            super().connection_lost(exc)
+
+        def _reading(self) -> bool:
+            """Whether a request is arriving: its headers (no request under way), or a body still to come."""
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:
+                return True
+            return bool(cycle.more_body)
+
+        def _check_read(self) -> None:
+            if self.transport.is_closing():
+                return
+            now = self.loop.time()
+            if self.flow.read_paused or not self._reading():  # the app's turn: not the client's delay
+                self._read_since = self._heard_at = now
+            elif now - self._heard_at > idle or now - self._read_since > total:
+                self.transport.close()  # the app, if it is reading the body, is told the client left
+                return
+            self._watch = self.loop.call_later(min(1.0, idle / 2), self._check_read)
+
+    return ReadTimeoutH11Protocol
+
+
+def uvicorn_config(app: Any, host: str, port: int, *, idle: float = READ_IDLE_SECONDS,
+                   total: float = READ_TOTAL_SECONDS, max_connections: int = MAX_CONNECTIONS) -> Any:
+    """uvicorn's configuration for ``cassino serve``: the read timeouts of :func:`read_timeout_protocol` and at most
+    ``max_connections`` connections at once."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", http=read_timeout_protocol(idle, total),
+                          limit_concurrency=max_connections, timeout_keep_alive=5)
+
+
 def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...] = ()) -> int:
     """Serve the web app: play any agent in the browser, and step through game-record files.
 
@@ -368,7 +512,6 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
     print(f"Cassino is served at http://{shown}:{port}/  (Ctrl+C stops it)", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}: other machines can reach the server", file=sys.stderr)
-    config = uvicorn.Config(create_app(Server(allow_agent, served=(host, port))), host=host, port=port,
-                            log_level="warning")
+    config = uvicorn_config(create_app(Server(allow_agent, served=(host, port))), host, port)
     uvicorn.Server(config).run()
     return 0

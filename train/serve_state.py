@@ -5,6 +5,19 @@ one seat, an agent at every other) and shapes its state as JSON for the page; :f
 :func:`check_opponent` read a ``POST /api/games`` body and refuse an agent the server does not offer;
 :func:`parse_json` reads a request body. Every malformed request raises :class:`RequestError` (its status and
 message); :mod:`train.serve` holds the Starlette app and routes, the ``Host`` check and the command line.
+
+Limits (each a module constant, documented in docs/web.md):
+
+* **Games kept**: at most :data:`MAX_GAMES`. A new game makes room by forgetting a finished game first (the one
+  untouched longest), then a game nobody has touched for :data:`GAME_IDLE_SECONDS` (idle longest first); a game in
+  play (touched more recently) is never dropped: when every slot holds one, ``POST /api/games`` is answered 503 with
+  a message saying so.
+* **Reads do not wait on a search**: each game publishes its state (and, once it is over, its record) after every
+  change; ``GET /api/games/{id}`` answers that snapshot at once, even while the agent's move is being searched.
+* **Hidden cards stay hidden**: while a game is being played its state carries no seed (the deal's seed gives every
+  hand, :func:`train.records.deal_position`), its record (which holds the seed) is not served, and the agent's move
+  probabilities are only shown for the move it played (the list of its moves would show its hand). When the game is
+  over the seed and the record are served.
 """
 
 from __future__ import annotations
@@ -13,6 +26,7 @@ import itertools
 import json
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,13 +37,22 @@ from cassino_env.cards import card_text
 from cassino_env.errors import CassinoError, check_seed, excerpt
 from cassino_env.rules import RuleSet, make_rules
 
-#: Games kept in memory; starting one more forgets the oldest.
+#: Games kept in memory (a game against a network holds its own copy, some 8 MiB). Starting one more forgets a
+#: finished game, else one idle for :data:`GAME_IDLE_SECONDS`; when every game is in play, it is refused (503).
 MAX_GAMES = 64
+#: A game nobody has read or moved in for this long (seconds) may be forgotten to make room for a new one.
+GAME_IDLE_SECONDS = 10 * 60
 #: Record files kept in memory for the viewer; opening one more forgets the oldest.
 MAX_RECORD_FILES = 8
+#: The most text (characters) of the record files kept for the viewer, all together: opening one more forgets the
+#: oldest ones until it fits (the file just opened is always kept).
+MAX_RECORD_TEXT_KEPT = 128 * 1024 * 1024
 #: The most deals of one game the viewer replays (every position of every deal goes into one answer); a match to
 #: 21 plays a few deals, a session of three matches a few dozen. ``cassino replay FILE`` checks any game.
 MAX_VIEWER_DEALS = 1000
+#: A game started without a seed gets one drawn below this (every seed ``check_seed`` takes): from 2**32 seeds, the
+#: one that deals the cards a player sees could be found by trying each (minutes), and with it the hidden hands.
+RANDOM_SEEDS = 2**63
 #: What a game plays: one deal, or a match to the rules' target.
 PLAYS = ("deal", "match")
 #: The most simulations a ``pimc:N`` opponent may take per decision here (a larger one would hold the server for
@@ -39,14 +62,23 @@ MAX_WEB_SIMULATIONS = 20_000
 #: network's forward pass) computed at once; one more is answered 503 at once (it would hold one of the server's
 #: threads for as long, and 45 of them kept even ``POST /api/games`` waiting two minutes).
 MAX_MOVES_IN_FLIGHT = 8
+#: The most record files (``POST /api/records``, each up to :data:`train.serve.MAX_RECORDS_BYTES`) received and
+#: checked at once; one more is answered 503 (its body read and dropped, never kept). A file takes about three times
+#: its size while it is read (its bytes, its text, its lines), so 30 uploads of 60 MB at once took the server to 6 GB.
+MAX_UPLOADS = 2
 
 
 class RequestError(ValueError):
     """A malformed request: answered with ``status`` and ``{"error": message}``."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, *, retry_after: int | None = None,
+                 close: bool = False) -> None:
+        """``retry_after``: seconds for a ``Retry-After`` header (a 503 or 409 gets 1 unless told); ``close``: the
+        answer closes the connection (a body refused before it was read: the rest of it is not waited for)."""
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after if retry_after is not None or status not in (409, 503) else 1
+        self.close = close
 
 
 # --- the game state as the page sees it -------------------------------------------------------------------------------
@@ -155,7 +187,9 @@ class LiveGame:
             self.agent = make_agent(spec, rules)
         except ValueError as exc:  # AgentSpecError, CheckpointError: a bad request, naming the field
             raise RequestError(f"opponent: {exc}") from None
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # held by every change; reads answer the published snapshot instead
+        self.searching = False  # the agent's move is being computed (under the lock)
+        self.touched = time.monotonic()  # the last request for this game (Server.game)
         self.env = CassinoVectorEnv(1, rules, with_view=True)
         self.env.state = core.init(rules, np.array([seed], dtype=np.int64), max_moves=self.env.max_moves,
                                    prune=self.env.prune, auto_reset=False)
@@ -170,6 +204,34 @@ class LiveGame:
         self.score: dict[str, Any] | None = None  # the finished deal's score, until the next deal
         self.over = False
         self.winner: int | None = None
+        self.published: tuple[dict[str, Any], str | None] = ({}, None)
+        self.publish()
+
+    def publish(self) -> dict[str, Any]:
+        """Make the game's state now (and its record text, once the game is over) what reads answer (one
+        assignment: a reader sees the old pair or the new one, never half of each); returns the state."""
+        state = self.state()
+        record = json.dumps(self.record, separators=(",", ":")) if self.over else None
+        self.published = (state, record)
+        return state
+
+    @property
+    def snapshot(self) -> dict[str, Any]:
+        """The state published after the last change (:meth:`publish`): read without the game's lock."""
+        return self.published[0]
+
+    def record_text(self) -> str:
+        """The game's record as one line of JSON, once the game is over.
+
+        Raises:
+            RequestError: 409 while the game is being played: the record holds the seed, which gives every hand.
+        """
+        state, record = self.published
+        if record is None:
+            raise RequestError("record: the game is still being played; its record holds the deal's seed, from which "
+                               f"every hidden hand follows, so it is served when the game is over (now at "
+                               f"{state.get('status')})", 409, retry_after=0)
+        return record
 
     @property
     def to_move(self) -> int | None:
@@ -197,7 +259,8 @@ class LiveGame:
                                    o["move_cards"][0, i])} for i in range(n)]
 
     def state(self) -> dict[str, Any]:
-        """The game as the person sees it (their own hand only), for the page."""
+        """The game as the person sees it (their own hand only), for the page; the seed (from which every hand
+        follows) only once the game is over."""
         rules = self.rules
         status = self.status()
         pos = core_position(self.env.state, self.rules_value)
@@ -209,7 +272,8 @@ class LiveGame:
         return {
             "id": self.id, "preset": rules.preset, "rules": self.rules_value, "num_players": rules.num_players,
             "sides": [list(s) for s in rules.sides], "seat": self.seat, "names": self.names, "opponent": self.spec,
-            "play": self.play, "seed": self.seed, "seed_text": str(self.seed), "target": rules.target,
+            "play": self.play, "seed": self.seed if self.over else None,
+            "seed_text": str(self.seed) if self.over else None, "target": rules.target,
             "values": " · ".join(values) or None,
             "match": self.match + 1, "deal": self.deal + 1, "status": status,
             "position": view(pos, rules, {self.seat}),
@@ -266,31 +330,32 @@ class LiveGame:
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < n:
             raise RequestError(f"index: expected a listed move 0..{n - 1}, got {json.dumps(index)[:40]}")
         self._play(index)
-        return self.state()
+        return self.publish()
 
     def step(self, probabilities: bool = False) -> dict[str, Any]:
-        """The agent to move plays one move; with ``probabilities`` the answer's ``last`` holds the network's
-        probabilities over the moves it chose from (``moves``).
+        """The agent to move plays one move; with ``probabilities`` the answer's ``last["probability"]`` is the
+        network's probability of the move it played (None for an agent without a network). Its probabilities over
+        its other moves are not given: those moves would show the cards of its hand.
 
         Raises:
             RequestError: it is the person's turn, or the deal or game is over.
         """
         if self.status() != "agent_turn":
             raise RequestError(f"step: no agent is to move (the game is at {self.status()})")
-        probs = options = None
-        if probabilities:
-            probs = move_probabilities(self.agent, self.obs)
-            options = self.legal() if probs is not None else None
+        probs = move_probabilities(self.agent, self.obs) if probabilities else None
         from agents.base import AgentMoveError, one_move
 
+        self.searching = True
         try:
             action = one_move(self.agent.act(self.obs, self.rng), int(np.asarray(self.obs["action_mask"][0]).sum()),
                               self.spec)
         except AgentMoveError as exc:  # an agent the operator allowed returned 0.7, None, an array: the server's fault
             raise RequestError(f"opponent: {exc}", 500) from None
+        finally:
+            self.searching = False
         entry = self._play(action)
-        out = self.state()
-        out["last"] = {**entry, "probabilities": probs, "options": options, "chosen": action}
+        out = dict(self.publish())
+        out["last"] = {**entry, "probability": None if probs is None else probs[action]}
         return out
 
     def next_deal(self) -> dict[str, Any]:
@@ -307,16 +372,20 @@ class LiveGame:
         self.obs = self.env.observe()
         self.deal += 1
         self.moves, self.score = [], None
-        return self.state()
+        return self.publish()
 
     def probabilities(self) -> dict[str, Any]:
-        """The network agent's probabilities over the moves listed now (on your turn: what it would play for you).
+        """The network agent's probabilities over your moves listed now: what it would play in your seat.
 
         Raises:
-            RequestError: the agent has no network, or nobody is to move.
+            RequestError: the agent has no network, or it is not your turn (on an agent's turn its moves would show
+                the cards of its hand).
         """
         if self.to_move is None:
             raise RequestError("probabilities: nobody is to move")
+        if self.to_move != self.seat:
+            raise RequestError("probabilities: only on your turn (an agent's moves would show the cards in its "
+                               "hand)")
         probs = move_probabilities(self.agent, self.obs)
         if probs is None:
             raise RequestError(f"probabilities: agent {self.spec!r} is not a network agent (only checkpoint:PATH "
@@ -435,7 +504,9 @@ def game_options(body: Mapping[str, Any], allowed: tuple[str, ...] = ()) -> tupl
         raise RequestError(f"seat: expected a seat 0..{rules.num_players - 1}, got {seat}")
     seed = body.get("seed")
     try:
-        seed = secrets.randbelow(2**32) if seed is None else check_seed(seed)  # a random one short to retype
+        # a random one from all 2**63: below 2**32, trying every seed against the cards you see (a numba loop: minutes)
+        # would find the deal's, and with it every hidden hand
+        seed = secrets.randbelow(RANDOM_SEEDS) if seed is None else check_seed(seed)
     except CassinoError as exc:
         raise RequestError(str(exc)) from None
     play = "match" if body.get("play") is None else body["play"]
@@ -448,18 +519,26 @@ class Server:
     """The app's state: the games being played and the record files opened, each under a random id."""
 
     def __init__(self, allow: Sequence[str] = (), *, served: tuple[str, int] | None = None,
-                 max_moves_in_flight: int = MAX_MOVES_IN_FLIGHT) -> None:
+                 max_moves_in_flight: int = MAX_MOVES_IN_FLIGHT, max_games: int = MAX_GAMES,
+                 game_idle_seconds: float = GAME_IDLE_SECONDS, max_uploads: int = MAX_UPLOADS) -> None:
         """``allow``: agent specs offered besides the built-in ones (:func:`check_opponent`), as the operator
         names them at start-up (``cassino serve --allow-agent checkpoint:runs/x.pt``). ``served``: the address and
         port the server listens on; requests whose ``Host`` header names another host are refused
         (:func:`host_allowed`: DNS rebinding); None accepts any (an app mounted elsewhere, tests).
-        ``max_moves_in_flight``: agent moves computed at once (:data:`MAX_MOVES_IN_FLIGHT`); beyond it 503."""
+        ``max_moves_in_flight``: agent moves computed at once (:data:`MAX_MOVES_IN_FLIGHT`); beyond it 503.
+        ``max_games``, ``game_idle_seconds``: games kept, and how long untouched before one in play may be dropped
+        (:data:`MAX_GAMES`, :data:`GAME_IDLE_SECONDS`). ``max_uploads``: record files received at once
+        (:data:`MAX_UPLOADS`); beyond it 503."""
         self.allowed = tuple(s.strip() for s in allow)
         self.served = served
         self.max_moves_in_flight = int(max_moves_in_flight)
         self.moves_in_flight = threading.BoundedSemaphore(self.max_moves_in_flight)
+        self.max_games, self.game_idle_seconds = int(max_games), float(game_idle_seconds)
+        self.max_uploads = int(max_uploads)
+        self.uploads = threading.BoundedSemaphore(self.max_uploads)
         self.games: OrderedDict[str, LiveGame] = OrderedDict()
         self.records: OrderedDict[str, list[str]] = OrderedDict()  # each file as its lines of text
+        self.record_sizes: dict[str, int] = {}  # characters of each file kept
         self.lock = threading.Lock()
         self.open_lock = threading.Lock()  # one record file parsed at a time: its parsed objects are ~8x its size
         self._ids = itertools.count(1)
@@ -468,20 +547,52 @@ class Server:
         return f"{next(self._ids)}-{secrets.token_hex(4)}"
 
     def start(self, body: Mapping[str, Any]) -> LiveGame:
+        """A new game from a ``POST /api/games`` body, kept under its id.
+
+        Raises:
+            RequestError: a malformed body (400), or 503 when every slot holds a game in play (:meth:`_make_room`).
+        """
         rules, spec, seat, seed, play = game_options(body, self.allowed)
+        with self.lock:  # refused before the agent is built (a network loads in a quarter of a second)
+            self._make_room()
         game = LiveGame(self.new_id(), rules, spec, seat, seed, play)
-        with self.lock:
+        with self.lock:  # and again: another start may have taken the room meanwhile
+            self._make_room()
             self.games[game.id] = game
-            while len(self.games) > MAX_GAMES:
-                self.games.popitem(last=False)
         return game
+
+    def _make_room(self) -> None:
+        """Room for one more game (under ``self.lock``): forget finished games first, then games untouched for
+        ``game_idle_seconds``, each time the one untouched longest; never a game in play touched more recently.
+
+        Raises:
+            RequestError: 503 when every slot holds a game in play.
+        """
+        while len(self.games) >= self.max_games:
+            now = time.monotonic()
+            by_age = sorted(self.games.values(), key=lambda g: g.touched)
+            victim = next((g for g in by_age if g.over and not g.lock.locked()), None)
+            if victim is None:
+                victim = next((g for g in by_age if now - g.touched > self.game_idle_seconds
+                               and not g.lock.locked()), None)
+            if victim is None:
+                idle = self.game_idle_seconds
+                shown = f"{idle / 60:g} minutes" if idle >= 60 else f"{idle:g} s"
+                wait = max(1, int(idle - (now - by_age[0].touched)) + 1)
+                raise RequestError(f"games: the server is playing its most games ({self.max_games}), each one in play "
+                                   f"(moved or read in the last {shown}); a game is not dropped while it is played: "
+                                   "finish one, or try again when one has been left for that long", 503,
+                                   retry_after=min(wait, 60))
+            del self.games[victim.id]
 
     def game(self, game_id: str) -> LiveGame:
         with self.lock:
             game = self.games.get(game_id)
         if game is None:
-            raise RequestError(f"no game {excerpt(game_id)} (games are kept while the server runs; start a new "
-                               "one)", 404)
+            raise RequestError(f"no game {excerpt(game_id)} (finished games, and games left for "
+                               f"{self.game_idle_seconds / 60:g} minutes, are forgotten when room is needed; start "
+                               "a new one)", 404)
+        game.touched = time.monotonic()
         return game
 
     def open_records(self, text: str) -> tuple[str, list[dict[str, Any]]]:
@@ -504,8 +615,11 @@ class Server:
         lines = split_lines(text)  # as parse_lines numbers them (at \n only: a raw U+2028 is no line break)
         with self.lock:
             self.records[rid] = lines
-            while len(self.records) > MAX_RECORD_FILES:
-                self.records.popitem(last=False)
+            self.record_sizes[rid] = len(text)
+            while len(self.records) > MAX_RECORD_FILES or (
+                    len(self.records) > 1 and sum(self.record_sizes.values()) > MAX_RECORD_TEXT_KEPT):
+                old, _ = self.records.popitem(last=False)
+                del self.record_sizes[old]
         return rid, listed
 
     def replayed(self, rid: str, n: int) -> dict[str, Any]:

@@ -44,8 +44,14 @@ async function api(method, url, body, type = "application/json") {
     init.headers["Content-Type"] = type;
   }
   const response = await fetch(url, init);
-  const data = await response.json();
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  const text = await response.text();
+  let data = null;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {  // a plain-text answer (the server's connection limit: 503)
+    if (response.ok) throw err;
+  }
+  if (!response.ok) throw new Error((data && data.error) || `${response.status} ${response.statusText || text}`);
   return data;
 }
 
@@ -194,16 +200,18 @@ function renderGame(last) {
   $("game").hidden = false;
   const rules = typeof g.rules === "string" ? g.rules : JSON.stringify(g.rules);
   $("game-head").textContent = `${rules}, ${g.num_players} players · ${g.play === "deal" ? "one deal" : "match to " +
-    g.target} · match ${g.match}, deal ${g.deal} · seed ${g.seed_text}${g.values ? " · values: " + g.values : ""}`;
+    g.target} · match ${g.match}, deal ${g.deal} · ${g.seed_text === null ? "seed shown when the game is over"
+    : "seed " + g.seed_text}${g.values ? " · values: " + g.values : ""}`;
   $("status").textContent = statusText(g);
   $("status").dataset.status = g.status;
   renderBoard($("board"), g, g.position, { me: g.seat, selected: selectedCard, tableId: "table",
     onCard: (c) => { selectedCard = selectedCard === c ? null : c; renderGame(); } });
   const lastMove = last || (g.log.length ? g.log[g.log.length - 1] : null);
   $("last-move").textContent = lastMove ? `${g.names[lastMove.seat]} played: ${prettyMove(lastMove.text)}` : "";
-  if (last && last.probabilities) {
-    renderProbs($("probs"), last.options, last.probabilities, last.chosen,
-      `${g.names[last.seat]}'s move probabilities (it plays the most likely move):`);
+  if (last && last.probability !== null && last.probability !== undefined) {
+    // only the move it played: its other moves would show the cards in its hand
+    renderProbs($("probs"), [last], [last.probability], 0,
+      `${g.names[last.seat]}'s probability for the move it played (it plays its most likely move):`);
   } else if (!last) {
     $("probs").hidden = true;
   }
@@ -218,6 +226,8 @@ function renderGame(last) {
   }
   if (g.score) renderScore($("score"), g, g.score, g.names); else $("score").hidden = true;
   $("next-deal").hidden = g.status !== "deal_over";
+  // the record holds the seed, from which every hand follows: offered once the game is over
+  $("download").hidden = g.status !== "game_over";
   $("download").href = `/api/games/${g.id}/record`;
   $("download").setAttribute("download", `cassino-${g.id}.jsonl`);
   $("log").replaceChildren(...g.log.map((m) => el("li", {}, `${g.names[m.seat]}: ${prettyMove(m.text)}`)));
