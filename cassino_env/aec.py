@@ -383,8 +383,9 @@ class raw_env(AECEnv, EzPickle):
         rules: the RuleSet played.
         core_state: the one-game :class:`cassino_env.core.State` (B = 1, no auto-reset), None before reset.
         last_result: the core StepResult of the last deal that ended (tallies, match totals), or None.
-        action_encoding, reward, episode, illegal_action, illegal_reward, max_moves, prune, render_mode, with_moves,
-            mask_in_info: the arguments.
+        arguments: ``action_encoding``, ``reward``, ``episode``, ``illegal_action``, ``illegal_reward``,
+            ``max_moves``, ``prune``, ``render_mode``, ``with_moves`` and ``mask_in_info`` are kept as attributes
+            of those names.
         illegal_reason: why the last illegal action was refused (text), or None (none since ``reset()``).
         num_actions: A, the size of the action space (max_moves or 524).
     """
