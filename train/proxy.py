@@ -325,13 +325,77 @@ def build(preset: str = "classic", num_players: int | None = None, positions: in
     return save(values, exact, labelled)
 
 
+#: The most bytes the arrays of a proxy file may unpack to (the shipped 2,400-position set unpacks to about 30 MB):
+#: checked from the arrays' headers before any array is read.
+MAX_UNPACKED_BYTES = 2 << 30
+_META_BYTES = 1 << 20  # the metadata string's most bytes (the shipped file's: under 4 kB)
+_META_KEYS = {"preset": str, "num_players": int, "rules": str, "sources": list, "simulations": int}
+
+
+def _bad(path: Path, message: str) -> ProxyError:
+    return ProxyError(f"{shown_name(path)}: {message}")
+
+
+def _header(zf: Any, name: str, path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype of member ``name`` (an ``.npy``), read from its header alone."""
+    from numpy.lib import format as npformat
+
+    with zf.open(f"{name}.npy") as f:
+        version = npformat.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = npformat.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _, dtype = npformat.read_array_header_2_0(f)
+        else:
+            raise _bad(path, f"array {name!r}: npy format version {version} is not read")
+    return tuple(int(n) for n in shape), np.dtype(dtype)
+
+
+def _read_meta(zf: Any, path: Path) -> dict[str, Any]:
+    import ast
+
+    shape, dtype = _header(zf, "meta", path)
+    if shape != () or dtype.kind != "U" or dtype.itemsize > 4 * _META_BYTES:
+        raise _bad(path, f"array 'meta' must be one string of at most {_META_BYTES:,} characters, got {dtype} "
+                         f"of shape {shape}")
+    with zf.open("meta.npy") as f:
+        text = str(np.lib.format.read_array(f, allow_pickle=False))
+    try:
+        meta = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+        raise _bad(path, f"not a {FORMAT} file of version {FORMAT_VERSION} (its 'meta' says otherwise)")
+    for key, kind in _META_KEYS.items():
+        value = meta.get(key, None)
+        if key not in meta or not isinstance(value, kind) or isinstance(value, bool):
+            raise _bad(path, f"meta.{key}: missing or not {'an' if kind is int else 'a'} {kind.__name__} "
+                             f"({'absent' if key not in meta else type(value).__name__})")
+    if not all(isinstance(s, str) for s in meta["sources"]):
+        raise _bad(path, "meta.sources: every source must be a string")
+    return meta
+
+
 def load(path: str | Path) -> Proxy:
     """Read a proxy file written by :func:`build`.
 
+    Only the arrays a proxy holds are read (``meta``, ``values``, ``exact``, ``source``, the observation keys and
+    ``view.*``; others are let be, unread), and each is checked from its header before any is unpacked: the dtype
+    and shape of the rules its metadata names (``values`` float64[N, M], ``exact`` bool[N], ``source`` int64[N], the
+    vector env's observation keys with N rows and M move slots), N >= 1, at most :data:`MAX_UNPACKED_BYTES` in all.
+    Then the values: the rules' parameters equal ``meta["rules"]``, observations inside their space, at least one
+    listed move a row, a finite value for every listed move, ``source`` an index into ``meta["sources"]``.
+
     Raises:
-        ProxyError: a missing or unreadable file, or one of another kind or version.
+        ProxyError: a missing, unreadable, truncated or empty file, one of another kind or version, or any check
+            above failed (the message names the file and the array or metadata field).
     """
-    import ast
+    import zipfile
+    import zlib
+
+    from cassino_env import core
+    from cassino_env.errors import CassinoError
+    from cassino_env.vector import observation_spaces
 
     path = Path(path)
     try:
@@ -343,18 +407,79 @@ def load(path: str | Path) -> Proxy:
         raise ProxyError(f"{shown}: no proxy file (build one with: python scripts/make_proxy.py --path "
                          f"{path if shown == str(path) else 'PATH'})")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        meta = ast.literal_eval(str(data.pop("meta")))
-    except (OSError, ValueError, KeyError, SyntaxError) as exc:
-        raise ProxyError(f"{shown_name(path)}: not a readable proxy file: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise ProxyError(f"{shown_name(path)}: not a {FORMAT} file of version {FORMAT_VERSION}")
-    rules = make_rules(meta["preset"], meta["num_players"])
+        zf = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise _bad(path, f"not a readable proxy file (an .npz archive; empty or truncated?): {exc}") from None
+    try:
+        with zf:
+            names = {n.removesuffix(".npy") for n in zf.namelist() if n.endswith(".npy")}
+            if "meta" not in names:
+                raise _bad(path, "not a readable proxy file: no 'meta' array")
+            meta = _read_meta(zf, path)
+            try:
+                rules = make_rules(meta["preset"], meta["num_players"])
+            except (CassinoError, ValueError, TypeError) as exc:
+                raise _bad(path, f"meta.preset / meta.num_players: {exc}") from None
+            if meta["rules"] != repr(rules.to_dict()):
+                raise _bad(path, f"meta.rules: not the rules of preset {rules.preset!r} with {rules.num_players} "
+                                 "players (the file was made under other rules, or edited)")
+            want = ["values", "exact", "source", *_OBS_KEYS]
+            missing = [k for k in want if k not in names]
+            if missing:
+                raise _bad(path, f"missing array(s) {', '.join(missing)}")
+            heads = {k: _header(zf, k, path) for k in want}
+            mshape = heads["action_mask"][0]
+            if len(mshape) != 2 or not 1 <= mshape[1] <= 32767:
+                raise _bad(path, f"array 'action_mask': shape {mshape}, not (N, M) with 1 <= M <= 32767")
+            N, M = mshape
+            slots = core.init(rules, np.zeros(1, dtype=np.int64), max_moves=1).build_cards.shape[1]
+            space = observation_spaces(rules, M, slots, with_view=True)
+            boxes: dict[str, Any] = {k: space[k] for k in _OBS_KEYS}
+            boxes.update({f"view.{k}": v for k, v in space["view"].spaces.items()})
+            for k in boxes:
+                if k not in heads:
+                    if k not in names:
+                        raise _bad(path, f"missing array {k!r}")
+                    heads[k] = _header(zf, k, path)
+            expect = {k: ((N, *b.shape), b.dtype) for k, b in boxes.items()}
+            expect.update(values=((N, M), np.dtype(np.float64)), exact=((N,), np.dtype(bool)),
+                          source=((N,), np.dtype(np.int64)))
+            for k, (shape, dtype) in expect.items():
+                if heads[k] != (shape, dtype):
+                    raise _bad(path, f"array {k!r}: {heads[k][1]} of shape {heads[k][0]}, expected {dtype} of "
+                                     f"shape {shape} ({rules.preset}, {rules.num_players} players, N = {N} "
+                                     f"positions, M = {M} move slots)")
+            if N < 1:
+                raise _bad(path, "holds no positions (N = 0): nothing to score")
+            total = sum(int(np.prod(s)) * d.itemsize for s, d in expect.values())
+            if total > MAX_UNPACKED_BYTES:
+                raise _bad(path, f"its arrays unpack to {total:,} bytes, over the {MAX_UNPACKED_BYTES:,} allowed "
+                                 f"({N:,} positions); refused before any is read")
+            data = {}
+            for k in expect:
+                with zf.open(f"{k}.npy") as f:
+                    data[k] = np.lib.format.read_array(f, allow_pickle=False)
+    except ProxyError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as exc:
+        raise _bad(path, f"not a readable proxy file (truncated or damaged?): {type(exc).__name__}: {exc}") from None
+    for k, box in boxes.items():
+        a = data[k]
+        if (k == "observation" and not np.isfinite(a).all()) or (a < box.low).any() or (a > box.high).any():
+            raise _bad(path, f"array {k!r}: values outside the observation space ({box.low.min()} .. "
+                             f"{box.high.max()}{', finite' if k == 'observation' else ''})")
+    mask = data["action_mask"] != 0
+    if not mask.any(axis=1).all():
+        raise _bad(path, f"array 'action_mask': position {int(np.flatnonzero(~mask.any(axis=1))[0])} has no "
+                         "listed move")
+    if not np.isfinite(data["values"][mask]).all():
+        row = int(np.flatnonzero(~np.isfinite(np.where(mask, data["values"], 0.0)).all(axis=1))[0])
+        raise _bad(path, f"array 'values': a listed move of position {row} has no finite value (NaN or inf)")
+    if ((data["source"] < 0) | (data["source"] >= len(meta["sources"]))).any():
+        raise _bad(path, f"array 'source': an entry outside 0..{len(meta['sources']) - 1} (meta.sources)")
     obs: dict[str, Any] = {k: data[k] for k in _OBS_KEYS}
     obs["view"] = {k.partition(".")[2]: v for k, v in data.items() if k.startswith("view.")}
-    return Proxy(rules, obs, data["values"], data["exact"].astype(bool), data["source"].astype(np.int64),
-                 list(meta["sources"]), meta)
+    return Proxy(rules, obs, data["values"], data["exact"], data["source"], list(meta["sources"]), meta)
 
 
 # --- scoring -----------------------------------------------------------------------------------------------------
