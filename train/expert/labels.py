@@ -4,6 +4,7 @@ checked from their headers, read, joined) and their suit mirror (``augment_suits
 from __future__ import annotations
 
 import json
+import math
 import typing
 import zipfile
 from dataclasses import dataclass, field
@@ -81,18 +82,25 @@ class Labels:
         are checked first (:func:`check_label_file`); with ``rules``, a file that records other rules is refused
         (files written before the record was added, or without ``rules``, record none and are not checked).
 
+        Every file is checked before its arrays are read (:func:`array_headers`: what they unpack to) and after
+        (:func:`check_label_rows`: the values).
+
         Raises:
-            ConfigError: naming ``field`` and the file, one that cannot be read, does not fit ``shape``, or holds
-                labels of other rules than ``rules``.
+            ConfigError: naming ``field`` and the file, one that cannot be read, unpacks to more than its headers
+                say or than :data:`MAX_UNPACK_RATIO` allows, holds values no search gives (see
+                :func:`check_label_rows`), does not fit ``shape``, or holds labels of other rules than ``rules``.
         """
         if shape is not None:
             check_label_file(path, shape, field)
+        else:
+            array_headers(path, field)  # the sizes the arrays unpack to, before any is read
         try:
             with np.load(path, allow_pickle=False) as z:
                 rows = {k: (z[k] if k in z.files else None) for k in LABEL_ROWS}
                 recorded = str(z[LABEL_RULES][()]) if LABEL_RULES in z.files else None
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise ConfigError(f"{field}: {path}: not a readable label file: {exc}", field=field) from None
+        check_label_rows(rows, path, field)
         if rules is not None and recorded is not None:
             try:
                 theirs = json.loads(recorded)
@@ -113,6 +121,132 @@ class Labels:
         return Labels(**rows)
 
 
+#: The most a label file's arrays may unpack to, as a multiple of its size on disk (:meth:`Labels.save` stores them
+#: uncompressed, 1x; ``np.savez_compressed`` of real labels gives about 30x), above :data:`UNPACK_FLOOR`.
+MAX_UNPACK_RATIO = 200
+#: Bytes a label file's arrays may always unpack to, whatever its size on disk.
+UNPACK_FLOOR = 64 << 20
+#: The largest ``rules`` record (its JSON is about 2 kB).
+MAX_RULES_BYTES = 1 << 20
+#: The largest move value or outcome a label may hold, in points (a deal is worth tens of points).
+MAX_POINTS = 1e6
+#: Move kinds (trail, capture, build) and card ids the network embeds (agents.policy).
+_NUM_KINDS, _NUM_CARDS = 3, 52
+
+
+def array_headers(path: Path, field: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """The shape and dtype of each label array of a label file (:data:`LABEL_ARRAYS`), read from the ``.npy``
+    headers alone; every array that would be read (those and ``rules``) must unpack to exactly what its header
+    declares, and all of them together to at most :data:`MAX_UNPACK_RATIO` times the file's size on disk (or
+    :data:`UNPACK_FLOOR`), so a header claiming absurd row counts or a decompression bomb is refused before any
+    memory is taken for it.
+
+    Raises:
+        ConfigError: naming ``field`` and the file.
+    """
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{field}: {path}: {problem}", field=field)
+
+    heads: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
+    declared = 0
+    try:
+        on_disk = Path(path).stat().st_size
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                name = info.filename.removesuffix(".npy")
+                if name not in LABEL_ARRAYS and name != LABEL_RULES:
+                    continue
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    if version == (1, 0):
+                        shp, _, dtype = np.lib.format.read_array_header_1_0(f)
+                    else:
+                        shp, _, dtype = np.lib.format.read_array_header_2_0(f)
+                    header_bytes = f.tell()
+                shp, dtype = tuple(shp), np.dtype(dtype)
+                data_bytes = math.prod(shp) * dtype.itemsize
+                if info.file_size != header_bytes + data_bytes:
+                    raise bad(f"array {name!r}: its header declares {dtype} {shp} ({data_bytes:,} bytes) but the "
+                              f"archive holds {max(info.file_size - header_bytes, 0):,} bytes for it: a damaged or "
+                              "forged label file")
+                if name == LABEL_RULES:
+                    if shp != () or dtype.kind != "U" or data_bytes > MAX_RULES_BYTES:
+                        raise bad(f"array {name!r} is {dtype} {shp}: a label file's rules record is one string of "
+                                  f"at most {MAX_RULES_BYTES:,} bytes")
+                else:
+                    heads[name] = (shp, dtype)
+                declared += info.file_size
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise bad(f"not a label file (a .npz of the arrays {', '.join(LABEL_ARRAYS)}): {exc}") from None
+    limit = max(UNPACK_FLOOR, MAX_UNPACK_RATIO * on_disk)
+    if declared > limit:
+        raise bad(f"its arrays unpack to {declared:,} bytes from {on_disk:,} on disk, more than {MAX_UNPACK_RATIO}x "
+                  f"(or {UNPACK_FLOOR >> 20} MiB) a label file may take: refused before reading (a decompression "
+                  "bomb, or labels stored too compressed)")
+    return heads
+
+
+def check_label_rows(rows: dict[str, np.ndarray | None], path: Path, field: str) -> None:
+    """Check the values of a label file's arrays (``rows``: :data:`LABEL_ROWS` to array or None), as read: the
+    arrays :class:`Labels` needs are there with their dtypes, N rows and W move columns; every row has a legal
+    move; on the legal moves ``kind`` is 0-2 and ``card`` 0-51 (the ids the network embeds), ``cards`` holds no
+    bit past the 52 cards, ``q`` is a finite number of points (at most :data:`MAX_POINTS` either way) and
+    ``prior`` a probability; ``ret`` is finite (and within :data:`MAX_POINTS`), ``obs``, ``feat`` and ``crit``
+    finite.
+
+    Raises:
+        ConfigError: naming ``field``, the file, the array and the first row at fault.
+    """
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{field}: {path}: {problem}", field=field)
+
+    missing = [k for k in LABEL_ROWS if rows.get(k) is None and k not in ("feat", "crit")]
+    if missing:
+        raise bad(f"array {missing[0]!r} is missing (a label file holds "
+                  f"{', '.join(k for k in LABEL_ROWS if k not in ('feat', 'crit'))})")
+    ret, mask = rows["ret"], rows["mask"]
+    if ret.ndim != 1 or mask.ndim != 2:
+        raise bad(f"arrays 'ret' and 'mask' are {ret.shape} and {mask.shape}: [N] and [N, W] are needed")
+    n, width = ret.shape[0], mask.shape[1]
+    for k, (dtype, dims) in LABEL_ARRAYS.items():
+        a = rows.get(k)
+        if a is None:
+            continue
+        lead = (n, *(width if d == "W" else a.shape[1 + i] if a.ndim > 1 + i else -1 for i, d in enumerate(dims)))
+        if a.dtype != np.dtype(dtype) or a.shape != lead:
+            raise bad(f"array {k!r} is {a.dtype} {a.shape}: {dtype} with {n} rows and {width} move columns is "
+                      "needed (its arrays disagree)")
+
+    def first_row(fault: np.ndarray) -> int:
+        return int(np.flatnonzero(fault.reshape(len(fault), -1).any(axis=1))[0])
+
+    none = ~mask.any(axis=1)
+    if none.any():
+        raise bad(f"row {first_row(none)} has no legal move (array 'mask'): a label is a decision between moves")
+    checks = [
+        ("kind", (rows["kind"] < 0) | (rows["kind"] >= _NUM_KINDS), f"a move kind outside 0-{_NUM_KINDS - 1}"),
+        ("card", (rows["card"] < 0) | (rows["card"] >= _NUM_CARDS), f"a card id outside 0-{_NUM_CARDS - 1}"),
+        ("cards", (rows["cards"] < 0) | (rows["cards"] >= 1 << _NUM_CARDS), "a card set with bits past the 52 cards"),
+        ("q", ~(np.abs(rows["q"]) <= MAX_POINTS), "a move value that is not a finite number of points (NaN, inf, "
+                                                  f"or beyond {MAX_POINTS:g})"),
+        ("prior", ~((rows["prior"] >= 0) & (rows["prior"] <= 1)), "a probability outside 0-1 (or NaN)"),
+    ]
+    for k, fault, what in checks:
+        fault = fault & mask
+        if fault.any():
+            r = first_row(fault)
+            c = int(np.flatnonzero(fault[r])[0])
+            raise bad(f"row {r}, legal move {c}: array {k!r} holds {what} ({rows[k][r, c]!r})")
+    if not (np.abs(ret) <= MAX_POINTS).all():
+        r = first_row(~(np.abs(ret) <= MAX_POINTS))
+        raise bad(f"row {r}: array 'ret' (the deal's outcome) is {ret[r]!r}, not a finite number of points")
+    for k in ("obs", "feat", "crit"):
+        a = rows.get(k)
+        if a is not None and not np.isfinite(a).all():
+            r = first_row(~np.isfinite(a))
+            raise bad(f"row {r}: array {k!r} holds a value that is not finite (NaN or inf)")
+
+
 def check_label_file(path: Path, shape: Any, field: str) -> None:
     """Check a label file (:meth:`Labels.save`) against the network that will train on it, from the arrays'
     headers alone (nothing is loaded): a zip of ``.npy`` arrays, every array of :data:`LABEL_ARRAYS` the network
@@ -125,22 +259,7 @@ def check_label_file(path: Path, shape: Any, field: str) -> None:
     def bad(problem: str) -> ConfigError:
         return ConfigError(f"{field}: {path}: {problem}", field=field)
 
-    heads: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
-    try:
-        with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
-                name = info.filename.removesuffix(".npy")
-                if name not in LABEL_ARRAYS:
-                    continue
-                with z.open(info) as f:
-                    version = np.lib.format.read_magic(f)
-                    if version == (1, 0):
-                        shp, _, dtype = np.lib.format.read_array_header_1_0(f)
-                    else:
-                        shp, _, dtype = np.lib.format.read_array_header_2_0(f)
-                heads[name] = (tuple(shp), np.dtype(dtype))
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise bad(f"not a label file (a .npz of the arrays {', '.join(LABEL_ARRAYS)}): {exc}") from None
+    heads = array_headers(path, field)
     sizes = {"D": shape.obs_dim, "F": shape.move_features, "C": shape.critic_dim}
     need = [k for k in LABEL_ARRAYS if not (k == "feat" and not sizes["F"]) and not (k == "crit" and not sizes["C"])]
     missing = [k for k in need if k not in heads]
@@ -215,6 +334,8 @@ def load_joined_labels(paths: typing.Iterable[str], shape: Any = None, rules: Ru
     for f in files:  # the headers first: nothing is allocated for files that would be refused
         if shape is not None:
             check_label_file(f, shape, field)
+        else:
+            array_headers(f, field)
         try:
             with np.load(f, allow_pickle=False) as z:
                 heads.append((z["mask"].shape, {k for k in LABEL_ROWS if k in z.files}))

@@ -3,8 +3,11 @@ package's docstring, :mod:`train.expert`, gives one iteration) and ``cassino exi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import shutil
+import signal
 import sys
 import time
 import typing
@@ -31,16 +34,19 @@ from train.checkpoints import (
 )
 from train.config import ConfigError
 from train.errors import bad_input
-from train.expert.collect import LocalLabels, RayLabels
+from train.expert.collect import PROGRESS_SECONDS, LocalLabels, RayLabels
 from train.expert.labels import Labels, augmented, join_labels, label_files, load_joined_labels
 from train.expert.options import HEADS, ExitArgs, ExitOptions, resolve_args
 from train.expert.update import label_stats, trained_parameters, update
 from train.rollout import make_bots
 from train.rollout import rng_state as _rng_state
 from train.rollout import set_rng_state as _set_rng_state
-from train.run import RunStopped, final_evaluation
+from train.run import RunInterrupted, RunStopped, final_evaluation
 from train.run import fmt_time as _fmt_time
 from train.stats import wilson_interval
+
+#: The exit code of a run stopped by Ctrl-C (128 + SIGINT, as ``cassino train``'s).
+EXIT_INTERRUPTED = 130
 
 #: ``hook(iteration, policy, checkpoint) -> stop reason or None``, called after each iteration (:func:`train`).
 IterationHook = typing.Callable[[int, Any, typing.Callable[[str], Path]], "str | None"]
@@ -54,13 +60,21 @@ def main(options: Annotated[ExitOptions, tyro.conf.OmitArgPrefixes, tyro.conf.ar
     from agents.ppo_agent import CheckpointError
 
     with bad_input(ConfigError, CheckpointError, CassinoError) as failed:
-        args = resolve_args(options)
-        explicit = config.explicit_fields(ExitArgs, options)
         try:
+            args = resolve_args(options)
+            explicit = config.explicit_fields(ExitArgs, options)
             train(args, explicit=explicit)
-        except RunStopped as exc:  # a diverged update: one line, the checkpoints written before it are intact
+        except RunInterrupted as exc:  # Ctrl-C: what is saved and the resume command, one line
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run has stopped: a late Ctrl-C cannot cut the exit
+            print(exc, file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except RunStopped as exc:  # diverged, disk full: one line, the checkpoints written before it are intact
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # before the run folder was made: nothing was written
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            print("interrupted before the run began: nothing was written", file=sys.stderr)
+            return EXIT_INTERRUPTED
     return failed.code
 
 
@@ -171,6 +185,104 @@ def _check_train_state(tr: dict[str, Any], path: str, optimizer_state: Any, poli
     check_optimizer_state(optimizer_state, path, policy, params)
 
 
+def _check_widths(args: ExitArgs, policy: Any, resumed: bool, explicit: set[str] | None) -> None:
+    """``hidden`` and ``embed`` make a fresh network only: given (``explicit``; None: where they differ from the
+    defaults) with a warm start or a resume, they must be the network's own widths.
+
+    Raises:
+        ConfigError: naming the field.
+    """
+    if args.init is None and not resumed:
+        return
+    defaults = ExitArgs.__dataclass_fields__
+    for name in ("hidden", "embed"):
+        given = name in explicit if explicit is not None else getattr(args, name) != defaults[name].default
+        have = getattr(policy.shape, name)
+        if given and getattr(args, name) != have:
+            whose = "the resumed run's network" if resumed else f"the network of init {args.init}"
+            raise ConfigError(f"{name}={getattr(args, name)}: {whose} has {name} {have}, and "
+                              + ("a resumed run goes on with its own network" if resumed else
+                                 "a warm start keeps its network's widths (init: null makes a fresh network of "
+                                 f"{name} {getattr(args, name)})") + f"; leave {name} out", field=name)
+
+
+#: What :func:`agents.files.atomic_write` names its temporary files (``.NAME.RANDOM.tmp``, in the target's folder).
+_TEMPORARY = ".*.tmp"
+
+
+def _remove_stale_temporaries(run_dir: Path) -> int:
+    """Remove the temporary files a killed run left in ``run_dir``, its ``checkpoints/`` and ``labels/`` (files being
+    written, never renamed into place); called with the folder's lock held, so no other run is writing them. Returns
+    how many were removed (and says so when any)."""
+    gone = 0
+    for folder in (run_dir, run_dir / "checkpoints", run_dir / "labels"):
+        for f in folder.glob(_TEMPORARY) if folder.is_dir() else ():
+            if f.is_file() and not f.is_symlink():
+                with contextlib.suppress(OSError):
+                    f.unlink()
+                    gone += 1
+    if gone:
+        print(f"removed {gone} temporary file{'s' if gone != 1 else ''} left in {run_dir} by a run that was killed "
+              "while writing", flush=True)
+    return gone
+
+
+def _labelled_moves(args: ExitArgs, rules: RuleSet) -> int:
+    """An upper bound of the decisions an iteration labels: the network's moves in the labelled rounds (those with
+    one legal move are not labelled)."""
+    P, rpd = rules.num_players, rules.rounds_per_deal
+    rounds = rpd - args.label_from_round + 1
+    if P == 2 and not args.label_last_round:
+        rounds -= 1
+    if args.search == "none":
+        rounds = 1 if P == 2 and args.label_last_round else 0
+    self_share = 1.0 - sum(args.bot_rates.values())
+    moves = rules.deal_length * (self_share + (1.0 - self_share) / P) * max(rounds, 0) / rpd
+    return int(round(args.num_envs * args.deals_per_iteration * moves))
+
+
+def _opening_line(args: ExitArgs, rules: RuleSet, run_dir: Path, iteration: int, elapsed_before: float,
+                  extra: list[Labels]) -> str:
+    """The run's first line: what it will do, where it writes, and how long it should take (from the run's own pace
+    when resumed; a fresh run measures its first iteration, and every iteration line then gives the time left)."""
+    if args.iterations == 0:
+        return (f"cassino exit: {args.epochs} pass{'es' if args.epochs != 1 else ''} over {len(extra[0]):,} labels "
+                f"into {run_dir}")
+    todo = args.iterations - iteration
+    search = ("exactly (the last round alone)" if args.search == "none"
+              else f"by {args.search} ({args.simulations} simulations, {args.rollout} rollouts)")
+    line = (f"cassino exit: {todo} iteration{'s' if todo != 1 else ''}"
+            + (f" (iterations {iteration + 1}-{args.iterations})" if iteration else "")
+            + f" into {run_dir}: each plays {args.num_envs} games of {args.deals_per_iteration} "
+            f"deal{'s' if args.deals_per_iteration != 1 else ''} and labels up to {_labelled_moves(args, rules):,} "
+            f"decisions {search}; ")
+    if iteration and elapsed_before > 0:
+        est = todo * elapsed_before / iteration
+        if args.max_train_seconds > 0:
+            est = min(est, max(args.max_train_seconds - elapsed_before, 0.0))
+        pace = _fmt_time(elapsed_before / iteration)
+        line += f"about {_fmt_time(est)} at this run's pace so far ({pace} an iteration)"
+    else:
+        line += ("the first iteration measures the pace (its labelling prints a line every "
+                 f"{PROGRESS_SECONDS:.0f} s), then each iteration line gives the time left")
+    if args.max_train_seconds > 0:
+        line += f"; stops at max_train_seconds={args.max_train_seconds:g}"
+    line += (f"; a checkpoint every {args.checkpoint_every} iteration{'s' if args.checkpoint_every != 1 else ''}"
+             if args.checkpoint_every else "; a checkpoint only at the end (checkpoint_every 0)")
+    return line
+
+
+def _time_left(args: ExitArgs, iteration: int, start_iteration: int, start_time: float, elapsed: float) -> str:
+    """`` | ~XmYYs left`` at this session's pace per iteration (empty after the last)."""
+    todo = args.iterations - iteration
+    if todo <= 0 or iteration <= start_iteration:
+        return ""
+    left = todo * (time.time() - start_time) / (iteration - start_iteration)
+    if args.max_train_seconds > 0:
+        left = min(left, max(args.max_train_seconds - elapsed, 0.0))
+    return f", ~{_fmt_time(left)} left"
+
+
 def train(args: ExitArgs, explicit: set[str] | None = None, hook: IterationHook | None = None) -> Path:
     """Run expert iteration (:mod:`train.expert`); return the final checkpoint's path.
 
@@ -197,7 +309,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
 
     from agents.ppo_agent import (
         CheckpointError,
-        PPOAgent,
+        atomic_copy,
         atomic_write,
         check_network,
         checkpoint_blocks,
@@ -208,6 +320,11 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
     ckpt = None
     if args.resume is not None:
         ckpt = read_training_checkpoint(args.resume)
+        if ckpt["train"].get("algo") != "exit" and ("pool" in ckpt["train"] or "labels_total" not in ckpt["train"]):
+            raise ConfigError(f"resume: {shown_name(Path(args.resume))} is a checkpoint of cassino train (self-play "
+                              f"PPO), not of an expert-iteration run: start one from its network with --init "
+                              f"checkpoint:{shown_name(Path(args.resume))}, or resume it with cassino train --resume",
+                              field="resume")
         saved = ckpt["train"].get("config")
         if isinstance(saved, dict) and saved.get("iterations") == 0:
             raise ConfigError(f"resume: {shown_name(Path(args.resume))} is of a run with iterations 0 (passes over "
@@ -253,6 +370,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
                               field="early_rounds_input")
     else:
         policy = _init_network(args, rules)
+    _check_widths(args, policy, ckpt is not None, explicit)
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
     iteration, global_step, labels_total, elapsed_before = 0, 0, 0, 0.0
     games: LocalLabels | RayLabels | None
@@ -284,6 +402,12 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
     # every label file is read and checked against the network before the run folder is touched
     replay = [Labels.load(f, policy.shape, "resume", rules) for f in window]
     extra_files = label_files(args.extra_labels) if args.extra_labels else []
+    replayed = {f.resolve(): f for f in window}
+    twice = [f for f in extra_files if f.resolve() in replayed]
+    if twice:
+        raise ConfigError(f"extra_labels: {shown_name(twice[0])} is also in the replay window of the resumed run "
+                          f"(iterations {replay_first + 1}-{iteration}, read back from {shown_name(src)}): its labels "
+                          "would count twice; leave that file or folder out of extra_labels", field="extra_labels")
     if args.holdout_labels:  # held out means never trained on
         trained = {f.resolve() for f in [*window, *extra_files]}
         both = [f for f in label_files(args.holdout_labels, "holdout_labels") if f.resolve() in trained]
@@ -300,17 +424,80 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
         _set_rng_state(rng, tr["numpy_rng"])
         torch.set_rng_state(tr["torch_rng"])
         games.load(tr)
-        print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
 
+    created = not config.looked_at(run_dir.exists)  # a folder this run makes is removed if it saves nothing
     held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    if games is not None:
-        label_dir.mkdir(parents=True, exist_ok=True)
-    config_text = yaml.safe_dump(config.args_to_dict(args), sort_keys=False).encode("utf-8")
-    atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
-    writer = SummaryWriter(str(run_dir))
-    if ckpt is None:
-        writer.add_text("hyperparameters", config.hparams_table(args))
+    start_iteration = iteration
+    saved: list[tuple[Path, int]] = []  # the checkpoints this run wrote, with their iteration (pass)
+    writer: Any = None
+
+    def saved_so_far() -> str:
+        """What is saved, and the command that goes on from it (for the messages of a run that stops)."""
+        if saved:
+            path, at = saved[-1]
+            if games is None:
+                return f"the last checkpoint, {path} (pass {at}), is intact (an offline run is not resumed)"
+            return (f"the last checkpoint, {path} (iteration {at}), is intact: resume with: cassino exit --resume "
+                    f"{ckpt_dir / 'latest.pt'}")
+        if ckpt is not None:
+            again = f" --run-dir {run_dir}" if args.run_dir else ""
+            return (f"this session saved nothing, the run is as {args.resume} left it (iteration {start_iteration}): "
+                    f"resume with: cassino exit --resume {args.resume}{again}")
+        return "nothing was saved (the first checkpoint is written when the first iteration ends)"
+
+    def abandon() -> str:
+        """Remove the run folder when this run made it and saved no checkpoint in it; say so (or nothing)."""
+        if saved or not created or args.reuse_run_dir:
+            return ""
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return f"; the run folder {run_dir}, made by this run, is removed"
+
+    try:
+        if resuming_here or args.reuse_run_dir:
+            _remove_stale_temporaries(run_dir)
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        if games is not None:
+            label_dir.mkdir(parents=True, exist_ok=True)
+        if ckpt is not None and not resuming_here:  # the new folder holds its replay window: it resumes by itself
+            for f in window:
+                if f.resolve() != (label_dir / f.name).resolve():
+                    atomic_copy(f, label_dir / f.name)
+        config_text = yaml.safe_dump(config.args_to_dict(args), sort_keys=False).encode("utf-8")
+        atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
+        writer = SummaryWriter(str(run_dir))
+        if ckpt is None:
+            writer.add_text("hyperparameters", config.hparams_table(args))
+        if ckpt is not None:
+            print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
+        print(_opening_line(args, rules, run_dir, iteration, elapsed_before, extra), flush=True)
+        return _run(**locals())
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"interrupted (stopped at once; the work since the last checkpoint is lost): "
+                             f"{saved_so_far()}{abandon()}") from None
+    except RunStopped as exc:
+        raise type(exc)(f"{exc}; {saved_so_far()}{abandon()}") from None
+    except OSError as exc:  # a full disk, a folder gone: the files written before are intact
+        where = exc.filename or run_dir
+        raise RunStopped(f"cannot write {where}: {exc.strerror or exc}; {saved_so_far()}{abandon()}") from None
+    except BaseException:
+        abandon()
+        raise
+
+
+def _run(*, args: ExitArgs, rules: RuleSet, run_dir: Path, ckpt_dir: Path, label_dir: Path, ckpt: Any, policy: Any,
+         optimizer: Any, games: Any, rng: np.random.Generator, writer: Any, saved: list[tuple[Path, int]],
+         iteration: int, global_step: int, labels_total: int, elapsed_before: float, start_iteration: int,
+         replay: list[Labels], extra: list[Labels], extra_files: list[Path], holdout: Labels | None, proxy: Any,
+         eval_bots: dict[str, Any], deal_len: int, hook: IterationHook | None, **_: Any) -> Path:
+    """The run once its folder is claimed and written: the iterations (or the offline passes) and the final checkpoint
+    (:func:`train`)."""
+    import torch
+
+    from agents.ppo_agent import PPOAgent
+
     start_time = time.time()
 
     def checkpoint(name: str, step: int | None = None) -> Path:
@@ -319,7 +506,17 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
                  "labels_total": labels_total,
                  "elapsed_s": elapsed_before + (time.time() - start_time), "numpy_rng": _rng_state(rng),
                  "torch_rng": torch.get_rng_state(), **(games.state() if games is not None else {})}
-        return save_training_checkpoint(ckpt_dir / name, policy, rules, optimizer, state)  # and latest.pt
+        path = ckpt_dir / name
+        existed = path.exists()
+        try:
+            save_training_checkpoint(path, policy, rules, optimizer, state)  # and latest.pt
+        except OSError:
+            if not existed and name != "latest.pt":  # never NAME without latest.pt: latest.pt stays the last whole one
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            raise
+        saved.append((path, iteration if games is not None else (step or 0) // max(len(extra[0]), 1)))
+        return path
 
     def run_eval(step: int | None = None) -> str:
         at = global_step if step is None else step
@@ -396,7 +593,8 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
                 f"the search {before['agreement']:.3f}, regret {before['regret']:.3f} pts | "
                 + (f"policy loss {losses['policy_loss']:.3f} value loss {losses['value_loss']:.3f}" if args.epochs
                    else "no update (epochs 0: labels only)")
-                + f" | {_fmt_time(elapsed)} elapsed")
+                + f" | {_fmt_time(elapsed)} elapsed"
+                + _time_left(args, iteration, start_iteration, start_time, elapsed))
         if (args.eval_every and iteration % args.eval_every == 0) or last:
             line += f" | {run_eval()}"
         print(line, flush=True)

@@ -5,6 +5,7 @@ their combinations, and the command line's options read over a config file (:fun
 from __future__ import annotations
 
 import typing
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,9 +195,23 @@ def _bot_spec(name: str, spec: str) -> None:
         raise ConfigError(f"{name}: {exc}", field=name) from None
 
 
+def _folder_name(name: str, value: Any) -> str:
+    """``exp_name``'s rule: :func:`train.config.text` with ``no_slash`` (it names the run folder), and no control
+    character (a newline, a tab, an escape sequence) nor a lone surrogate, which would make a folder name that
+    terminals and shells show wrongly or not at all."""
+    value = _PART_OF_FOLDER(name, value)
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cs")), None)
+    if bad is not None:
+        raise ConfigError(f"{name}: must be printable characters (it is part of the run folder's name), got "
+                          f"{value!r} with the control character U+{ord(bad):04X}", field=name)
+    return value
+
+
+_PART_OF_FOLDER = text(no_slash=True)
+
 #: The rule of every :class:`ExitArgs` field.
 EXIT_RULES: dict[str, config.FieldRule] = {
-    "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1), "threads": integer(1, 1024),
+    "exp_name": _folder_name, "seed": integer(0, 2**63 - 1), "threads": integer(1, 1024),
     "run_dir": optional(text()), "runs_root": text(), "resume": optional(text()), "reuse_run_dir": boolean(),
     "max_train_seconds": number(0.0), "ray_address": optional(text()), "num_workers": integer(1, 4096),
     "preset": text(), "num_players": optional(integer(1)), "num_envs": integer(1, 2**20),
