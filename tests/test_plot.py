@@ -274,3 +274,37 @@ def test_a_short_run_logs_intervals_and_labels_what_it_prints(tmp_path: Path,
     assert steps.tolist() == [0, 1536, 3072, 4608]  # an eighth of the run is under a rollout: every rollout
     lo, hi = scalars["eval/winrate_ci_low_vs_greedy"][1], scalars["eval/winrate_ci_high_vs_greedy"][1]
     assert (lo <= win).all() and (win <= hi).all() and (0 <= lo).all() and (hi <= 1).all() and (lo < hi).all()
+
+
+def test_the_speed_panel_leaves_out_the_compile_and_a_short_run_says_it_stopped_early() -> None:
+    """charts/SPS is a running average from the start, the compile included: drawn as it was, it rose like a ramp."""
+    from train.plot import draw_run, speed_between, stopped_early
+
+    steps = np.array([1_000.0, 2_000.0, 3_000.0, 4_000.0])
+    seconds = np.array([100.0, 101.0, 102.0, 103.0])  # 100 s of compile, then 1,000 steps a second
+    at, speed = speed_between(steps, steps / seconds)
+    assert at.tolist() == [2_000.0, 3_000.0, 4_000.0] and np.allclose(speed, 1_000.0)
+    assert stopped_early({"total_timesteps": 10_000_000, "num_envs": 64, "num_steps": 96}, 5_505_024) == (
+        "stopped early: 5.5M of 10M env steps")
+    assert stopped_early({"total_timesteps": 6_144, "num_envs": 64, "num_steps": 96}, 6_144) == ""
+    scalars = synthetic_scalars()
+    scalars["charts/SPS"] = (steps, steps / seconds)
+    fig = draw_run(scalars, "run", {"total_timesteps": 10_000_000})
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any(t.startswith("training speed between points") for t in titles), titles
+    assert "stopped early: 295k of 10M env steps" in fig.legends[0].get_title().get_text()
+    matplotlib.pyplot.close(fig)
+    fig = draw_run(synthetic_scalars(), "run", {"total_timesteps": 294_912})
+    assert "stopped early" not in fig.legends[0].get_title().get_text()
+    matplotlib.pyplot.close(fig)
+
+
+def test_a_recipe_run_stopped_before_its_budget_says_so(tmp_path: Path) -> None:
+    write_recipe_run(tmp_path)  # 50 s used of a 0.5 h budget, not done
+    recipe = load_recipe(tmp_path)
+    fig = draw_recipe(load_scalars(tmp_path), recipe, "run", {"hours": 0.5})
+    assert "stopped at 0.8 of its 30 minutes" in fig.legends[0].get_title().get_text()
+    matplotlib.pyplot.close(fig)
+    fig = draw_recipe(load_scalars(tmp_path), {**recipe, "done": True}, "run", {"hours": 0.5})
+    assert "stopped at" not in fig.legends[0].get_title().get_text()
+    matplotlib.pyplot.close(fig)

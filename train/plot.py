@@ -9,17 +9,20 @@ The figure: on top, the evaluations during training against each bot (:mod:`trai
 scalars"): the **deal** win rate with its Wilson 95% interval as a band, and the mean deal margin, the policy
 playing its most probable move (argmax); one colour per bot, the legend above the panels in ladder order (weakest
 first, :data:`agents.registry.LADDER`; other opponents after it, by name). Below, the PPO losses, the learner's
-deal margin in its training games and the training speed (an expert-iteration run, ``cassino exit``: its losses,
-its agreement and regret against the search, the proxy regret and the labelling speed). Every x axis counts env
-steps (moves, over all games) in k and M, but that of a ``cassino exit`` run with ``iterations: 0`` (passes over saved
-labels): the labels trained on, below the losses the regret and agreement on its held-out labels.
+deal margin in its training games and the training speed between its points (the first, which holds the kernels'
+compile, left out; a run that ended before its ``total_timesteps`` says so in its title). An expert-iteration run
+(``cassino exit``): its losses, its agreement and regret against the search, the proxy regret and the labelling
+speed. Every x axis counts env steps (moves, over all games) in k and M, but that of a ``cassino exit`` run with
+``iterations: 0`` (passes over saved labels): the labels trained on, below the losses the regret and agreement on
+its held-out labels.
 
 A recipe run (``cassino train`` with ``hours`` above 0, told by its ``RUN/recipe.json``, :mod:`train.recipe`) is drawn
 on one time axis instead, minutes of the run: on top, a strip of its stages (full name where it fits, else the
 initial; every panel shades the same spans); then the best network alone against ``advanced`` (its deal win rate with
 the Wilson 95% band, and its points a deal on the right-hand axis, a step curve that changes at each promotion); then
 each gate's margin, candidate minus best, with ±1.96 standard errors, a promotion and a kept best marked apart;
-last, when logged, the best network's regret on the proxy set. Each stage's own curves: ``cassino plot
+last, when logged, the best network's regret on the proxy set. A run stopped before its budget (Ctrl-C, a crash)
+says so in its title, a dashed line where it stopped. Each stage's own curves: ``cassino plot
 RUN/stages/NN_NAME``.
 
 >>> format_steps(0), format_steps(750), format_steps(49_152), format_steps(1_500_000), format_steps(10_000_000)
@@ -213,7 +216,43 @@ def load_recipe(run_dir: str | Path) -> dict[str, Any] | None:
     elif isinstance(current, int) and isinstance(folder, str) and "_" in folder:  # a stage under way, not gated yet
         start = spans[-1][3] if spans else 0.0
         spans.append([Path(folder).name.split("_", 1)[1], current, start, max(start, elapsed)])
-    return {"gates": gates, "spans": [(name, start, end) for name, _, start, end in spans], "elapsed_s": elapsed}
+    return {"gates": gates, "spans": [(name, start, end) for name, _, start, end in spans], "elapsed_s": elapsed,
+            "done": data.get("done") is True}
+
+
+def speed_between(steps: np.ndarray, sps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The training speed between successive points of ``charts/SPS``, which the trainer logs as a running average
+    from the run's start (its steps over its wall time, the kernels' compile included: it rises like a ramp for
+    minutes). Each point's wall time is its steps / its SPS; the speed at a point is the steps since the point
+    before over the time since. The first point, whose interval holds the start-up and the compile, has none.
+
+    >>> speed_between(np.array([100.0, 300.0, 500.0]), np.array([10.0, 20.0, 25.0]))
+    (array([300., 500.]), array([40., 40.]))
+    """
+    steps, sps = np.asarray(steps, dtype=np.float64), np.asarray(sps, dtype=np.float64)
+    ok = sps > 0
+    steps, t = steps[ok], steps[ok] / sps[ok]
+    dt, ds = np.diff(t), np.diff(steps)
+    keep = (dt > 0) & (ds > 0)  # a resumed part starts its clock where the earlier one stopped: still increasing
+    return steps[1:][keep], ds[keep] / dt[keep]
+
+
+def stopped_early(config: dict[str, Any], last_step: float | None) -> str:
+    """A note for a PPO run that ended before its ``total_timesteps`` (its time limit, Ctrl-C, a crash), else ``""``.
+
+    >>> stopped_early({"total_timesteps": 10_000_000}, 5_505_024)
+    'stopped early: 5.5M of 10M env steps'
+    >>> stopped_early({"total_timesteps": 10_000_000}, 10_000_000), stopped_early({}, 5)
+    ('', '')
+    """
+    total = config.get("total_timesteps")
+    if last_step is None or not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        return ""
+    rollout = config.get("num_envs", 1) * config.get("num_steps", 1)
+    rollout = rollout if isinstance(rollout, int) and rollout > 0 else 1
+    if last_step + rollout > total:  # the total is rounded to whole rollouts
+        return ""
+    return f"stopped early: {format_steps(last_step)} of {format_steps(total)} env steps"
 
 
 def _steps_axis(ax: Any, label: str = STEP_LABEL) -> None:
@@ -245,6 +284,8 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
     grid = fig.add_gridspec(3, 4, height_ratios=[1.35, 1, 1])
     ax_win, ax_pts = fig.add_subplot(grid[0, :2]), fig.add_subplot(grid[0, 2:])
     heading = f"{title}: learning curves" if title else "learning curves"
+    early = "" if offline or "exit/search_agreement" in scalars else stopped_early(config, _last_step(scalars))
+    heading += f" ({early})" if early else ""
     bots = ladder_order(t.removeprefix(WIN_PREFIX) for t in scalars if t.startswith(WIN_PREFIX))
     colours = plt.get_cmap("tab10")
     for k, bot in enumerate(bots):
@@ -281,7 +322,14 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
               else (*LOSS_TAGS, *CHART_TAGS))
     for k, (tag, name, ylabel) in enumerate(panels):
         ax = fig.add_subplot(grid[1 + k // 4, k % 4])
-        if tag in scalars:
+        if tag == "charts/SPS" and tag in scalars:  # logged as a running average from the start: drawn between points
+            steps, vals = speed_between(*scalars[tag])
+            name = "training speed between points (the first, with the compile, left out)"
+            if len(steps):
+                ax.plot(steps, vals, lw=1.2, marker="." if len(steps) < 30 else None)
+            else:
+                _missing(ax, "a second point of charts/SPS")
+        elif tag in scalars:
             steps, vals = scalars[tag]
             ax.plot(steps, vals, lw=1.2, marker="." if len(steps) < 30 else None)
         else:
@@ -292,6 +340,12 @@ def draw_run(scalars: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "",
     if not bots:
         fig.suptitle(heading)
     return fig
+
+
+def _last_step(scalars: dict[str, tuple[np.ndarray, np.ndarray]]) -> float | None:
+    """The last step any scalar was logged at (None: none logged)."""
+    ends = [float(s[-1]) for s, _ in scalars.values() if len(s)]
+    return max(ends) if ends else None
 
 
 def _best_curve(scalars: dict[str, tuple[np.ndarray, np.ndarray]], gates: list[dict[str, Any]], tag: str,
@@ -411,6 +465,12 @@ def draw_recipe(scalars: dict[str, tuple[np.ndarray, np.ndarray]], recipe: dict[
     after = [g for g in gates if g["margin"] is not None]  # the first gate makes the first best: no margin
     heading = (f"{title + ': ' if title else ''}the recipe's {len(gates)} gates, "
                f"{sum(bool(g['promoted']) for g in after)} promotions after the first")
+    hours = config.get("hours")
+    if (not recipe.get("done", True) and isinstance(hours, (int, float)) and not isinstance(hours, bool)
+            and recipe["elapsed_s"] < hours * 3600 - 1):
+        heading += f"; stopped at {recipe['elapsed_s'] / 60:.1f} of its {hours * 60:g} minutes (cassino train --resume)"
+        for ax in axes:
+            ax.axvline(recipe["elapsed_s"] / 60, color="black", lw=1.0, ls="--")
     fig.legend([Patch(color=STAGE_COLOURS.get(n, "lightgrey")) for n in shown], [n.replace("_", " ") for n in shown],
                loc="outside upper center", ncols=max(1, len(shown)), frameon=False,
                title=heading + "; stages shaded in every panel", title_fontsize="large")
