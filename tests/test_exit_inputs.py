@@ -199,7 +199,7 @@ def test_a_run_resumed_elsewhere_resumes_by_itself(run: Path, tmp_path: Path,
     assert out.index("resumed") < out.index("cassino exit: 1 iteration (iterations 3-3)")
     other = tmp_path / "other"
     resume(here / "checkpoints" / "final.pt", 4, run_dir=str(other))
-    assert {p.name for p in (other / "labels").iterdir()} >= {"iter_00002.npz", "iter_00003.npz", "iter_00004.npz"}
+    assert {p.name for p in (other / "labels").iterdir()} == {"iter_00003.npz", "iter_00004.npz"}  # replay_iterations 2
     shutil.rmtree(here)  # the first folder gone: the second needs nothing of it
     final = resume(other / "checkpoints" / "final.pt", 5)
     assert final == other / "checkpoints" / "final.pt"
