@@ -185,3 +185,32 @@ def test_a_bad_stage_config_is_refused_before_anything_is_written(tmp_path: Path
     assert cli.main(["train", "--stage-configs", str(tmp_path / "none"), "--run-dir", str(tmp_path / "r")]) == 2
     assert "No such file" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_the_lines_show_the_budget_and_the_run_closes_with_how_to_go_on(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A newcomer's run was cut without warning and its closing line did not say how to go on (issue 50)."""
+    args = tiny_args(tmp_path, hours=0.004, gate_every_s=2.0, stages=["ppo"], total_timesteps=6144,
+                     final_eval_deals=4, final_eval_opponents=["random", "greedy"])
+    recipe.train(args)
+    run = tmp_path / "run"
+    lines = capsys.readouterr().out.strip().splitlines()
+    said = [line for line in lines if line.startswith("[recipe ")]
+    assert said and all(" used, " in line and line.endswith(" left") for line in said), said
+    # PPO's own progress line shows the run's budget, not the time its step cap would take
+    steps = [line for line in lines if line.startswith("step ")]
+    assert any("recipe: " in line and " used, " in line for line in steps), steps
+    # the table after training: the checkpoint named shortly (its path once above), its pairs, the ratings explained
+    assert f"checkpoint:final.pt below is checkpoint:{run / 'checkpoints' / 'final.pt'}" in lines
+    table = [line for line in lines if line.startswith(("checkpoint:final.pt ", "random ", "greedy "))]
+    assert not any(line.startswith("random ") and " greedy " in line for line in table), table
+    assert any(line.startswith("(and 1 pair of the other agents") for line in lines)
+    assert any(line.startswith("Elo (BT): ") for line in lines)
+    for folder in ("eval_after_training", "eval_after_training_network_alone"):
+        assert {p.name for p in (run / folder).iterdir()} == {"eval.json", "eval.csv", "eval.md", "heatmap.png"}
+    saved = json.loads((run / "eval_after_training" / "eval.json").read_text())
+    assert len(saved["pairs"]) == 3, "the saved report keeps every pair"
+    assert saved["specs"] == {"checkpoint:final.pt": f"checkpoint:{run / 'checkpoints' / 'final.pt'}"}
+    # the closing line, under the tables, says how to go on
+    assert lines[-1].startswith(f"the run is in {run} (") and lines[-1].endswith(
+        f"go on with: cassino train --resume {run} --hours 0.008"), lines[-1]

@@ -98,7 +98,7 @@ __all__ = [
     "PairRecord", "arrangements", "board_seed", "bradley_terry_elo", "check_boards_per_task", "check_seed",
     "chunks_kept", "evaluate", "expand_specs", "format_markdown", "format_table", "main", "merge_records",
     "openskill_ratings", "play_boards", "play_chunk", "play_pair", "play_pair_in_chunks", "ratio_interval",
-    "save_heatmap", "seat_agents", "summarize_pair", "to_csv", "wilson_interval",
+    "save_heatmap", "seat_agents", "summarize_pair", "to_csv", "wilson_interval", "write_report",
 ]
 
 
@@ -579,13 +579,8 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # e.g. a file where a parent folder should be
         return error(f"out_dir {out_dir}: cannot create the folder: {exc.strerror or exc}")
-    from agents.files import atomic_write_text
-
-    try:  # each file atomically, a link kept a link, a device or FIFO written directly (agents.files)
-        atomic_write_text(out_dir / "eval.json", json_module.dumps(report, indent=2) + "\n")
-        atomic_write_text(out_dir / "eval.csv", to_csv(report))
-        atomic_write_text(out_dir / "eval.md", format_markdown(report) + "\n")
-        save_heatmap(report, out_dir / "heatmap.png")
+    try:
+        write_report(report, out_dir)
     except OSError as exc:  # a full disk, an output that is a folder or a socket
         return error(f"out_dir {excerpt(str(out_dir))}: cannot write the report: {exc.strerror or exc}")
     if json:
@@ -596,6 +591,25 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
         if save_games is not None:
             print(f"wrote {recorder.games} game records to {save_games} (check them: cassino replay {save_games})")
     return 0
+
+
+def write_report(report: dict[str, Any], out_dir: Path) -> None:
+    """Write the report's files (:data:`REPORT_FILES`: JSON, CSV, Markdown, heatmap PNG) into ``out_dir`` (made when
+    missing), each atomically, a link kept a link, a device or FIFO written directly (agents.files).
+
+    Raises:
+        OSError: a folder that cannot be made, a full disk, an output that is a folder or a socket.
+    """
+    import json as json_module
+
+    from agents.files import atomic_write_text
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / "eval.json", json_module.dumps(report, indent=2) + "\n")
+    atomic_write_text(out_dir / "eval.csv", to_csv(report))
+    atomic_write_text(out_dir / "eval.md", format_markdown(report) + "\n")
+    save_heatmap(report, out_dir / "heatmap.png")
 
 
 def provenance_line(spec: str) -> str | None:

@@ -307,10 +307,19 @@ class Recipe:
 
     def say(self, text: str) -> None:
         """A progress line of the recipe: the stage, the text, the budget used and left."""
+        name = stage_name(self.state.stage_index)
+        print(f"[recipe {name}] {text} | {self.budget_used()}", flush=True)
+
+    def budget_used(self) -> str:
+        """The budget used and left: ``6m05s of 18m00s used, 11m55s left``."""
         from train.run import fmt_time
 
-        name = stage_name(self.state.stage_index)
-        print(f"[recipe {name}] {text} | {fmt_time(self.elapsed())} of {fmt_time(self.budget_s)} used", flush=True)
+        return (f"{fmt_time(self.elapsed())} of {fmt_time(self.budget_s)} used, {fmt_time(max(0.0, self.left()))} "
+                "left")
+
+    def go_on(self) -> str:
+        """The command that goes on with this run at twice its budget."""
+        return f"cassino train --resume {self.run_dir} --hours {self.args.hours * 2:g}"
 
     # --- the run ----------------------------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -341,9 +350,9 @@ class Recipe:
         except (RunInterrupted, KeyboardInterrupt):
             self.save_state()  # the stage's own message names its checkpoint; the run resumes as a whole, from here
             where = self.run_dir / "recipe.json"
-            raise RunInterrupted(f"interrupted in stage {stage_name(self.state.stage_index)}: {where} and the stage's "
-                                 "latest checkpoint hold the run: resume the whole run with: cassino train --resume "
-                                 f"{self.run_dir}") from None
+            raise RunInterrupted(f"interrupted in stage {stage_name(self.state.stage_index)} ({self.budget_used()}): "
+                                 f"{where} and the stage's latest checkpoint hold the run: resume the whole run with: "
+                                 f"cassino train --resume {self.run_dir}") from None
         final = self.finish()
         if self.args.final_eval_deals > 0 and self.args.final_eval_opponents:
             try:
@@ -353,7 +362,10 @@ class Recipe:
             except KeyboardInterrupt:
                 raise RunInterrupted(f"interrupted during the evaluation after training: nothing is lost, the trained "
                                      f"network is {final}: evaluate it with: cassino eval --agents checkpoint:{final},"
-                                     "ladder") from None
+                                     f"ladder; go on training with: {self.go_on()}") from None
+            # the tables above pushed the summary line out of sight: the closing line says how to go on
+            print(f"the run is in {self.run_dir} ({fmt_time(self.state.elapsed_s)} of its {fmt_time(self.budget_s)} "
+                  f"budget used); go on with: {self.go_on()}", flush=True)
         return final
 
     def skip(self, name: str) -> bool:
@@ -368,8 +380,9 @@ class Recipe:
         return name == "consolidate" and not self.label_folders()
 
     def next_stage(self, why: str) -> None:
-        """Move on to the next stage (saved)."""
-        self.say(why)
+        """Move on to the next stage (saved); the line says which stage the rest of the budget goes to."""
+        after = stage_name(self.state.stage_index + 1)
+        self.say(why + (f"; next: {after}" if self.left() > 0 and after in self.args.stages else ""))
         if self.state.stage_index > 0 and not any(s in self.args.stages for s in EXPERT_STAGES):
             self.state.done = True  # PPO alone was asked for, and it has ended
         self.state.stage_index += 1
@@ -415,6 +428,8 @@ class Recipe:
                                          max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None)
 
         def hook(run: Any) -> str | None:
+            # PPO's progress line shows the run's budget, not the time its step cap would take at this speed
+            run.budget_note = lambda: f"recipe: {self.budget_used()}"
             return self.maybe_gate(lambda n: run.checkpoint(n))
 
         return ppo_train(stage_args, None, hook=hook)
@@ -609,8 +624,7 @@ class Recipe:
         self.save_state()
         promoted = sum(1 for g in self.state.gates if g["promoted"])
         print(f"recipe done in {fmt_time(self.elapsed())}: {len(self.state.gates)} gates, {promoted} promotions; the "
-              f"best network (from stage {self.state.best_stage}) is {final}; go on with: cassino train --resume "
-              f"{self.run_dir} --hours {self.args.hours * 2:g}", flush=True)
+              f"best network (from stage {self.state.best_stage}) is {final}; go on with: {self.go_on()}", flush=True)
         return final
 
 

@@ -36,10 +36,44 @@ def _format(report: dict[str, Any]) -> str:
     return f"matches{target}" + (f", sessions of first to {n} match wins" if n > 1 else "")
 
 
-def format_table(report: dict[str, Any]) -> str:
+#: What the rating columns mean, in one line (the table after training prints it under its ratings).
+RATINGS_LEGEND = ("Elo (BT): every match result fitted at once, mean 1500, +400 = 10:1 odds of a match; OpenSkill: "
+                  "rated match by match, mu +- sigma")
+
+
+def rename_agent(report: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """A copy of ``report`` with agent ``old`` named ``new`` everywhere (its pairs, ratings and timings), so that a
+    table names a checkpoint shortly; ``report["specs"]`` keeps the whole spec of each renamed agent.
+
+    Raises:
+        ValueError: ``new`` is already another agent's name.
+    """
+    if new != old and new in report["agents"]:
+        raise ValueError(f"rename_agent: {new!r} is already an agent of the report")
+
+    def name(n: str) -> str:
+        return new if n == old else n
+
+    out = dict(report)
+    out["agents"] = [name(n) for n in report["agents"]]
+    out["pairs"] = [{**e, "a": name(e["a"]), "b": name(e["b"])} for e in report["pairs"]]
+    for key in ("ratings", "openskill", "seconds_per_decision"):
+        if key in report:
+            out[key] = {name(n): v for n, v in report[key].items()}
+    out["specs"] = {**report.get("specs", {}), new: report.get("specs", {}).get(old, old)}
+    return out
+
+
+def format_table(report: dict[str, Any], only: str | None = None, legend: bool = False) -> str:
     """The report as plain-text tables (pairs, then ratings), for the terminal; with sessions (``session_wins``
-    above 1) the pair table gains the session columns."""
+    above 1) the pair table gains the session columns. ``only``: show only the pairs of this agent, the others
+    counted in one line (they still place the ratings); ``legend``: a line saying what the rating columns mean."""
     sessions = report.get("session_wins", 1) > 1
+    hidden, full = 0, report
+    if only is not None:
+        shown = [e for e in report["pairs"] if only in (e["a"], e["b"])]
+        hidden = len(report["pairs"]) - len(shown)
+        report = {**report, "pairs": shown or report["pairs"]}
     lines = [f"{report['rules']} ({report['num_players']} players), {_format(report)}, seed {report['seed']}, "
              f"at least {report['deals']} deals per pair, {report['seconds']:.1f} s "
              f"({report['deals_per_minute']:,.0f} deals/min)", ""]
@@ -58,12 +92,17 @@ def format_table(report: dict[str, Any]) -> str:
             sess = f"{e['sessions']:>8}  {sess:<23}  "
         lines.append(f"{e['a']:<{wa}}  {e['b']:<{wb}}  {sess}{e['matches']:>7}  {match:<23}  {e['deals']:>6}  "
                      f"{deal:<23}  {_margin(e)}")
+    if hidden:
+        lines.append(f"(and {hidden} pair{'s' if hidden != 1 else ''} of the other agents against each other, not "
+                     "shown: they place the ratings below; every pair is in the saved report)")
     wn = max(8, *(len(n) for n in report["agents"]))
-    marks, note = unmet_marks(report)
+    marks, note = unmet_marks(full)
     lines += ["", f"{'agent':<{wn}}  {'Elo (BT)':>8}  {'OpenSkill mu':>12}  {'sigma':>5}", "-" * (wn + 33)]
     for n in rating_order(report):
         sk = report["openskill"][n]
         lines.append(f"{n:<{wn}}  {report['ratings'][n]:>8.0f}{marks[n]:<1}  {sk['mu']:>11.2f}  {sk['sigma']:>5.2f}")
+    if legend:
+        lines.append(RATINGS_LEGEND)
     spd = report.get("seconds_per_decision") or {}
     if any(v is not None for v in spd.values()):
         lines += ["", "seconds per decision (wall, this run): " + ", ".join(

@@ -552,9 +552,11 @@ def progress_line(run: TrainingRun, elapsed: float, extra: str = "") -> str:
     wins = " ".join(f"{k} {v:.2f}" for k, v in run.last_eval.items())
     wins = f"deal win rate (argmax play) at step {run.last_eval_step:,} vs {wins}" if wins else ""
     sps = int(step / max(elapsed, 1e-9))
+    note = getattr(run, "budget_note", None)  # the recipe's stage: the run's budget used and left (train/recipe.py)
+    left_text = f"~{fmt_time(left)} left" if note is None else note()
     return (f"step {step:>11,}/{run.num_iterations * run.batch_steps:,} "
             f"({100 * run.iteration / run.num_iterations:3.0f}%) | SPS {sps:,} | {fmt_time(elapsed)} elapsed, "
-            f"~{fmt_time(left)} left" + (f" | {extra}" if extra else "") + (f" | {wins}" if wins else ""))
+            f"{left_text}" + (f" | {extra}" if extra else "") + (f" | {wins}" if wins else ""))
 
 
 def finish(run: TrainingRun) -> Path:
@@ -577,19 +579,35 @@ def finish(run: TrainingRun) -> Path:
 
 
 def final_evaluation(path: Path, rules: Any, args: Args, network_alone: bool = False) -> dict[str, Any]:
-    """Head-to-head evaluation of a checkpoint against the bot ladder (``train.evaluate``); prints the table.
+    """Head-to-head evaluation of a checkpoint against the bot ladder (``train.evaluate``); prints the table (the
+    checkpoint named by its file name, its pairs only, the ratings explained) and saves the whole report as
+    ``cassino eval`` does, in ``RUN/eval_after_training/`` (``..._network_alone/``), RUN the checkpoint's run folder.
     ``network_alone``: the network playing every round itself (``policy:checkpoint:PATH``, no exact last round)."""
-    from train.evaluate import evaluate, format_table
+    from train.evaluate import evaluate, write_report
+    from train.report import format_table, rename_agent
 
     t0 = time.time()
     opponents = expand_specs(args.final_eval_opponents)
-    specs = [f"{'policy:' if network_alone else ''}checkpoint:{path}", *opponents]
+    head = "policy:" if network_alone else ""
+    spec, short = f"{head}checkpoint:{path}", f"{head}checkpoint:{Path(path).name}"
     exact = rules.num_players == 2 and not network_alone
     print(f"evaluating {'the network alone of ' if network_alone else ''}{path} against {', '.join(opponents)} on "
           f"{args.final_eval_deals:,} duplicate deals each: whole matches to {rules.target}, the checkpoint playing "
           f"its most probable move (argmax{', the last round exactly' if exact else ''}); the table gives "
           "match win rates (not the deal win rates of the progress line) ...", flush=True)
-    result = evaluate(specs, rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
-    print(format_table(result), flush=True)
+    result = evaluate([spec, *opponents], rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
+    if short != spec and short not in result["agents"]:  # the table names it shortly, its whole spec once here
+        result = rename_agent(result, spec, short)
+        print(f"{short} below is {spec}")
+    else:
+        short = spec
+    print(format_table(result, only=short, legend=True), flush=True)
+    # saved beside the checkpoints, as cassino eval saves its report (RUN/checkpoints/final.pt: RUN/eval_...)
+    out_dir = Path(path).parent.parent / ("eval_after_training" + ("_network_alone" if network_alone else ""))
+    try:
+        write_report(result, out_dir)
+        print(f"wrote {out_dir}/eval.json, eval.csv, eval.md, heatmap.png (every pair)")
+    except OSError as exc:  # the table above is the result; a report that cannot be written is not an error
+        print(f"note: the report was not saved in {out_dir}: {exc.strerror or exc}")
     print(f"(evaluation took {fmt_time(time.time() - t0)})", flush=True)
     return result
