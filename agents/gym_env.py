@@ -95,8 +95,10 @@ class _CallableAgent:
         self.fn = fn
         self.name = getattr(fn, "__name__", "callable")
 
-    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-        return np.atleast_1d(np.asarray(self.fn(obs, rng))).astype(np.int64)
+    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> Any:
+        # As returned: the one check of a move (agents.base.one_move) refuses 2.9, None or 'abc' rather than a cast
+        # here turning 2.9 into move 2 or None into a raw TypeError.
+        return self.fn(obs, rng)
 
 
 def as_agent(opponent: OpponentLike, rules: RuleSet) -> Agent:
@@ -192,6 +194,12 @@ class CassinoGymEnv(gymnasium.Env):
     Seeding: ``reset(seed=s)`` seeds the env's generator (learner seat, the other seats' random choices) and starts a
     new match seeded ``s``; ``reset()`` continues as the AEC env does (the next deal after a finished one).
     ``reset(options={"position": ...})`` starts from a position (:meth:`cassino_env.aec.raw_env.reset`).
+
+    Copies: ``copy.deepcopy``, ``copy.copy`` and ``pickle`` give an independent env in the same state, mid-game
+    included (the AEC env's "Copying and pickling"); the opponents are copied with it (pickling needs picklable
+    opponents: a spec string or an importable function, not a lambda). A callable opponent's move is checked as
+    it is returned (:func:`agents.base.one_move`): 2.9, None or ``'abc'`` are an ``IllegalActionError``, never cast
+    to a move.
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 1}
@@ -253,6 +261,12 @@ class CassinoGymEnv(gymnasium.Env):
         self._seat = 0
         self._done = True
         self.illegal_reason: str | None = None  # why the last illegal action ended an episode (None after reset)
+
+    def __copy__(self) -> CassinoGymEnv:
+        """A deep copy (module docstring, copies): a shallow one would share the AEC env and so its game."""
+        import copy as _copy
+
+        return _copy.deepcopy(self)
 
     # -- the other seats ---------------------------------------------------------------------------------------------
     def _opponent(self, seat: int) -> Agent:
@@ -344,10 +358,11 @@ class CassinoGymEnv(gymnasium.Env):
         try:
             value = action.item() if isinstance(action, np.ndarray) else action
             if isinstance(value, bool | np.bool_):
-                raise TypeError("a bool is not an action id")
+                raise TypeError("a bool is not an action id (True is not action 1), as in the AEC env")
             a = operator.index(value)
-        except (TypeError, ValueError):
-            return self._illegal(action, f"expected an integer action id 0..{self.num_actions - 1}")
+        except (TypeError, ValueError) as exc:
+            why = f"{exc}; " if "bool" in str(exc) else ""
+            return self._illegal(action, f"{why}expected an integer action id 0..{self.num_actions - 1}")
         if not 0 <= a < self.num_actions:
             return self._illegal(a, f"outside the action space 0..{self.num_actions - 1}")
         mi = int(self._to_move[a])

@@ -179,6 +179,15 @@ match seeded from the env's own `numpy.random.Generator` (seeded by the last `re
 The global RNGs are never used. `reset(options={"position": core.position(...)-style dict})` starts from an
 explicit position.
 
+### Copying and pickling
+
+`copy.deepcopy(env)`, `copy.copy(env)` and `pickle.loads(pickle.dumps(env))` (of `env()` or of `raw_env`) give an
+independent env in the same state, mid-game included: the same agent to move, observations, rewards, infos and
+random generator, so the copy and the original play on identically and stepping one leaves the other as it is (a
+copy is how a search tries moves). `copy.copy` is a deep copy too: a shallow one would share the game's arrays.
+Before the first `reset()` a copy is an un-reset env with the same arguments. Actions: integer ids only; a bool
+(`True`, `np.True_`) is not action 1 but an illegal action, as in the Gymnasium env.
+
 ### Version History
 
 * v0: Initial release: classic preset, `moves` and `card_value` (table version 1) encodings, `MAX_MOVES` 512.
@@ -233,6 +242,7 @@ from .actions import (
     string_to_card_value,
 )
 from .cards import card_text
+from .core import _api as core_api
 from .errors import PositionError, check_seed, excerpt
 from .interchange import check_core_position
 from .obs import (
@@ -328,6 +338,12 @@ class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
     def __str__(self) -> str:
         return str(self.env)
 
+    def __copy__(self) -> OrderEnforcingWrapper:
+        """A deep copy (the env's game included): a shallow one would share the wrapped env and so its game."""
+        import copy as _copy
+
+        return _copy.deepcopy(self)
+
 
 def env(**kwargs: Any) -> AECEnv:
     """The Cassino AEC environment with PettingZoo's standard wrapper for classic games.
@@ -374,6 +390,15 @@ def action_id_of(action: Any, num_actions: int) -> int:
     except TypeError:
         return -1
     return a if 0 <= a < num_actions else -1
+
+
+#: The attributes of :class:`raw_env` that view ``core_state``'s arrays (made again, never copied).
+_STATE_BOUND = ("_obs_args", "_tables", "_res", "_step_args", "_cur")
+
+
+def _packed(st: core.State) -> tuple[np.ndarray, ...]:
+    """The packed arrays every public field of ``st`` views, in :func:`cassino_env.core._api._wrap`'s order."""
+    return (st._u64, st._i8, st._i16, st._i64, st._m8, st._mvc, st._cfg)
 
 
 class raw_env(AECEnv, EzPickle):
@@ -515,14 +540,7 @@ class raw_env(AECEnv, EzPickle):
         else:
             self.core_state = self._new_game(int(self._np_random.integers(0, 2**62)))
         st = self.core_state
-        # the kernels' array arguments, bound once per state (views stay valid: the core steps in place)
-        tables = (st.move_kind, st.move_card, st.move_value, st.move_cards)
-        self._obs_args = encoder_inputs(st, encoder_params(self.rules, self.obs_blocks))
-        self._tables = tables
-        self._res = core.result_rows(st)
-        self._step_args = (self._act, self._res, *core.kernel_args(st), self._encoding, st.num_moves, *tables,
-                           CV_BUILD_ID, self._to_move)
-        self._cur = st.current_player
+        self._bind_state()
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -538,6 +556,60 @@ class raw_env(AECEnv, EzPickle):
             self.agents = []
             raise PositionError("position: the player to move has no legal move (an empty hand?)")
         self._turn_to(int(st.current_player[0]), None)
+
+    def _bind_state(self) -> None:
+        """Bind the kernels' array arguments to ``core_state``, once per state (views stay valid: the core steps in
+        place)."""
+        st = self.core_state
+        tables = (st.move_kind, st.move_card, st.move_value, st.move_cards)
+        self._obs_args = encoder_inputs(st, encoder_params(self.rules, self.obs_blocks))
+        self._tables = tables
+        self._res = core.result_rows(st)
+        self._step_args = (self._act, self._res, *core.kernel_args(st), self._encoding, st.num_moves, *tables,
+                           CV_BUILD_ID, self._to_move)
+        self._cur = st.current_player
+
+    # -- copies and pickles: the whole game, never a fresh env (module docstring, "Copying and pickling") --------------
+    def _game_dict(self, copy_value: Any) -> dict[str, Any]:
+        """``__dict__`` with every value passed through ``copy_value`` except the kernels' bindings (views of
+        ``core_state``, made again by :meth:`_bind_state`) and ``core_state``, given as its packed arrays."""
+        skip = {"core_state", *_STATE_BOUND}
+        out = {k: copy_value(v) for k, v in self.__dict__.items() if k not in skip}
+        st = self.__dict__.get("core_state")
+        out["core_state"] = None if st is None else copy_value(tuple(a.copy() for a in _packed(st)))
+        return out
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        packed = state.pop("core_state", None)
+        self.__dict__.update(state)
+        self.__dict__["core_state"] = None if packed is None else core_api._wrap(self.rules, *packed)
+        self._zeros.flags.writeable = False
+        if self._mask is not self._zeros and not self._mask.flags.writeable:
+            self._mask = self._mask.copy()
+        if self.core_state is not None:
+            self._bind_state()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> raw_env:
+        """An independent copy of the env and its game (mid-game included): stepping one leaves the other as is."""
+        import copy as _copy
+
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new._restore(self._game_dict(lambda v: _copy.deepcopy(v, memo)))
+        return new
+
+    def __copy__(self) -> raw_env:
+        """As :meth:`__deepcopy__`: a shallow copy would share the game's arrays, so both envs would step one game."""
+        import copy as _copy
+
+        return _copy.deepcopy(self)
+
+    def __getstate__(self) -> dict[str, Any]:  # replaces EzPickle's (which re-made a fresh, un-reset env)
+        """The pickled state: the whole env, its game included (restored by ``__setstate__``)."""
+        return self._game_dict(lambda v: v)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._restore(dict(state))
 
     def _new_game(self, game_seed: int) -> core.State:
         return core.init(self.rules, np.array([game_seed], dtype=np.int64), max_moves=self.max_moves,
@@ -578,6 +650,9 @@ class raw_env(AECEnv, EzPickle):
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             return self._was_dead_step(action)
+        if isinstance(action, (bool, np.bool_)) or (isinstance(action, np.ndarray) and action.dtype == np.bool_):
+            return self._illegal(agent, action, "a bool is not an action id (True is not action 1), as in the "
+                                 f"Gymnasium env; expected an integer action id 0..{self.num_actions - 1}")
         try:
             a = operator.index(action)
         except TypeError:
@@ -631,7 +706,8 @@ class raw_env(AECEnv, EzPickle):
 
     def _illegal(self, agent: str, action: Any, reason: str) -> None:
         text = ""
-        if isinstance(action, (int, np.integer)) and 0 <= int(action) < self.num_actions:
+        if (isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_))
+                and 0 <= int(action) < self.num_actions):
             text = f" ({self.action_to_string(int(action))})"
         msg = f"{agent}: action {action!r}{text} is illegal: {reason}"
         if self.illegal_action == "raise":
