@@ -53,6 +53,10 @@ FORMAT = "cassino-game"
 VERSION = 1
 #: What a record plays: one deal, one match, or one session of matches (Trump Stadium's, docs/rules.md 6).
 PLAYS = ("deal", "match", "session")
+#: The most bytes one record (one line, in UTF-8) may take: a two-player classic match takes about 10 kB, a 3-win
+#: session of long matches a few hundred; a line past it is refused before it is read whole (a 100 MB line took
+#: 1.3 GB to parse).
+MAX_LINE_BYTES = 4 << 20
 _FIELDS = {"format", "version", "rules", "num_players", "seed", "play", "session_wins", "seats", "deals",
            "match_winners", "info"}
 _DEAL_FIELDS = {"match", "deal", "moves", "points"}
@@ -335,7 +339,7 @@ def check_record(record: Any, game: int | None = None) -> RuleSet:
         raise RecordError(f"{where}: a record is a JSON object, not {type(record).__name__}")
     unknown = sorted(set(record) - _FIELDS)
     if unknown:
-        name = unknown[0] if len(unknown[0]) <= 80 else excerpt(unknown[0])
+        name = unknown[0] if len(unknown[0]) <= 80 and unknown[0].isprintable() else excerpt(unknown[0])
         raise RecordError(f"{where}: {name}: unknown field; fields are {', '.join(sorted(_FIELDS))}")
     missing = sorted({"format", "version", "rules", "num_players", "seed", "play", "seats", "deals"} - set(record))
     if missing:
@@ -465,15 +469,49 @@ def replay(record: Mapping[str, Any], game: int | None = None, positions: bool =
 def iter_records(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(game number from 1, parsed JSON) for each line of a JSON Lines file; every line must hold one record.
 
+    The file is read one line at a time (standard input too, for ``-``), each line at most :data:`MAX_LINE_BYTES`:
+    memory stays bounded by the longest line, whatever the file's size.
+
     Raises:
-        RecordError: an unreadable file, or a line that is empty or not JSON (naming the game and line).
+        RecordError: an unreadable file, or a line that is empty, too long, not UTF-8 or not JSON, holds a field
+            twice or a lone surrogate (naming the game and line; :func:`parse_line`).
     """
     path = Path(path)
+    stdin = str(path) == "-"
+    if stdin and getattr(sys.stdin, "buffer", None) is None:  # a text-only stand-in (a test's StringIO)
+        yield from parse_lines(sys.stdin.read())
+        return
     try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
-    yield from parse_lines(text)
+        f = sys.stdin.buffer if stdin else path.open("rb")
+    except OSError as exc:
+        raise RecordError(f"{shown_name(path)}: {exc.strerror or exc}") from None
+    n = 0
+    try:
+        while True:
+            try:
+                raw = f.readline(MAX_LINE_BYTES + 2)  # the line, its \r\n, and one byte more: "too long"
+            except OSError as exc:  # a folder, a device that fails
+                raise RecordError(f"{shown_name(path)}: {exc.strerror or exc}") from None
+            if not raw:
+                break
+            n += 1
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            elif len(raw) > MAX_LINE_BYTES:  # cut by the limit, not by a line break
+                raise RecordError(f"game {n} (line {n}): the line is longer than {MAX_LINE_BYTES:,} bytes, the most "
+                                  "a record may take; refused before it is read whole")
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RecordError(f"game {n} (line {n}): not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+            yield n, parse_line(n, line)
+    finally:
+        if not stdin:
+            f.close()
+    if not n:
+        raise RecordError("no records: the file is empty")
 
 
 def split_lines(text: str) -> list[str]:
@@ -490,26 +528,79 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
-    """(game number from 1, parsed JSON) for each line of JSON Lines ``text``.
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Duplicate(k)
+        out[k] = v
+    return out
+
+
+class _Duplicate(Exception):
+    """A JSON object's key given twice (raised inside ``json.loads``, reported by :func:`parse_line`)."""
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) in parsed JSON that holds a lone surrogate (not Unicode text), or None."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return v
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def parse_line(n: int, line: str) -> Any:
+    """The JSON of line ``n`` of a records file (game ``n``): one value, checked as text before it is a record.
 
     Raises:
-        RecordError: an empty line or one that is not JSON (nested too deeply or a number too long to read
-            included), naming the game (its line).
+        RecordError: naming the game (its line): an empty line, one longer than :data:`MAX_LINE_BYTES` (in UTF-8),
+            not JSON (nested too deeply or a number too long to read included), an object with a field given twice
+            (as the web app refuses one: JSON leaves which one counts open), or a string with a lone surrogate
+            (``"\\ud800"``: valid JSON, but not Unicode text that can be printed or written back).
+    """
+    where = f"game {n} (line {n})"
+    if len(line) > MAX_LINE_BYTES // 4 and len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+        raise RecordError(f"{where}: the line is longer than {MAX_LINE_BYTES:,} bytes, the most a record may take")
+    if not line.strip():
+        raise RecordError(f"{where}: empty line; every line holds one record")
+    try:
+        rec = json_module.loads(line, object_pairs_hook=_no_duplicates)
+    except _Duplicate as exc:
+        raise RecordError(f"{where}: {excerpt(exc.args[0])}: the field is given twice (a record names each field "
+                          "once)") from None
+    except RecursionError:
+        raise RecordError(f"{where}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of over 4300 digits
+        raise RecordError(f"{where}: not valid JSON: {str(exc)[:200]}") from None
+    if not line.isascii() or "\\u" in line:  # only an escape or raw text can hold a surrogate
+        bad = _lone_surrogate(rec)
+        if bad is not None:
+            raise RecordError(f"{where}: the string {excerpt(bad)} holds a lone surrogate (an unpaired \\ud800-"
+                              "\\udfff): not Unicode text")
+    return rec
+
+
+def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
+    """(game number from 1, parsed JSON) for each line of JSON Lines ``text`` (:func:`split_lines`).
+
+    Raises:
+        RecordError: an empty text, or a line :func:`parse_line` refuses, naming the game (its line).
     """
     lines = split_lines(text)
     if not lines:
         raise RecordError("no records: the file is empty")
     for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise RecordError(f"game {n} (line {n}): empty line; every line holds one record")
-        try:
-            rec = json_module.loads(line)
-        except RecursionError:
-            raise RecordError(f"game {n} (line {n}): not valid JSON: nested too deeply") from None
-        except ValueError as exc:  # JSONDecodeError, or an integer of over 4300 digits
-            raise RecordError(f"game {n} (line {n}): not valid JSON: {str(exc)[:200]}") from None
-        yield n, rec
+        yield n, parse_line(n, line)
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -563,19 +654,28 @@ def summarize(games: Sequence[ReplayedGame]) -> dict[str, Any]:
             "moves": sum(len(g.moves) for g in games), "groups": list(groups.values())}
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """A seat or file name for the terminal: as it is when printable, else quoted with its control characters,
+    escape sequences, line breaks and lone surrogates escaped (``repr``); cut in the middle past ``limit``."""
+    return shown_name(text, limit)
+
+
 def format_summary(name: str, summary: Mapping[str, Any]) -> str:
-    """The summary as text (the ``cassino replay`` output)."""
-    lines = [f"{name}: {summary['games']} games, {summary['deals']} deals, {summary['moves']} moves: all valid "
-             "(every move legal, every deal's points and every match winner as recorded)"]
+    """The summary as text (the ``cassino replay`` output); file and seat names shown escaped when they are not
+    printable (an escape sequence, a CR or LF, a lone surrogate), so none reaches the terminal raw."""
+    lines = [f"{_shown(name, 200)}: {summary['games']} games, {summary['deals']} deals, {summary['moves']} moves: "
+             "all valid (every move legal, every deal's points and every match winner as recorded)"]
     for grp in summary["groups"]:
         lines.append("")
         lines.append(f"{grp['rules']}: {grp['games']} games, {grp['deals']} deals, {grp['moves']} moves, "
                      f"{grp['matches']} matches finished")
-        width = max(5, *(len(n) for n in grp["agents"]))
+        shown = {n: _shown(n) for n in grp["agents"]}
+        width = max(5, *(len(n) for n in shown.values()))
         lines.append(f"  {'agent':<{width}}  {'games':>6}  {'deals':>6}  {'points/deal':>11}  {'matches won':>11}")
         for n, a in grp["agents"].items():
             won = f"{a['match_wins']}/{a['matches']}"
-            lines.append(f"  {n:<{width}}  {a['games']:>6}  {a['deals']:>6}  {a['mean_points']:>11.2f}  {won:>11}")
+            lines.append(f"  {shown[n]:<{width}}  {a['games']:>6}  {a['deals']:>6}  {a['mean_points']:>11.2f}  "
+                         f"{won:>11}")
     return "\n".join(lines)
 
 
