@@ -203,7 +203,8 @@ def _check_widths(args: ExitArgs, policy: Any, resumed: bool, explicit: set[str]
             raise ConfigError(f"{name}={getattr(args, name)}: {whose} has {name} {have}, and "
                               + ("a resumed run goes on with its own network" if resumed else
                                  "a warm start keeps its network's widths (init: null makes a fresh network of "
-                                 f"{name} {getattr(args, name)})") + f"; leave {name} out", field=name)
+                                 f"{name} {getattr(args, name)})")
+                              + f"; leave {name} out (of the flags and the --config file)", field=name)
 
 
 #: What :func:`agents.files.atomic_write` names its temporary files (``.NAME.RANDOM.tmp``, in the target's folder).
