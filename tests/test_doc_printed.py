@@ -16,7 +16,8 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
-PAGES = ("oracle.md", "environments.md")
+#: The pages checked (relative to docs/): the README's "From Python" example too, the first code a newcomer runs.
+PAGES = ("oracle.md", "environments.md", "../README.md")
 
 
 def examples(page: str) -> list[tuple[str, str]]:
