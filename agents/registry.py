@@ -521,13 +521,26 @@ def _search(rules: RuleSet, arg: str, spec: str) -> Agent:
 
 def _check_search(arg: str) -> None:
     """search:ARG's form: ``SPEC[:N]`` with a budget in range and SPEC a network's spec the registry takes."""
-    from agents.search import SearchSpecError, parse_search_arg
+    from agents.search import MAX_SIMULATIONS, SearchSpecError, parse_search_arg
 
     try:
         spec, _ = parse_search_arg(arg)
     except SearchSpecError as exc:
         raise AgentSpecError(str(exc)) from None
+    # A budget that is not ASCII digits (-5, 1.5, +5, 1e3) stays in SPEC: named as the budget it was meant to be,
+    # not as an unknown network. A shipped name holds no ':', so any text after one is a budget; a checkpoint path
+    # may hold ':', so there only a number is.
+    head, sep, tail = spec.rpartition(":")
+    inner = head.removeprefix("policy:")
+    if sep and ((inner.startswith("pretrained:") and ":" not in inner.removeprefix("pretrained:"))
+                or (inner.startswith("checkpoint:") and _NUMBER_LIKE.fullmatch(tail))):
+        raise AgentSpecError(f"search:SPEC:N needs a budget 1..{MAX_SIMULATIONS} rollouts per decision (ASCII "
+                             f"digits), got {tail[:20]!r}")
     parse_spec(spec)  # pretrained:, checkpoint: or policy: (which wraps no search): no deeper than one level
+
+
+#: Text that reads as a number but not as ASCII digits (a sign, a decimal point, an exponent).
+_NUMBER_LIKE = re.compile(r"\s*[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*")
 
 
 register(Entry("search", _search, "determinised search guided by a trained network (SPEC: pretrained:NAME or "

@@ -283,3 +283,23 @@ def test_the_spec_check_knows_the_shipped_pretrained_names() -> None:
             check_spec(spec)
     for name in pretrained_names():
         check_spec(f"pretrained:{name}")
+
+
+@pytest.mark.parametrize("spec", ["search:pretrained:classic:-5", "search:pretrained:classic:+5",
+                                  "search:pretrained:classic:1.5", "search:pretrained:classic:1e3",
+                                  "search:pretrained:classic:abc", "search:policy:pretrained:classic:-5",
+                                  "search:checkpoint:runs/x/latest.pt:-5", "search:checkpoint:runs/x.pt: 2.5"])
+def test_a_search_budget_that_is_not_digits_is_named_as_a_budget(spec: str, capsys) -> None:
+    """Issue 50 item 10: ``search:pretrained:classic:-5`` said "unknown pretrained agent 'classic:-5'"."""
+    with pytest.raises(AgentSpecError, match=r"search:SPEC:N needs a budget 1\.\.100000 rollouts per decision"):
+        check_spec(spec)
+    assert cli.main(["eval", "--agents", f"{spec},random", "--deals", "2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "needs a budget" in err and len(err.strip().splitlines()) == 1
+
+
+def test_search_specs_near_the_budget_rule_keep_their_meaning() -> None:
+    check_spec("search:pretrained:classic:7")
+    check_spec("search:pretrained:classic")
+    with pytest.raises(AgentSpecError, match="unknown pretrained agent 'nosuch'"):
+        check_spec("search:pretrained:nosuch")
