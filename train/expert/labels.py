@@ -176,6 +176,8 @@ def array_headers(path: Path, field: str) -> dict[str, tuple[tuple[int, ...], np
                 else:
                     heads[name] = (shp, dtype)
                 declared += info.file_size
+    except ConfigError:
+        raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise bad(f"not a label file (a .npz of the arrays {', '.join(LABEL_ARRAYS)}): {exc}") from None
     limit = max(UNPACK_FLOOR, MAX_UNPACK_RATIO * on_disk)
@@ -229,7 +231,7 @@ def check_label_rows(rows: dict[str, np.ndarray | None], path: Path, field: str)
         ("cards", (rows["cards"] < 0) | (rows["cards"] >= 1 << _NUM_CARDS), "a card set with bits past the 52 cards"),
         ("q", ~(np.abs(rows["q"]) <= MAX_POINTS), "a move value that is not a finite number of points (NaN, inf, "
                                                   f"or beyond {MAX_POINTS:g})"),
-        ("prior", ~((rows["prior"] >= 0) & (rows["prior"] <= 1)), "a probability outside 0-1 (or NaN)"),
+        ("prior", ~((rows["prior"] >= 0) & (rows["prior"] <= 1 + 1e-3)), "a probability outside 0-1 (or NaN)"),
     ]
     for k, fault, what in checks:
         fault = fault & mask
@@ -267,6 +269,8 @@ def check_label_file(path: Path, shape: Any, field: str) -> None:
         raise bad(f"array {missing[0]!r} is missing (a label file holds {', '.join(need)})")
     n = heads["ret"][0][0] if len(heads["ret"][0]) == 1 else None
     width = heads["mask"][0][1] if len(heads["mask"][0]) == 2 else None
+    if n is None or width is None:
+        raise bad(f"arrays 'ret' and 'mask' are {heads['ret'][0]} and {heads['mask'][0]}: [N] and [N, W] are needed")
     for k in need:
         dtype, dims = LABEL_ARRAYS[k]
         want = (n, *[width if d == "W" else sizes[d] for d in dims])

@@ -207,17 +207,19 @@ def _check_widths(args: ExitArgs, policy: Any, resumed: bool, explicit: set[str]
                               + f"; leave {name} out (of the flags and the --config file)", field=name)
 
 
-#: What :func:`agents.files.atomic_write` names its temporary files (``.NAME.RANDOM.tmp``, in the target's folder).
-_TEMPORARY = ".*.tmp"
+#: The temporary files :func:`agents.files.atomic_write` makes for a run's files (``.NAME.RANDOM.tmp`` beside NAME),
+#: by folder of the run: config.yaml's in the run folder, any in checkpoints/ and labels/.
+_TEMPORARIES = (("", ".config.yaml.*.tmp"), ("checkpoints", ".*.tmp"), ("labels", ".*.tmp"))
 
 
 def _remove_stale_temporaries(run_dir: Path) -> int:
-    """Remove the temporary files a killed run left in ``run_dir``, its ``checkpoints/`` and ``labels/`` (files being
-    written, never renamed into place); called with the folder's lock held, so no other run is writing them. Returns
-    how many were removed (and says so when any)."""
+    """Remove the temporary files a killed run left in ``run_dir`` (:data:`_TEMPORARIES`: files being written,
+    never renamed into place); called with the folder's lock held, so no other run is writing them. Returns how
+    many were removed (and says so when any)."""
     gone = 0
-    for folder in (run_dir, run_dir / "checkpoints", run_dir / "labels"):
-        for f in folder.glob(_TEMPORARY) if folder.is_dir() else ():
+    for sub, pattern in _TEMPORARIES:
+        folder = run_dir / sub
+        for f in folder.glob(pattern) if folder.is_dir() else ():
             if f.is_file() and not f.is_symlink():
                 with contextlib.suppress(OSError):
                     f.unlink()
