@@ -200,3 +200,18 @@ def test_cassino_proxy_reports_a_bad_file_as_one_error_line(good: Any, tmp_path:
         code = cli.main(["proxy", "--agents", "random", "--path", str(path)])
     assert code == 2 and out.getvalue() == "", out.getvalue()
     assert err.getvalue().startswith("error: ") and err.getvalue().count("\n") == 1, err.getvalue()
+
+
+@pytest.mark.parametrize("options", [["--num-players", "3"], ["--preset", "royal"]])
+def test_cassino_proxy_refuses_options_naming_other_rules_than_the_files(good: Any, tmp_path: Path,
+                                                                        options: list[str]) -> None:
+    from train import cli
+
+    path = _write(tmp_path / "p.npz", *good)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["proxy", "--agents", "random", "--path", str(path), *options])
+    assert code == 2 and out.getvalue() == "", (out.getvalue(), err.getvalue())
+    assert err.getvalue().startswith("error: preset / num_players: ") and "classic with 2 players" in err.getvalue()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert cli.main(["proxy", "--agents", "random", "--path", str(path), "--num-players", "2"]) == 0

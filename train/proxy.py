@@ -461,7 +461,8 @@ def load(path: str | Path) -> Proxy:
                     data[k] = np.lib.format.read_array(f, allow_pickle=False)
     except ProxyError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, RuntimeError,
+            NotImplementedError) as exc:  # RuntimeError: an encrypted member; NotImplementedError: an odd method
         raise _bad(path, f"not a readable proxy file (truncated or damaged?): {type(exc).__name__}: {exc}") from None
     for k, box in boxes.items():
         a = data[k]
@@ -528,9 +529,9 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
         agents: comma-separated agent specs (``cassino eval``'s), e.g. ``greedy,advanced,pretrained:classic``.
         path: the proxy file (default ``~/.cache/cassino-rl/proxy/<preset>-<P>p.npz``, built by
             ``python scripts/make_proxy.py``).
-        preset: rule preset of the default path.
+        preset: rule preset of the default path; with ``path``, a preset other than the default must be the file's.
         num_players: seats of the default path (None, the default: the preset's first allowed count, 2 or 4 for
-            cicera).
+            cicera); with ``path``, when given, the file's.
         limit: score on the first N positions only (a uniform subset; search agents cost their time per move
             times the positions).
         seed: the agents' random generator.
@@ -553,6 +554,13 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
         if not specs:
             raise ProxyError("--agents: give at least one agent spec")
         proxy = load(path if path is not None else default_path(preset, num_players)).head(limit)
+        if path is not None and ((preset != "classic" and preset != proxy.rules.preset)
+                                 or (num_players is not None and num_players != proxy.rules.num_players)):
+            # the file's own rules score it; options that say otherwise are a mistake, not a request to rescore
+            raise ProxyError(f"preset / num_players: {shown_name(path)} holds positions of {proxy.rules.preset} "
+                             f"with {proxy.rules.num_players} players, not of {preset} with "
+                             f"{num_players if num_players is not None else 'its default'} players; leave the "
+                             "options out to score it under its own rules")
         try:
             built = [make_agent(s, proxy.rules) for s in specs]
         except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
