@@ -102,8 +102,9 @@ def test_a_header_claiming_absurd_rows_is_refused_unread(tmp_path: Path) -> None
                 assert len(buf.getvalue()) == 128
                 data = buf.getvalue() + data[128:]
             dst.writestr(info.filename, data)
-    with pytest.raises(ConfigError, match="declares"):
+    with pytest.raises(ConfigError, match="declares") as info:
         Labels.load(forged)
+    assert "not a label file" not in str(info.value)  # said once, not wrapped in a second message
 
 
 def test_a_decompression_bomb_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -269,3 +270,18 @@ def test_a_full_disk_is_one_line_and_never_leaves_iter_without_latest(tmp_path: 
     assert names == ["iter_00001.pt", "latest.pt"]
     monkeypatch.setattr(ppo_agent, "atomic_copy", real)
     assert resume(target / "checkpoints" / "latest.pt", 2) == target / "checkpoints" / "final.pt"
+
+
+def test_a_label_file_that_cannot_be_written_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk while the first iteration's labels are written: RunStopped naming the file, nothing saved, and
+    the folder the run made is gone (a raw OSError traceback before)."""
+    def full(self: Labels, path: Path, rules: Any = None) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(Labels, "save", full)
+    target = tmp_path / "run"
+    with pytest.raises(RunStopped) as info:
+        train(tiny_args(run_dir=str(target), iterations=1))
+    msg = str(info.value)
+    assert "iter_00001.npz" in msg and "No space left on device" in msg and "nothing was saved" in msg
+    assert not target.exists()
