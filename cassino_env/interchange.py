@@ -29,7 +29,7 @@ import numpy as np
 
 from .cards import BUILD, CAPTURE, KIND_NAMES, NUM_CARDS, TRAIL, card_id, card_text, cards_text, is_court, rank
 from .errors import CardError, IllegalMoveError, MoveFormatError, MoveLimitError, PositionError, RulesError, excerpt
-from .reference import Build, Game, Move, splits_into
+from .reference import Build, Game, Move, match_winner, splits_into
 from .rules import RuleSet, make_rules
 
 __all__ = ["legal_moves", "iter_legal_moves", "apply_move", "score_deal", "position_to_game", "game_to_position",
@@ -64,6 +64,12 @@ def _card(x: Any, name: str, error: type[ValueError] = PositionError) -> int:
     if not isinstance(x, str):
         raise error(f"{name}: expected a card text such as '10D' or 'AS' (docs/interchange.md), got "
                     f"{type(x).__name__} {excerpt(x)}")
+    if x != x.strip() or x.strip().upper()[:-1] == "1":
+        # card_id reads spaces around a card and rank 1 as an ace, leniently, for a person typing at the terminal;
+        # a position's card texts are exact (docs/interchange.md): " 8S " and "1S" are refused, not guessed.
+        why = "spaces around a card text" if x != x.strip() else "1 is not a rank: an ace is A"
+        raise error(f"{name}: {excerpt(x)} is not a card: {why}; expected rank A 2-10 J Q K (or T) and suit "
+                    "C D H S, nothing else (docs/rules.md 1)")
     try:
         return card_id(x) if len(x) <= _TEXT_LIMIT else card_id("")
     except CardError:
@@ -147,6 +153,10 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
     rules = _rules_field(position["rules"], n)
     seen: dict[int, str] = {}
     hands = [set(_card_list(h, f"hands[{i}]", seen)) for i, h in enumerate(hands_in)]
+    for i, h in enumerate(hands):
+        if len(h) > rules.hand_size:
+            raise PositionError(f"hands[{i}]: {len(h)} cards, more than the {rules.hand_size} a hand is dealt under "
+                                f"these rules (docs/rules.md 2.3)")
     loose = set(_card_list(position.get("loose", []), "loose", seen))
     builds = _builds(position.get("builds", []), rules, n, seen)
     captured_in = position.get("captured", [[] for _ in range(n)])
@@ -158,6 +168,9 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
     over = not stock and not any(hands)
     if to_move is None and not over:
         raise PositionError("to_move: null only when the deal is over (every hand and the stock empty)")
+    if to_move is not None and over:
+        raise PositionError(f"to_move: seat {to_move} is to move, but every hand and the stock are empty: the deal "
+                            "is over, so to_move must be null (docs/interchange.md)")
     if to_move is not None and not hands[to_move] and not over:
         raise PositionError(f"to_move: seat {to_move} holds no cards")
     if not any(hands) and stock:
@@ -169,13 +182,19 @@ def position_to_game(position: Mapping[str, Any]) -> Game:
         last_trail = _card(last_trail, "last_trail")
         if last_trail not in loose:
             raise PositionError(f"last_trail: {card_text(last_trail)} is not a loose table card")
+    match_scores = _int_list(position.get("match_scores"), rules.num_sides, "match_scores")
+    won = match_winner(match_scores, rules.target)
+    if won is not None:
+        raise PositionError(f"match_scores: side {won} has {match_scores[won]}, at or past the target "
+                            f"{rules.target} and ahead of every other side: the match ended before this deal "
+                            "(docs/rules.md 2.6); a tie at the top past the target plays on")
     game = Game(rules=rules, hands=hands, loose=loose, builds=builds, captured=captured,
                 sweeps=_int_list(position.get("sweeps"), n, "sweeps"),
                 bonus_points=_int_list(position.get("bonus_points"), n, "bonus_points"),
                 stock=stock, to_move=None if over else to_move, dealer=dealer,
                 last_capturer=_seat(position.get("last_capturer"), n, "last_capturer", nullable=True),
                 last_trail=last_trail,
-                match_scores=_int_list(position.get("match_scores"), rules.num_sides, "match_scores"))
+                match_scores=match_scores)
     return game
 
 

@@ -231,8 +231,9 @@ def canonical_key(move: dict[str, Any]) -> tuple:
     return (ACTIONS.index(move["action"]), card_id(move["card"]), cards, value)
 
 
-BUSY = {"rules": "classic", "to_move": 1, "hands": [["KS", "8D", "AC"], ["AH", "2C", "3S", "6D", "9H", "QC"],
-                                                    ["7C", "10S"]],
+# hand_size 8: a six-card hand is more than classic deals (4; refused since issue 50), not more than this deal's
+BUSY = {"rules": {"preset": "classic", "hand_size": 8}, "to_move": 1,
+        "hands": [["KS", "8D", "AC"], ["AH", "2C", "3S", "6D", "9H", "QC"], ["7C", "10S"]],
         "loose": ["2H", "3D", "4C", "5S", "6C", "QH", "QD"],
         "builds": [{"cards": ["4H", "3H"], "value": 7, "owner": 2}, {"cards": ["AS", "AD"], "value": 1, "owner": 0}]}
 

@@ -584,3 +584,64 @@ def test_fuzz_env_positions(share: float) -> None:
             refused += 1
             assert raw.core_state is state and len(message) < 600, message[:1000]
     assert refused > sweep_count(3000, share) // 2
+
+
+# -- issue 50, reliability 9: silent accepts of the oracle -------------------------------------------------------------
+
+def _pos(**change: Any) -> dict[str, Any]:
+    return {"rules": "classic", "to_move": 0, "hands": [["8S", "2C"], ["3D", "4D"]], "loose": ["5H"], **change}
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"hands": [["1S", "2C"], ["3D", "4D"]]}, ["hands[0][0]", "'1S' is not a card", "an ace is A"]),
+    ({"hands": [[" 8S ", "2C"], ["3D", "4D"]]}, ["hands[0][0]", "' 8S ' is not a card", "spaces"]),
+    ({"loose": ["5H\n"]}, ["loose[0]", "spaces"]),
+    ({"last_trail": "1H", "loose": ["AH"]}, ["last_trail", "an ace is A"]),
+    ({"hands": [["AS", "2S", "3S", "4S", "5S", "6S", "7S"], ["3D"]]}, ["hands[0]", "7 cards", "the 4 a hand"]),
+    ({"hands": [["8S"], ["AC", "2C", "3C", "4C", "5C"]]}, ["hands[1]", "5 cards"]),
+    ({"hands": [[], []]}, ["to_move", "every hand and the stock are empty", "must be null"]),
+    ({"match_scores": [30, 2]}, ["match_scores", "side 0 has 30", "target 21"]),
+    ({"match_scores": [0, 21]}, ["match_scores", "side 1 has 21"]),
+], ids=["rank-1", "spaces", "newline", "last-trail-1", "7-card-hand", "5-card-hand", "empty-hands-to-move",
+        "scores-past-target", "scores-at-target"])
+def test_positions_the_oracle_took_silently_are_refused_naming_the_field(change: dict, words: list[str],
+                                                                        tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "1S" was an ace of spades, " 8S " the eight, a 7-card classic hand and a player to move with every hand
+    empty (0 moves) were listed, and a match already won went on."""
+    with pytest.raises(PositionError) as info:
+        cassino_env.legal_moves(_pos(**change))
+    for w in words:
+        assert w in str(info.value)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_pos(**change)))
+    code, out, err = run_cli(["moves", str(path)], capsys)
+    assert_one_error_line(code, err, *words)
+    assert out == ""
+
+
+@pytest.mark.parametrize("change", [
+    {"match_scores": [25, 25]},  # a tie at the top past the target plays another deal (docs/rules.md 2.6)
+    {"match_scores": [20, 0]},
+    {"hands": [["8s", "TC"], ["3D", "4D"]]},  # case and the T alias stay texts of cards
+    {"hands": [[], []], "to_move": None},  # a deal that is over: no moves
+])
+def test_positions_near_those_limits_stay_accepted(change: dict) -> None:
+    moves = cassino_env.legal_moves(_pos(**change))
+    assert (moves == []) == (change.get("to_move", 0) is None)
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('{"rules": "classic", "to_move": 0, "to_move": 1, "hands": [["8S"], ["2C"]]}', "'to_move'"),
+    ('{"rules": "classic", "to_move": 0, "hands": [["8S"], ["2C"]], "builds": [{"cards": [], "cards": []}]}',
+     "'cards'"),
+    ('{"rules": {"preset": "classic", "preset": "royal"}, "to_move": 0, "hands": [["8S"], ["2C"]]}', "'preset'"),
+], ids=["top-level", "nested", "rules"])
+def test_cassino_moves_refuses_a_field_given_twice(text: str, field: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the last of the two was used silently (the web app refuses a field given twice)."""
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    code, out, err = run_cli(["moves", str(path)], capsys)
+    assert_one_error_line(code, err, field, "the field is given twice")
+    assert out == ""

@@ -67,13 +67,26 @@ def _small_int(text: str) -> int:
     return int(text)
 
 
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's fields, each named once (JSON leaves which of two counts open; the web app refuses it too)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            from cassino_env.errors import excerpt
+
+            raise InputError(f"{excerpt(k)}: the field is given twice")
+        out[k] = v
+    return out
+
+
 def read_json_object(file: Path) -> dict[str, Any]:
     """Read one JSON object from ``file`` (``-``: standard input), at most :data:`MAX_POSITION_BYTES` bytes of
     UTF-8.
 
     Raises:
         InputError: naming the file, for an unreadable, oversized, non-UTF-8, invalid or too deeply nested file,
-            an integer of more than :data:`MAX_INT_DIGITS` digits, or JSON that is not an object.
+            an integer of more than :data:`MAX_INT_DIGITS` digits, an object with a field given twice (naming it, at
+            any depth), or JSON that is not an object.
     """
     try:
         if str(file) == "-":
@@ -90,7 +103,7 @@ def read_json_object(file: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InputError(f"{file}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
     try:
-        value = json.loads(text, parse_int=_small_int)
+        value = json.loads(text, parse_int=_small_int, object_pairs_hook=_once)
     except InputError as exc:
         raise InputError(f"{file}: not a position: {exc}") from None
     except json.JSONDecodeError as exc:
