@@ -23,8 +23,10 @@ from train.expert.labels import (
     LABEL_ROWS,
     LABEL_RULES,
     Labels,
+    array_headers,
     augmented,
     check_label_file,
+    check_label_rows,
     join_labels,
     label_files,
     load_joined_labels,
@@ -50,10 +52,10 @@ from train.expert.update import label_stats, network_probs, policy_targets, trai
 __all__ = [
     "DEFAULT_CONFIG", "EXIT_RULES", "HEADS", "HEAD_INPUTS", "LABEL_ARRAYS", "LABEL_ROWS", "LABEL_RULES",
     "PROGRESS_SECONDS", "ROLLOUTS", "SEARCHES", "TARGETS", "TRAIN_PARAMS", "UNSEARCHED_GAP", "ExitArgs", "ExitOptions",
-    "IterationHook", "LabelCollector", "LabelWorker", "Labels", "LocalLabels", "RayLabels", "augmented",
-    "check_label_file", "join_labels", "label_files", "label_stats", "load_joined_labels", "load_label_paths", "main",
-    "mirror_labels", "network_probs", "policy_targets", "resolve_args", "searched_values", "train",
-    "trained_parameters", "update",
+    "IterationHook", "LabelCollector", "LabelWorker", "Labels", "LocalLabels", "RayLabels", "array_headers",
+    "augmented", "check_label_file", "check_label_rows", "join_labels", "label_files", "label_stats",
+    "load_joined_labels", "load_label_paths", "main", "mirror_labels", "network_probs", "policy_targets",
+    "resolve_args", "searched_values", "train", "trained_parameters", "update",
 ]
 
 if __name__ == "__main__":
