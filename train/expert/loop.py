@@ -230,6 +230,15 @@ def _remove_stale_temporaries(run_dir: Path) -> int:
     return gone
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """A file's inode and modification time (None: no file), to tell whether a write replaced it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
 def _labelled_moves(args: ExitArgs, rules: RuleSet) -> int:
     """An upper bound of the decisions an iteration labels: the network's moves in the labelled rounds (those with
     one legal move are not labelled)."""
@@ -510,11 +519,13 @@ def _run(*, args: ExitArgs, rules: RuleSet, run_dir: Path, ckpt_dir: Path, label
                  "elapsed_s": elapsed_before + (time.time() - start_time), "numpy_rng": _rng_state(rng),
                  "torch_rng": torch.get_rng_state(), **(games.state() if games is not None else {})}
         path = ckpt_dir / name
-        existed = path.exists()
+        before = _identity(path)
         try:
             save_training_checkpoint(path, policy, rules, optimizer, state)  # and latest.pt
         except OSError:
-            if not existed and name != "latest.pt":  # never NAME without latest.pt: latest.pt stays the last whole one
+            # NAME written but not its copy latest.pt: NAME is taken back, so latest.pt, the checkpoint the messages
+            # resume from, is the newest one (a NAME that failed to write is left as it was, by atomic_write)
+            if name != "latest.pt" and _identity(path) not in (before, None):
                 with contextlib.suppress(OSError):
                     path.unlink()
             raise
