@@ -447,6 +447,9 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
         """What is saved, and the command that goes on from it (for the messages of a run that stops)."""
         if saved:
             path, at = saved[-1]
+            if path.name == "final.pt":  # stopped in the evaluation after the run
+                return (f"the run had ended: its final checkpoint, {path}, is whole (evaluate it with: cassino eval "
+                        f"--agents checkpoint:{path},ladder)")
             if games is None:
                 return f"the last checkpoint, {path} (pass {at}), is intact (an offline run is not resumed)"
             return (f"the last checkpoint, {path} (iteration {at}), is intact: resume with: cassino exit --resume "
