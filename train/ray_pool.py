@@ -81,3 +81,26 @@ class WorkerPool:
         if self.started:
             ray.shutdown()
             self.started = False
+
+    def state(self) -> dict[str, Any]:
+        """The checkpoint's fields of the workers' games: worker 0's ``env_state`` (where a one-worker or local run
+        keeps it) and the others' ``{env_state, numpy_rng}`` under ``workers`` (absent with one worker)."""
+        import ray
+
+        states = ray.get([a.state.remote() for a in self.actors])
+        return {"env_state": states[0]["env_state"], **({"workers": states[1:]} if len(states) > 1 else {})}
+
+    def load(self, tr: dict[str, Any]) -> None:
+        """Send every worker its games (and generator; worker 0 draws from the driver's) from a checked checkpoint's
+        ``train`` entry, as :meth:`state` wrote it.
+
+        Raises:
+            ConfigError: naming ``num_workers``, a checkpoint made with another number of workers.
+        """
+        import ray
+
+        workers = [{"env_state": tr["env_state"], "numpy_rng": None}, *tr.get("workers", [])]
+        if len(workers) != len(self.actors):
+            raise ConfigError(f"num_workers={len(self.actors)}: the checkpoint was made with {len(workers)} workers",
+                              field="num_workers")
+        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(self.actors, workers, strict=True)])

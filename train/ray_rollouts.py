@@ -132,19 +132,13 @@ class RayRollouts:
         return ro
 
     def state(self) -> dict[str, Any]:
-        """The checkpoint's fields of the games: worker 0's ``env_state`` and the others' ``workers``."""
-        import ray
-
-        states = ray.get([a.state.remote() for a in self.pool.actors])
-        return {"env_state": states[0]["env_state"], **({"workers": states[1:]} if len(states) > 1 else {})}
+        """The checkpoint's fields of the games (:meth:`train.ray_pool.WorkerPool.state`)."""
+        return self.pool.state()
 
     def load(self, tr: dict[str, Any]) -> None:
-        """Send every worker its games (and generator) from a checked checkpoint's ``train`` entry."""
-        import ray
-
-        workers = [{"env_state": tr["env_state"], "numpy_rng": None}, *tr.get("workers", [])]
-        actors = self.pool.actors
-        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(actors, workers, strict=True)])
+        """Send every worker its games from a checked checkpoint's ``train`` entry
+        (:meth:`train.ray_pool.WorkerPool.load`)."""
+        self.pool.load(tr)
 
     def release(self) -> None:
         """End the workers, and Ray when it was started here (:meth:`train.ray_pool.WorkerPool.release`)."""

@@ -320,20 +320,13 @@ class RayLabels:
         return join_labels([p for p, _ in parts])
 
     def state(self) -> dict[str, Any]:
-        import ray
-
-        states = ray.get([a.state.remote() for a in self.pool.actors])
-        return {"env_state": states[0]["env_state"], **({"workers": states[1:]} if len(states) > 1 else {})}
+        """The checkpoint's fields of the games (:meth:`train.ray_pool.WorkerPool.state`)."""
+        return self.pool.state()
 
     def load(self, tr: dict[str, Any]) -> None:
-        import ray
-
-        workers = [{"env_state": tr["env_state"], "numpy_rng": None}, *tr.get("workers", [])]
-        actors = self.pool.actors
-        if len(workers) != len(actors):
-            raise ConfigError(f"num_workers={len(actors)}: the checkpoint was made with {len(workers)} workers",
-                              field="num_workers")
-        ray.get([a.load.remote(w["env_state"], w["numpy_rng"]) for a, w in zip(actors, workers, strict=True)])
+        """Send every worker its games from a checked checkpoint's ``train`` entry
+        (:meth:`train.ray_pool.WorkerPool.load`)."""
+        self.pool.load(tr)
 
     def release(self) -> None:
         """End the workers, and Ray when it was started here (:meth:`train.ray_pool.WorkerPool.release`)."""
