@@ -4,8 +4,10 @@ Usage::
 
     python scripts/ship_checkpoint.py runs/RUN/checkpoints/final.pt classic
 
-It keeps the network, its shape and the rules, and drops the optimizer and training state (the file shrinks to the
-weights alone), then checks that the written file loads for its rules as ``pretrained:NAME``.
+It keeps the network, its shape, the rules, the observation blocks and the checkpoint's provenance (the command,
+commit, seed, stage and wall time of the run that made it: ``cassino eval --provenance`` shows it), and drops the
+optimizer and training state (the file shrinks to the weights alone), then checks that the written file loads for
+its rules as ``pretrained:NAME``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def main(argv: list[str]) -> int:
     data = read_checkpoint(src)
     rules = make_rules(data["rules"])
     policy = policy_from_checkpoint(data, src)
-    out = save_checkpoint(PRETRAINED_DIR / f"{name}.pt", policy, rules)
+    out = save_checkpoint(PRETRAINED_DIR / f"{name}.pt", policy, rules, blocks=data.get("obs_blocks"),
+                          provenance=data.get("provenance"))
     agent = make_agent(f"pretrained:{name}", rules)
     print(f"wrote {out} ({out.stat().st_size:,} bytes) for {rules.preset} with {rules.num_players} players: "
           f"{agent.name}")

@@ -133,6 +133,13 @@ def test_a_tiny_recipe_runs_every_stage_gates_and_resumes(tmp_path: Path) -> Non
     promoted = [g["n"] for g in state.gates if g["promoted"]]
     assert sorted(p.name for p in (run / "checkpoints").glob("best_gate_*.pt")) == [
         f"best_gate_{n:04d}.pt" for n in promoted]
+    # the best at any time of the run: the last promoted gate's copy (the anytime curve)
+    for g in state.gates:
+        found = recipe.best_at(run, g["at_s"])
+        last = [h for h in state.gates if h["promoted"] and h["at_s"] <= g["at_s"]][-1]
+        assert found is not None and found[0] == run / "checkpoints" / f"best_gate_{last['n']:04d}.pt", (g, found)
+    assert recipe.best_at(run, state.elapsed_s + 1.0) is None  # not reached
+    assert recipe.best_at(run, state.gates[0]["at_s"] / 2) is None  # before the first gate
     prov = fin["provenance"]
     assert prov["stage"] == state.best_stage and prov["seed"] == args.seed and prov["wall_s"] > 0
     assert prov["recipe"].startswith("cassino train")
@@ -214,3 +221,36 @@ def test_the_lines_show_the_budget_and_the_run_closes_with_how_to_go_on(tmp_path
     # the closing line, under the tables, says how to go on
     assert lines[-1].startswith(f"the run is in {run} (") and lines[-1].endswith(
         f"go on with: cassino train --resume {run} --hours 0.008"), lines[-1]
+
+
+def test_the_anytime_script_plays_each_best_against_the_one_before(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("anytime", ROOT / "scripts" / "anytime.py")
+    anytime = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(anytime)
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    net = read_checkpoint(ROOT / "agents" / "pretrained" / "classic.pt")
+    policy = __import__("agents.ppo_agent", fromlist=["policy_from_checkpoint"]).policy_from_checkpoint(net, "x")
+    from cassino_env.rules import make_rules
+
+    for n in (0, 2):
+        save_checkpoint(run / "checkpoints" / f"best_gate_{n:04d}.pt", policy, make_rules("classic"))
+    gates = [{"n": 0, "stage": "ppo", "stage_index": 0, "at_s": 60.0, "promoted": True, "margin": None, "se": None},
+             {"n": 1, "stage": "ppo", "stage_index": 0, "at_s": 150.0, "promoted": False, "margin": -0.1, "se": 0.1},
+             {"n": 2, "stage": "last_round", "stage_index": 1, "at_s": 250.0, "promoted": True, "margin": 0.3,
+              "se": 0.1}]
+    (run / "recipe.json").write_text(json.dumps(recipe.RecipeState(elapsed_s=300.0, gates=gates).to_dict()))
+    out = tmp_path / "anytime.json"
+    assert anytime.main([str(run), "--minutes", "1", "2", "4.5", "6", "--deals", "3", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "6 min: the run has no best network then" in text
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["minutes"] for r in rows] == [2, 4.5]
+    assert rows[0]["same_network"] and rows[1]["gate"] == 2 and rows[1]["games"] == 6
+    assert abs(rows[1]["margin"]) < 1e-9  # the same weights on both sides of duplicate deals: level
+    assert anytime.main([str(run), "--minutes", "0.5", "6"]) == 2  # fewer than two points
+    assert "error: " in capsys.readouterr().err
+

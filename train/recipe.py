@@ -162,6 +162,29 @@ class RecipeState:
         return cls(**{k: data[k] for k in kinds})
 
 
+def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] | None:
+    """The run's best network at ``seconds`` of the run (its wall clock, as ``recipe.json`` counts it): the
+    ``checkpoints/best_gate_NNNN.pt`` of the last gate promoted at or before then, with that gate's record; None
+    before the first gate or when the run has not reached ``seconds`` (the anytime curve: docs/recipe.md).
+
+    Raises:
+        ConfigError: ``run_dir`` is not a recipe run (field ``resume``), or a promoted gate's checkpoint is missing.
+    """
+    run = Path(run_dir)
+    state = RecipeState.load(run / "recipe.json")
+    if seconds > state.elapsed_s:
+        return None
+    promoted = [g for g in state.gates if g["promoted"] and g["at_s"] <= seconds]
+    if not promoted:
+        return None
+    gate = promoted[-1]
+    path = run / "checkpoints" / f"best_gate_{gate['n']:04d}.pt"
+    if not path.is_file():
+        raise ConfigError(f"resume: {path} is missing: the best network of gate {gate['n']} (every best of a run is "
+                          "kept in its checkpoints/ folder)", field="resume")
+    return path, gate
+
+
 def stage_name(index: int) -> str:
     """The stage of a stage number: 0 is ``ppo``, then the expert stages in turns.
 
