@@ -382,7 +382,8 @@ def check_core_position(position: Any, rules: RuleSet) -> dict[str, Any]:
 
     Raises:
         PositionError: naming the field, for anything else: an unknown or missing field, a field of the wrong type or
-            length, a card that is not an id, a bool as a seat, a seat to move with no cards, a count out of range.
+            length, a card that is not an id, a bool as a seat, a seat to move with no cards, a count out of range, a
+            hand larger than the rules deal, match scores of a match already won.
     """
     if not isinstance(position, Mapping):
         raise PositionError(f"position: expected a dict of core.from_position arguments, got {type(position).__name__}")
@@ -429,6 +430,10 @@ def check_core_position(position: Any, rules: RuleSet) -> dict[str, Any]:
                           "to_move": seat(position["to_move"], "to_move", False)}
     if not kw["hands"][kw["to_move"]]:
         raise PositionError(f"to_move: seat {kw['to_move']} holds no cards")
+    for i, h in enumerate(kw["hands"]):  # as position_to_game checks a JSON position
+        if len(h) > rules.hand_size:
+            raise PositionError(f"hands[{i}]: {len(h)} cards, more than the {rules.hand_size} a hand is dealt under "
+                                f"these rules (docs/rules.md 2.3)")
     for name in ("loose", "stock"):
         if name in position:
             kw[name] = ids(position[name], name)
@@ -449,6 +454,10 @@ def check_core_position(position: Any, rules: RuleSet) -> dict[str, Any]:
                               ("match_scores", sides, COUNT_LIMITS["match_scores"])):
         if position.get(name) is not None:
             kw[name] = counts(position[name], name, length, top)
+    if "match_scores" in kw and (won := match_winner(kw["match_scores"], rules.target)) is not None:
+        raise PositionError(f"match_scores: side {won} has {kw['match_scores'][won]}, at or past the target "
+                            f"{rules.target} and ahead of every other side: the match ended before this deal "
+                            "(docs/rules.md 2.6); a tie at the top past the target plays on")
     if position.get("last_trail") is not None:
         c = position["last_trail"]
         if not integer(c) or not 0 <= int(c) < NUM_CARDS:

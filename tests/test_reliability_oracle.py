@@ -328,6 +328,20 @@ def test_internal_paths_still_take_card_ids() -> None:
     assert Move(TRAIL, 9) in game.legal_moves()
 
 
+@pytest.mark.parametrize(("position", "field"), [
+    ({"hands": [list(range(7)), [40]], "to_move": 0}, r"hands\[0\]: 7 cards"),  # classic deals 4
+    ({"hands": [[9], [1]], "to_move": 0, "match_scores": [21, 3]}, "match_scores: side 0"),
+])
+def test_core_positions_get_the_json_checks_too(position: dict, field: str) -> None:
+    """The env's reset(options={"position": ...}) refuses what the JSON oracle refuses: a hand larger than the rules
+    deal, a match already won (a tie at the top past the target still plays on)."""
+    env = cassino_env.env()
+    with pytest.raises(PositionError, match=field):
+        env.reset(options={"position": position})
+    env.reset(options={"position": {"hands": [[9], [1]], "to_move": 0, "match_scores": [21, 21]}})
+    assert env.agents
+
+
 # -- the search against the enumeration ---------------------------------------------------------------------------
 
 
