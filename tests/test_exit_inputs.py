@@ -75,6 +75,7 @@ def test_a_valid_label_file_loads(tmp_path: Path) -> None:
     (lambda r: r["ret"].__setitem__(1, np.nan), "'ret'"),
     (lambda r: r["obs"].__setitem__((0, 2), np.inf), "'obs'"),
     (lambda r: r["mask"].__setitem__(1, False), "no legal move"),
+    (lambda r: r["mask"].__setitem__((2, 3), True), "first columns"),  # a legal move after an illegal one
     (lambda r: r.__setitem__("q", r["q"][:2]), "disagree"),
     (lambda r: r.pop("prior"), "'prior' is missing"),
 ])

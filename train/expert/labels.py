@@ -191,10 +191,10 @@ def array_headers(path: Path, field: str) -> dict[str, tuple[tuple[int, ...], np
 def check_label_rows(rows: dict[str, np.ndarray | None], path: Path, field: str) -> None:
     """Check the values of a label file's arrays (``rows``: :data:`LABEL_ROWS` to array or None), as read: the
     arrays :class:`Labels` needs are there with their dtypes, N rows and W move columns; every row has a legal
-    move; on the legal moves ``kind`` is 0-2 and ``card`` 0-51 (the ids the network embeds), ``cards`` holds no
-    bit past the 52 cards, ``q`` is a finite number of points (at most :data:`MAX_POINTS` either way) and
-    ``prior`` a probability; ``ret`` is finite (and within :data:`MAX_POINTS`), ``obs``, ``feat`` and ``crit``
-    finite.
+    move, its legal moves its first columns; on the legal moves ``kind`` is 0-2 and ``card`` 0-51 (the ids the
+    network embeds), ``cards`` holds no bit past the 52 cards, ``q`` is a finite number of points (at most
+    :data:`MAX_POINTS` either way) and ``prior`` a probability; ``ret`` is finite (and within :data:`MAX_POINTS`),
+    ``obs``, ``feat`` and ``crit`` finite.
 
     Raises:
         ConfigError: naming ``field``, the file, the array and the first row at fault.
@@ -225,6 +225,11 @@ def check_label_rows(rows: dict[str, np.ndarray | None], path: Path, field: str)
     none = ~mask.any(axis=1)
     if none.any():
         raise bad(f"row {first_row(none)} has no legal move (array 'mask'): a label is a decision between moves")
+    gap = mask[:, 1:] & ~mask[:, :-1]
+    if gap.any():
+        r = first_row(gap)
+        raise bad(f"row {r}: array 'mask' has a legal move in column {int(np.flatnonzero(gap[r])[0]) + 1} after an "
+                  "illegal one: a row's legal moves are its first columns")
     checks = [
         ("kind", (rows["kind"] < 0) | (rows["kind"] >= _NUM_KINDS), f"a move kind outside 0-{_NUM_KINDS - 1}"),
         ("card", (rows["card"] < 0) | (rows["card"] >= _NUM_CARDS), f"a card id outside 0-{_NUM_CARDS - 1}"),
