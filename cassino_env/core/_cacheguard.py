@@ -43,7 +43,8 @@ PACKAGE = Path(__file__).resolve().parent.parent
 STAMP = "numba_sources.sha256"
 _PATTERNS = ("*.nbi", "*.nbc")
 #: The line printed on stderr when the first kernel of a process starts to compile; ``{what}`` names its group.
-COMPILE_NOTICE = "cassino-rl: compiling {what} (first use: seconds to a few minutes by machine and load; cached on disk after that) ..."
+COMPILE_NOTICE = ("cassino-rl: compiling {what} (first use: seconds to a few minutes by machine and load; "
+                  "cached on disk after that) ...")
 #: Module prefix -> what its kernels are, for :data:`COMPILE_NOTICE` (first match wins; others print nothing).
 _KERNEL_GROUPS = {"cassino_env.core": "the rules kernels", "cassino_env": "the environment kernels"}
 _notice_installed = False
