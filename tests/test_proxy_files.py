@@ -100,6 +100,11 @@ def _cases() -> dict[str, tuple[Any, str]]:
         "card-out-of-range": (edit(move_card=lambda v: np.full_like(v, 60)), "array 'move_card': values outside"),
         "no-legal-move": (edit(action_mask=no_move), "position 4 has no listed move"),
         "source-out-of-range": (edit(source=lambda v: v + 1), r"array 'source': an entry outside 0\.\.0"),
+        # inside the spaces, but not positions of the rules: agents crashed on them (IndexError, a segfault in pimc)
+        "kind-of-padding-listed": (edit(action_mask=np.ones_like, values=np.zeros_like), "position 0 lists other"),
+        "card-not-held": (edit(move_card=lambda v: np.where(v >= 0, (v + 1) % 52, v)), "lists other moves"),
+        "mover-not-viewer": (edit(current_player=lambda v: 1 - v), "array 'current_player': position 0"),
+        "view-impossible": (edit(view__stock_size=lambda v: v // 2), r"array 'view\.\*': position 0 is not a "),
         "missing-values": (edit(values=KeyError), "missing array.*values"),
         "missing-view": (edit(view__unseen=KeyError), "missing array 'view.unseen'"),
         "empty-set": (edit(**{k: (lambda v: v[:0]) for k in ["values", "exact", "source", *_OBS_KEYS]},

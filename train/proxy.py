@@ -384,7 +384,8 @@ def load(path: str | Path) -> Proxy:
     and shape of the rules its metadata names (``values`` float64[N, M], ``exact`` bool[N], ``source`` int64[N], the
     vector env's observation keys with N rows and M move slots), N >= 1, at most :data:`MAX_UNPACKED_BYTES` in all.
     Then the values: the rules' parameters equal ``meta["rules"]``, observations inside their space, at least one
-    listed move a row, a finite value for every listed move, ``source`` an index into ``meta["sources"]``.
+    listed move a row, a finite value for every listed move, ``source`` an index into ``meta["sources"]``, each
+    position one the rules can reach with the move table they give there (:func:`_check_positions`).
 
     Raises:
         ProxyError: a missing, unreadable, truncated or empty file, one of another kind or version, or any check
@@ -480,7 +481,40 @@ def load(path: str | Path) -> Proxy:
         raise _bad(path, f"array 'source': an entry outside 0..{len(meta['sources']) - 1} (meta.sources)")
     obs: dict[str, Any] = {k: data[k] for k in _OBS_KEYS}
     obs["view"] = {k.partition(".")[2]: v for k, v in data.items() if k.startswith("view.")}
+    _check_positions(rules, obs, mask, path)
     return Proxy(rules, obs, data["values"], data["exact"], data["source"], list(meta["sources"]), meta)
+
+
+def _check_positions(rules: RuleSet, obs: dict[str, Any], mask: np.ndarray, path: Path) -> None:
+    """Each position's view is one the engine can deal (:func:`cassino_env.determinize.determinize`), its seat to
+    move is the view's, and its move table is exactly the one the engine lists there: a table inside the space but
+    of other moves (a card the seat does not hold, a kind of -1) crashed the agents with a traceback or worse.
+
+    Raises:
+        ProxyError: naming the file, the array and the first position at fault.
+    """
+    from cassino_env import core
+    from cassino_env.determinize import determinize, moves_of
+
+    view = obs["view"]
+    bad = np.flatnonzero(np.asarray(obs["current_player"], dtype=np.int64) != view["viewer"].astype(np.int64))
+    if bad.size:
+        raise _bad(path, f"array 'current_player': position {int(bad[0])} is not the view's seat to move")
+    for r in range(len(mask)):  # one at a time, so the message names the position
+        one = {k: v[r:r + 1] for k, v in view.items()}
+        try:
+            st = determinize(rules, one, moves_of({k: obs[k][r:r + 1] for k in _OBS_KEYS}), 1,
+                             np.random.default_rng(0))
+        except (ValueError, IndexError) as exc:
+            raise _bad(path, f"array 'view.*': position {r} is not a position of {rules.preset}: {exc}") from None
+        core.refresh_moves(st)
+        listed = core.legal_mask(st)[0]
+        same = np.array_equal(listed, mask[r]) and all(
+            np.array_equal(np.where(listed, getattr(st, k)[0], 0), np.where(mask[r], obs[k][r], 0))
+            for k in ("move_kind", "move_card", "move_value", "move_cards"))
+        if not same:
+            raise _bad(path, f"arrays 'move_*' / 'action_mask': position {r} lists other moves than the rules "
+                             "give its seat to move (a damaged or edited file)")
 
 
 # --- scoring -----------------------------------------------------------------------------------------------------
