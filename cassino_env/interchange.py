@@ -64,6 +64,10 @@ def _card(x: Any, name: str, error: type[ValueError] = PositionError) -> int:
     if not isinstance(x, str):
         raise error(f"{name}: expected a card text such as '10D' or 'AS' (docs/interchange.md), got "
                     f"{type(x).__name__} {excerpt(x)}")
+    if not x.isascii() and any(not ch.isascii() and ch not in "♣♦♥♠" for ch in x):
+        # str.upper() turns the long s "ſ" into "S": only ASCII and the suit symbols are a card's letters
+        raise error(f"{name}: {excerpt(x)} is not a card: a character that is neither ASCII nor a suit symbol; "
+                    "expected rank A 2-10 J Q K (or T) and suit C D H S (docs/rules.md 1)")
     if x != x.strip() or x.strip().upper()[:-1] == "1":
         # card_id reads spaces around a card and rank 1 as an ace, leniently, for a person typing at the terminal;
         # a position's card texts are exact (docs/interchange.md): " 8S " and "1S" are refused, not guessed.

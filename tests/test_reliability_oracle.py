@@ -609,6 +609,7 @@ def _pos(**change: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(("change", "words"), [
     ({"hands": [["1S", "2C"], ["3D", "4D"]]}, ["hands[0][0]", "'1S' is not a card", "an ace is A"]),
     ({"hands": [[" 8S ", "2C"], ["3D", "4D"]]}, ["hands[0][0]", "' 8S ' is not a card", "spaces"]),
+    ({"hands": [["8\u017f", "2C"], ["3D", "4D"]]}, ["hands[0][0]", "neither ASCII"]),  # "ſ".upper() == "S"
     ({"loose": ["5H\n"]}, ["loose[0]", "spaces"]),
     ({"last_trail": "1H", "loose": ["AH"]}, ["last_trail", "an ace is A"]),
     ({"hands": [["AS", "2S", "3S", "4S", "5S", "6S", "7S"], ["3D"]]}, ["hands[0]", "7 cards", "the 4 a hand"]),
@@ -616,7 +617,7 @@ def _pos(**change: Any) -> dict[str, Any]:
     ({"hands": [[], []]}, ["to_move", "every hand and the stock are empty", "must be null"]),
     ({"match_scores": [30, 2]}, ["match_scores", "side 0 has 30", "target 21"]),
     ({"match_scores": [0, 21]}, ["match_scores", "side 1 has 21"]),
-], ids=["rank-1", "spaces", "newline", "last-trail-1", "7-card-hand", "5-card-hand", "empty-hands-to-move",
+], ids=["rank-1", "spaces", "long-s", "newline", "last-trail-1", "7-card-hand", "5-card-hand", "empty-hands-to-move",
         "scores-past-target", "scores-at-target"])
 def test_positions_the_oracle_took_silently_are_refused_naming_the_field(change: dict, words: list[str],
                                                                         tmp_path: Path,
