@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -115,14 +116,19 @@ def test_a_hostile_provenance_is_refused_on_load(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_tiny_recipe_runs_every_stage_gates_and_resumes(tmp_path: Path) -> None:
+def test_a_tiny_recipe_runs_every_stage_gates_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = tiny_args(tmp_path, hours=0.012, gate_every_s=4.0)
     final = recipe.train(args)
+    out = capsys.readouterr().out.splitlines()
     run = tmp_path / "run"
     state = recipe.RecipeState.load(run / "recipe.json")
     assert final == run / "checkpoints" / "final.pt" and state.done
     stages = {g["stage"] for g in state.gates}
     assert "ppo" in stages and stages & set(recipe.EXPERT_STAGES), stages
+    # every stage's progress lines show the run's budget, not the time its step or iteration ceiling would take
+    progress = [line for line in out if re.match(r"step |iteration \d+/|cassino exit: \d+ iteration", line)]
+    assert any(line.startswith("iteration ") for line in progress) or not stages & {"last_round", "early_rounds"}
+    assert all("recipe: " in line and " used, " in line for line in progress), progress
     for g in state.gates[1:]:  # the gate promotes only a candidate clearly ahead of the best
         assert g["promoted"] == g["gain"] == (g["margin"] > 0 and g["margin"] >= args.gate_min_z * g["se"]), g
     assert state.gates[0]["promoted"]
@@ -206,7 +212,7 @@ def test_the_lines_show_the_budget_and_the_run_closes_with_how_to_go_on(tmp_path
     assert said and all(" used, " in line and line.endswith(" left") for line in said), said
     # PPO's own progress line shows the run's budget, not the time its step cap would take
     steps = [line for line in lines if line.startswith("step ")]
-    assert any("recipe: " in line and " used, " in line for line in steps), steps
+    assert steps and all("recipe: " in line and " used, " in line for line in steps), steps  # the first too
     # the table after training: the checkpoint named shortly (its path once above), its pairs, the ratings explained
     assert f"checkpoint:final.pt below is checkpoint:{run / 'checkpoints' / 'final.pt'}" in lines
     table = [line for line in lines if line.startswith(("checkpoint:final.pt ", "random ", "greedy "))]

@@ -265,6 +265,8 @@ def _train(args: Args, explicit: set[str] | None, held: list[Any],
     """:func:`train`'s loop, in CleanRL's order: collect a rollout, update, log, then evaluate and checkpoint when due.
     The Ray workers and the run folder's lock go into ``held`` for :func:`train` to release."""
     run = setup(args, explicit, held)  # options, checkpoint, games, network, pool, run folder; evaluation at step 0
+    if getattr(hook, "budget_note", None) is not None:  # a stage of cassino train: its lines show the run's budget
+        run.budget_note = hook.budget_note  # type: ignore[attr-defined]
     args = run.args  # a resumed run's: its checkpoint's config and the options given
     with guard(run):  # Ctrl-C: stop after the iteration, saved; a diverged update: the step and the last checkpoint
         while run.iteration < run.num_iterations:

@@ -42,7 +42,8 @@ cannot beat the best by more than the gate's noise is spending the budget where 
 also ends when the budget is spent (then it is gated once more).
 
 Budget. ``hours`` counts the whole run's wall clock (the gates, the stages' start-up and the resumed parts included;
-the evaluation table after training is not counted). A run stopped by Ctrl-C, a crash or its budget resumes with
+the evaluation table after training is not counted, nor the numba kernels' one-off compile, done before the clock
+starts: :func:`warm_up`). A run stopped by Ctrl-C, a crash or its budget resumes with
 ``--resume RUN`` (or any checkpoint in it) and a ``--hours`` larger than the time it has used: the current stage goes
 on from its last checkpoint, the best network and the gate's history from ``RUN/recipe.json``.
 
@@ -185,6 +186,20 @@ def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] 
     return path, gate
 
 
+def warm_up(rules: Any) -> None:
+    """Compile the numba kernels the recipe's stages use before its clock starts: the rules core, the environment and
+    the exact last round (:func:`train.arena.warm_kernels`) and the scripted bots' (one deal between ``advanced``
+    bots, the search's rollout policy). Cached on disk after a machine's first run, when this takes about a second."""
+    import numpy as np
+
+    from agents.bots import make_bot
+    from train.arena import play_games, warm_kernels
+
+    warm_kernels(rules)
+    play_games([make_bot("advanced", rules)], rules, np.array([0], dtype=np.int64),
+               np.zeros((1, rules.num_players), dtype=np.int64), np.random.default_rng(0), until="deal")
+
+
 def stage_name(index: int) -> str:
     """The stage of a stage number: 0 is ``ppo``, then the expert stages in turns.
 
@@ -296,6 +311,7 @@ class Recipe:
                 self.stage_values(name)
         self.budget_s = args.hours * 3600.0
         self.gate_every = gate_interval(args)
+        warm_up(self.rules)  # the one-off numba compile is not the budget's (minutes on a first run)
         self.lock = config.claim_run_dir(self.run_dir, resuming=resuming, reuse=args.reuse_run_dir)
         self.writer: Any = None
         self.t_start = time.time()
@@ -451,10 +467,10 @@ class Recipe:
                                          max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None)
 
         def hook(run: Any) -> str | None:
-            # PPO's progress line shows the run's budget, not the time its step cap would take at this speed
-            run.budget_note = lambda: f"recipe: {self.budget_used()}"
             return self.maybe_gate(lambda n: run.checkpoint(n))
 
+        # PPO's progress lines show the run's budget, not the time its step cap would take at this speed
+        hook.budget_note = lambda: f"recipe: {self.budget_used()}"  # type: ignore[attr-defined]
         return ppo_train(stage_args, None, hook=hook)
 
     def stage_values(self, name: str) -> dict[str, Any]:
@@ -493,6 +509,7 @@ class Recipe:
         def hook(iteration: int, policy: Any, checkpoint: Any) -> str | None:
             return self.maybe_gate(lambda n: checkpoint(n))
 
+        hook.budget_note = lambda: f"recipe: {self.budget_used()}"  # type: ignore[attr-defined]
         return exit_train(stage_args, None, hook=hook if name != "consolidate" else None)
 
     # --- the gate ---------------------------------------------------------------------------------------------------

@@ -487,7 +487,10 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
             writer.add_text("hyperparameters", config.hparams_table(args))
         if ckpt is not None:
             print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
-        print(_opening_line(args, rules, run_dir, iteration, elapsed_before, extra), flush=True)
+        opening = _opening_line(args, rules, run_dir, iteration, elapsed_before, extra)
+        if getattr(hook, "budget_note", None) is not None:  # a stage of cassino train: its gate and budget end it
+            opening += f"; iterations is a ceiling: the recipe's gate and budget end the stage ({hook.budget_note()})"
+        print(opening, flush=True)
         return _run(**locals())
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted (stopped at once; the work since the last checkpoint is lost): "
@@ -611,7 +614,9 @@ def _run(*, args: ExitArgs, rules: RuleSet, run_dir: Path, ckpt_dir: Path, label
                 + (f"policy loss {losses['policy_loss']:.3f} value loss {losses['value_loss']:.3f}" if args.epochs
                    else "no update (epochs 0: labels only)")
                 + f" | {_fmt_time(elapsed)} elapsed"
-                + _time_left(args, iteration, start_iteration, start_time, elapsed))
+                # a stage of cassino train: the run's budget used and left (train/recipe.py), not the ceiling's time
+                + (f", {hook.budget_note()}" if getattr(hook, "budget_note", None) is not None
+                   else _time_left(args, iteration, start_iteration, start_time, elapsed)))
         if (args.eval_every and iteration % args.eval_every == 0) or last:
             line += f" | {run_eval()}"
         print(line, flush=True)
