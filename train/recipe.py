@@ -662,9 +662,10 @@ class Recipe:
         atomic_copy(best, self.run_dir / "checkpoints" / "latest.pt")
         self.state.done = self.left() <= 0 or self.state.done
         self.save_state()
-        promoted = sum(1 for g in self.state.gates if g["promoted"])
-        print(f"recipe done in {fmt_time(self.elapsed())}: {len(self.state.gates)} gates, {promoted} promotions; the "
-              f"best network (from stage {self.state.best_stage}) is {final}; go on with: {self.go_on()}", flush=True)
+        promoted = sum(1 for g in self.state.gates if g["promoted"] and g["margin"] is not None)  # as cassino plot
+        print(f"recipe done in {fmt_time(self.elapsed())}: {len(self.state.gates)} gates, {promoted} promotions after "
+              f"the first; the best network (from stage {self.state.best_stage}) is {final}; go on with: "
+              f"{self.go_on()}", flush=True)
         return final
 
 
