@@ -356,7 +356,8 @@ class CassinoGymEnv(gymnasium.Env):
             raise RuntimeError("the episode is over: call reset() before step()")
         self._deal_points = None
         try:
-            value = action.item() if isinstance(action, np.ndarray) else action
+            # a 0-d array is a number; a 1-element one is not (Discrete.contains refuses it, and so does the AEC env)
+            value = action.item() if isinstance(action, np.ndarray) and action.ndim == 0 else action
             if isinstance(value, bool | np.bool_):
                 raise TypeError("a bool is not an action id (True is not action 1), as in the AEC env")
             a = operator.index(value)

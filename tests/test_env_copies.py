@@ -129,3 +129,18 @@ def test_a_bool_is_never_an_action_in_either_env(action: Any) -> None:
     gym.reset(seed=1)
     with pytest.raises(IllegalActionError, match="a bool is not an action id"):
         gym.step(action)
+
+
+def test_a_one_element_array_is_no_action_in_either_env() -> None:
+    """Before: the Gym env took np.array([a]) as action a (numpy's .item()) where the AEC env and Gymnasium's
+    Discrete.contains refuse it; a 0-d array stays a number in both."""
+    gym = CassinoGymEnv(opponent="random", illegal_action="raise")
+    gym.reset(seed=1)
+    a = int(np.flatnonzero(gym.action_masks())[0])
+    with pytest.raises(IllegalActionError, match="expected an integer action id"):
+        gym.step(np.array([a]))
+    gym.step(np.array(a))  # 0-d: played
+    aec = cassino_env.env(illegal_action="raise")
+    aec.reset(seed=1)
+    with pytest.raises(IllegalActionError):
+        aec.step(np.array([a]))
