@@ -197,9 +197,10 @@ class CassinoGymEnv(gymnasium.Env):
 
     Copies: ``copy.deepcopy``, ``copy.copy`` and ``pickle`` give an independent env in the same state, mid-game
     included (the AEC env's "Copying and pickling"); the opponents are copied with it (pickling needs picklable
-    opponents: a spec string or an importable function, not a lambda). A callable opponent's move is checked as
-    it is returned (:func:`agents.base.one_move`): 2.9, None or ``'abc'`` are an ``IllegalActionError``, never cast
-    to a move.
+    opponents: a spec string or an importable function, not a lambda). ``gymnasium.make``'s wrappers make their own
+    shallow ``copy.copy``, which shares this env: copy a made env with ``copy.deepcopy``. A callable opponent's move
+    is checked as it is returned (:func:`agents.base.one_move`): 2.9, None or ``'abc'`` are an
+    ``IllegalActionError``, never cast to a move.
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 1}

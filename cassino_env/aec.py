@@ -185,8 +185,11 @@ explicit position.
 independent env in the same state, mid-game included: the same agent to move, observations, rewards, infos and
 random generator, so the copy and the original play on identically and stepping one leaves the other as it is (a
 copy is how a search tries moves). `copy.copy` is a deep copy too: a shallow one would share the game's arrays.
-Before the first `reset()` a copy is an un-reset env with the same arguments. Actions: integer ids only; a bool
-(`True`, `np.True_`) is not action 1 but an illegal action, as in the Gymnasium env.
+Before the first `reset()` a copy is an un-reset env with the same arguments. Around a wrapper of another library
+(PettingZoo's `TerminateIllegalWrapper`, `OrderEnforcingWrapper`, Gymnasium's `gymnasium.make` wrappers) use
+`copy.deepcopy` or pickle: those wrappers' own `copy.copy` keeps the same inner env, so stepping such a copy steps the
+original too. Actions: integer ids only; a bool (`True`, `np.True_`) or a one-element array is not an action id but
+an illegal action, as in the Gymnasium env.
 
 ### Version History
 
