@@ -75,6 +75,8 @@ def test_exact_values_agree_with_the_solver():
     mask = np.asarray(sub["action_mask"]) != 0
     assert np.allclose(np.where(mask, vals, -np.inf).max(axis=1), best)
     assert np.isnan(vals[~mask]).all()
+    # on numba's threads (the expert stage's labels with threads > 1): the same values, bit for bit
+    assert np.array_equal(exact_values(RULES, sub, match_bonus=10.0, parallel=True), vals, equal_nan=True)
 
 
 def test_tiny_proxy_builds_loads_and_scores(tmp_path):

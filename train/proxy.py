@@ -205,10 +205,11 @@ def collect_positions(rules: RuleSet, positions: int, seed: int,
     return slice_obs(obs, order), source[order], names
 
 
-def exact_values(rules: RuleSet, obs: dict[str, Any], match_bonus: float = LABEL_MATCH_BONUS) -> np.ndarray:
+def exact_values(rules: RuleSet, obs: dict[str, Any], match_bonus: float = LABEL_MATCH_BONUS,
+                 parallel: bool = False) -> np.ndarray:
     """float64[B, M]: every listed move's exact value in two-seat last rounds (:func:`cassino_env.endgame.solvable`
     must hold for every row): the move is played, then the rest of the deal solved; NaN past the listed moves and
-    where the search gives up.
+    where the search gives up. ``parallel``: the solves spread over numba's threads (the same values).
     """
     from cassino_env import core
     from cassino_env.determinize import determinize, moves_of, take
@@ -237,7 +238,7 @@ def exact_values(rules: RuleSet, obs: dict[str, Any], match_bonus: float = LABEL
         val[d] = my_pts - tot[np.arange(d.size), 1 - mine] + match_bonus * won
     live = np.flatnonzero(~done)
     if live.size:
-        _, v, _ = solve_state(st, rows=live, match_bonus=match_bonus)
+        _, v, _ = solve_state(st, rows=live, match_bonus=match_bonus, parallel=parallel)
         val[live] = -v  # the opponent's minimax value, for the other side
     out[row, move] = val
     return out

@@ -92,6 +92,9 @@ class LabelCollector:
                                 rollout=args.rollout, match_bonus=args.match_bonus)
         self.ctrl = split_games(num_envs, 0.0, args.bot_rates) if ctrl is None else np.asarray(ctrl, np.int64)
         self.games = np.arange(num_envs)
+        # the exact last-round labels' solves on numba's threads when the run has more than one (the same values);
+        # a Ray worker, one CPU each, solves on its own thread
+        self.solve_parallel = args.threads > 1
 
     def search_over(self, policy: Any) -> Any:
         """``search=search``'s labeller: :class:`agents.search.SearchAgent` over ``policy`` (its defaults: critic leaves
@@ -181,7 +184,7 @@ class LabelCollector:
                 else:
                     qs = [np.asarray(v, dtype=np.float64) for v in self.search.move_values(slice_obs(sub, li_s), rng)]
                 if li_e.size:  # exact values of every move (train.proxy's labeller); a search given up is dropped
-                    qe = exact_values(self.rules, slice_obs(sub, li_e), args.match_bonus)
+                    qe = exact_values(self.rules, slice_obs(sub, li_e), args.match_bonus, parallel=self.solve_parallel)
                     qe_rows = [qe[r, :n_legal[i]] for r, i in enumerate(li_e)]
                     keep = np.array([bool(np.isfinite(v).all()) for v in qe_rows])
                     li_e = li_e[keep]
@@ -251,6 +254,7 @@ class LabelWorker:
         env_seed, self.rng = worker_seeds(args.seed, index)
         ctrl = split_games(args.num_envs, 0.0, args.bot_rates)[index::num_workers]
         self.collector = LabelCollector(args, rules, args.num_envs // num_workers, env_seed, ctrl=ctrl)
+        self.collector.solve_parallel = False  # one CPU reserved per worker
         self.policy = CassinoPolicy.from_shape(network)
         self.lent_rng = np.random.default_rng(0)
         self.progress = PROGRESS_SECONDS if index == 0 else 0.0  # worker 0's lines reach the driver's console
