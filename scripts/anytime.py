@@ -38,6 +38,10 @@ def main(argv: list[str]) -> int:
     a = parser.parse_args(argv)
     if a.deals < 1 or not 0 <= a.seed < 2**62 or any(not m > 0 for m in a.minutes):
         return error("deals must be >= 1, seed 0 .. 2**62 - 1 and every minute > 0")
+    if not (Path(a.run) / "recipe.json").is_file():
+        return error(f"{a.run}: not the run folder of a cassino train run with hours > 0 (no recipe.json there)")
+    if a.out is not None and not a.out.parent.is_dir():
+        return error(f"--out: the folder {a.out.parent} does not exist")
     try:
         points = []
         for m in sorted(a.minutes):

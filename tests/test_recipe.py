@@ -259,4 +259,7 @@ def test_the_anytime_script_plays_each_best_against_the_one_before(tmp_path: Pat
     assert abs(rows[1]["margin"]) < 1e-9  # the same weights on both sides of duplicate deals: level
     assert anytime.main([str(run), "--minutes", "0.5", "6"]) == 2  # fewer than two points
     assert "error: " in capsys.readouterr().err
+    assert anytime.main([str(tmp_path / "nosuch")]) == 2  # not a run folder: one line, before any game
+    assert anytime.main([str(run), "--out", str(tmp_path / "nosuch" / "a.json")]) == 2
+    assert capsys.readouterr().err.count("error: ") == 2
 
