@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import MAX_SIMULATIONS, Agent, slice_obs
+from agents.bots import STYLES
 from cassino_env.determinize import determinize, moves_of, take
 from cassino_env.obs import state_obs
 from cassino_env.rules import RuleSet
@@ -52,8 +53,9 @@ DEFAULT_SIMULATIONS = 4000
 DEFAULT_TOP_K = 4
 #: Points by which another move must beat the network's own to be played instead.
 DEFAULT_MARGIN = 0.0
-#: Rollout policies: a scripted bot name, or ``net`` (the network itself).
-ROLLOUTS = ("advanced", "intermediate", "greedy", "net")
+#: Rollout policies: a scripted bot's style (:data:`agents.bots.STYLES`: a new style is a rollout policy here too), or
+#: ``net`` (the network itself).
+ROLLOUTS = (*STYLES, "net")
 #: How a sampled line is scored: ``rollout`` plays it to the end of the deal, ``critic`` stops after ``depth``
 #: plies of the rollout policy and reads the network's critic.
 LEAVES = ("rollout", "critic")

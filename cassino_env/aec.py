@@ -245,7 +245,6 @@ from .actions import (
     string_to_card_value,
 )
 from .cards import card_text
-from .core import _api as core_api
 from .errors import PositionError, check_seed, excerpt
 from .interchange import check_core_position
 from .obs import (
@@ -397,11 +396,6 @@ def action_id_of(action: Any, num_actions: int) -> int:
 
 #: The attributes of :class:`raw_env` that view ``core_state``'s arrays (made again, never copied).
 _STATE_BOUND = ("_obs_args", "_tables", "_res", "_step_args", "_cur")
-
-
-def _packed(st: core.State) -> tuple[np.ndarray, ...]:
-    """The packed arrays every public field of ``st`` views, in :func:`cassino_env.core._api._wrap`'s order."""
-    return (st._u64, st._i8, st._i16, st._i64, st._m8, st._mvc, st._cfg)
 
 
 class raw_env(AECEnv, EzPickle):
@@ -575,17 +569,12 @@ class raw_env(AECEnv, EzPickle):
     # -- copies and pickles: the whole game, never a fresh env (module docstring, "Copying and pickling") --------------
     def _game_dict(self, copy_value: Any) -> dict[str, Any]:
         """``__dict__`` with every value passed through ``copy_value`` except the kernels' bindings (views of
-        ``core_state``, made again by :meth:`_bind_state`) and ``core_state``, given as its packed arrays."""
-        skip = {"core_state", *_STATE_BOUND}
-        out = {k: copy_value(v) for k, v in self.__dict__.items() if k not in skip}
-        st = self.__dict__.get("core_state")
-        out["core_state"] = None if st is None else copy_value(tuple(a.copy() for a in _packed(st)))
-        return out
+        ``core_state``, made again by :meth:`_bind_state`); ``core_state`` copies and pickles by its packed arrays
+        (``State.__reduce__``)."""
+        return {k: copy_value(v) for k, v in self.__dict__.items() if k not in _STATE_BOUND}
 
     def _restore(self, state: dict[str, Any]) -> None:
-        packed = state.pop("core_state", None)
         self.__dict__.update(state)
-        self.__dict__["core_state"] = None if packed is None else core_api._wrap(self.rules, *packed)
         self._zeros.flags.writeable = False
         if self._mask is not self._zeros and not self._mask.flags.writeable:
             self._mask = self._mask.copy()

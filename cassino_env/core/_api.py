@@ -154,6 +154,11 @@ class State:
         return _wrap(self.rules, self._u64.copy(), self._i8.copy(), self._i16.copy(), self._i64.copy(),
                      self._m8.copy(), self._mvc.copy(), self._cfg.copy())
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle and ``copy.deepcopy`` by the packed arrays, so the copy's public fields view its own arrays as the
+        original's view the original's (a field-by-field copy would break those views)."""
+        return (_wrap, (self.rules, self._u64, self._i8, self._i16, self._i64, self._m8, self._mvc, self._cfg))
+
     def stock(self, b: int) -> list[int]:
         """Undealt card ids of game ``b``, front (dealt first) first."""
         return [int(c) for c in self.deck[b, int(self.stock_pos[b]):]]

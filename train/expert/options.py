@@ -9,6 +9,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.bots import STYLES
 from agents.registry import MAX_SIMULATIONS, AgentSpecError, check_spec
 from train import config
 from train.config import ConfigError, boolean, integer, names, number, optional, rates, text
@@ -25,7 +26,7 @@ HEAD_INPUTS = ("cards", "classes")
 #: The labelling searches (``search``).
 SEARCHES = ("pimc", "search", "none")
 #: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
-ROLLOUTS = ("random", "greedy", "beginner", "intermediate", "advanced")
+ROLLOUTS = ("random", *STYLES)  # the scripted bots' styles: a new style is a rollout policy here too
 #: The config read when no ``--config`` is given.
 DEFAULT_CONFIG = config.CONFIGS_DIR / "exit_classic.yaml"
 
