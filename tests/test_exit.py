@@ -278,10 +278,17 @@ def test_search_labeller_options() -> None:
     for q, m in zip(labels.q[searched], labels.mask[searched], strict=True):
         v = q[m]
         assert (v == v.max()).sum() == 1 and np.allclose(v[v < v.max()], v.max() - UNSEARCHED_GAP)
-    for rollout in ("random", "beginner"):
-        with pytest.raises(ConfigError) as info:
-            tiny_args(search="search", rollout=rollout)
-        assert info.value.field == "rollout"
+    from agents.bots import STYLES
+    from train.expert.options import ROLLOUTS
+
+    assert ROLLOUTS == ("random", *STYLES)
+    with pytest.raises(ConfigError) as info:  # random has no batched rollout step in the search
+        tiny_args(search="search", rollout="random")
+    assert info.value.field == "rollout"
+    # every scripted style is a rollout policy of the search (agents.search.ROLLOUTS from agents.bots.STYLES)
+    beginner = LabelCollector(tiny_args(search="search", top_k=1, reward_scale=1.0, bot_rates={},
+                                        rollout="beginner"), rules, 4, env_seed=5)
+    assert len(beginner.collect(net, np.random.default_rng(0), 0))
     with pytest.raises(ConfigError) as info:
         tiny_args(simulations=200_000)
     assert info.value.field == "simulations"

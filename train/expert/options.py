@@ -9,7 +9,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.bots import STYLES
 from agents.registry import MAX_SIMULATIONS, AgentSpecError, check_spec
 from train import config
 from train.config import ConfigError, boolean, integer, names, number, optional, rates, text
@@ -26,7 +25,9 @@ HEAD_INPUTS = ("cards", "classes")
 #: The labelling searches (``search``).
 SEARCHES = ("pimc", "search", "none")
 #: The rollout policies of the pimc search (scripted bots that step a whole batch of core states).
-ROLLOUTS = ("random", *STYLES)  # the scripted bots' styles: a new style is a rollout policy here too
+#: Written out (importing agents.bots here would load the batched core for every ``--help``); tests/test_exit.py
+#: checks it is ``("random", *agents.bots.STYLES)``, so a new style is a rollout policy here too.
+ROLLOUTS = ("random", "greedy", "beginner", "intermediate", "advanced")
 #: The config read when no ``--config`` is given.
 DEFAULT_CONFIG = config.CONFIGS_DIR / "exit_classic.yaml"
 
