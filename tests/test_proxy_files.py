@@ -17,7 +17,7 @@ import pytest
 from cassino_env.rules import make_rules
 from cassino_env.vector import CassinoVectorEnv
 from train import proxy as proxy_mod
-from train.proxy import _OBS_KEYS, FORMAT, FORMAT_VERSION, ProxyError, load
+from train.proxy import FORMAT, FORMAT_VERSION, OBS_KEYS, ProxyError, load
 
 RULES = make_rules("classic")
 
@@ -25,7 +25,7 @@ RULES = make_rules("classic")
 def _arrays(rules: Any = RULES, n: int = 6) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     env = CassinoVectorEnv(n, rules, with_view=True, seed=5)
     obs, _ = env.reset(seed=5)
-    arrays = {k: np.array(obs[k]) for k in _OBS_KEYS}
+    arrays = {k: np.array(obs[k]) for k in OBS_KEYS}
     arrays.update({f"view.{k}": np.array(v) for k, v in obs["view"].items()})
     mask = arrays["action_mask"] != 0
     values = np.where(mask, np.random.default_rng(0).normal(size=mask.shape), np.nan)
@@ -107,7 +107,7 @@ def _cases() -> dict[str, tuple[Any, str]]:
         "view-impossible": (edit(view__stock_size=lambda v: v // 2), r"array 'view\.\*': position 0 is not a "),
         "missing-values": (edit(values=KeyError), "missing array.*values"),
         "missing-view": (edit(view__unseen=KeyError), "missing array 'view.unseen'"),
-        "empty-set": (edit(**{k: (lambda v: v[:0]) for k in ["values", "exact", "source", *_OBS_KEYS]},
+        "empty-set": (edit(**{k: (lambda v: v[:0]) for k in ["values", "exact", "source", *OBS_KEYS]},
                            **{f"view__{k}": (lambda v: v[:0]) for k in
                               ["viewer", "hand", "loose", "build_cards", "build_value", "build_owner", "captured",
                                "sweeps", "in_play", "hand_sizes", "stock_size", "dealer", "last_capturer",

@@ -66,7 +66,8 @@ DEFAULT_SOURCES: tuple[tuple[str, str, float], ...] = (
     ("greedy", "beginner", 0.1),
 )
 
-_OBS_KEYS = ("observation", "action_mask", "current_player", "move_kind", "move_card", "move_value", "move_cards")
+#: The observation arrays a proxy file stores (with the values, exact flags and sources).
+OBS_KEYS = ("observation", "action_mask", "current_player", "move_kind", "move_card", "move_value", "move_cards")
 
 
 class ProxyError(ValueError):
@@ -317,7 +318,7 @@ def build(preset: str = "classic", num_players: int | None = None, positions: in
                 "collected": int(len(labelled))}
         rows = np.flatnonzero(labelled)
         sub = slice_obs(obs, rows)
-        arrays: dict[str, np.ndarray] = {k: sub[k] for k in _OBS_KEYS}
+        arrays: dict[str, np.ndarray] = {k: sub[k] for k in OBS_KEYS}
         arrays.update({f"view.{k}": v for k, v in sub["view"].items()})
         arrays.update(values=values[rows], exact=exact[rows], source=source[rows], meta=np.array(repr(meta)))
         return atomic_write(out, lambda f: np.savez_compressed(f, **arrays))
@@ -425,7 +426,7 @@ def load(path: str | Path) -> Proxy:
             if meta["rules"] != repr(rules.to_dict()):
                 raise _bad(path, f"meta.rules: not the rules of preset {rules.preset!r} with {rules.num_players} "
                                  "players (the file was made under other rules, or edited)")
-            want = ["values", "exact", "source", *_OBS_KEYS]
+            want = ["values", "exact", "source", *OBS_KEYS]
             missing = [k for k in want if k not in names]
             if missing:
                 raise _bad(path, f"missing array(s) {', '.join(missing)}")
@@ -436,7 +437,7 @@ def load(path: str | Path) -> Proxy:
             N, M = mshape
             slots = core.init(rules, np.zeros(1, dtype=np.int64), max_moves=1).build_cards.shape[1]
             space = observation_spaces(rules, M, slots, with_view=True)
-            boxes: dict[str, Any] = {k: space[k] for k in _OBS_KEYS}
+            boxes: dict[str, Any] = {k: space[k] for k in OBS_KEYS}
             boxes.update({f"view.{k}": v for k, v in space["view"].spaces.items()})
             for k in boxes:
                 if k not in heads:
@@ -480,7 +481,7 @@ def load(path: str | Path) -> Proxy:
         raise _bad(path, f"array 'values': a listed move of position {row} has no finite value (NaN or inf)")
     if ((data["source"] < 0) | (data["source"] >= len(meta["sources"]))).any():
         raise _bad(path, f"array 'source': an entry outside 0..{len(meta['sources']) - 1} (meta.sources)")
-    obs: dict[str, Any] = {k: data[k] for k in _OBS_KEYS}
+    obs: dict[str, Any] = {k: data[k] for k in OBS_KEYS}
     obs["view"] = {k.partition(".")[2]: v for k, v in data.items() if k.startswith("view.")}
     _check_positions(rules, obs, mask, path)
     return Proxy(rules, obs, data["values"], data["exact"], data["source"], list(meta["sources"]), meta)
@@ -504,7 +505,7 @@ def _check_positions(rules: RuleSet, obs: dict[str, Any], mask: np.ndarray, path
     for r in range(len(mask)):  # one at a time, so the message names the position
         one = {k: v[r:r + 1] for k, v in view.items()}
         try:
-            st = determinize(rules, one, moves_of({k: obs[k][r:r + 1] for k in _OBS_KEYS}), 1,
+            st = determinize(rules, one, moves_of({k: obs[k][r:r + 1] for k in OBS_KEYS}), 1,
                              np.random.default_rng(0))
         except (ValueError, IndexError) as exc:
             raise _bad(path, f"array 'view.*': position {r} is not a position of {rules.preset}: {exc}") from None
