@@ -90,6 +90,16 @@ CRITICS = ("shared", "separate")
 HEAD_INPUTS = ("cards", "classes")
 
 _BITS = torch.arange(52, dtype=torch.int64)
+#: :data:`_BITS` on each device a network has run on (one copy made per device, not per forward pass).
+_BITS_ON: dict[torch.device, torch.Tensor] = {_BITS.device: _BITS}
+
+
+def _bits(device: torch.device) -> torch.Tensor:
+    """int64[52]: 0..51 on ``device`` (the bit positions of a ``cards`` mask)."""
+    bits = _BITS_ON.get(device)
+    if bits is None:
+        bits = _BITS_ON.setdefault(device, _BITS.to(device))
+    return bits
 
 
 @dataclass(frozen=True)
@@ -214,6 +224,15 @@ class MoveBatch:
             critic_obs=None if critic_obs is None else torch.as_tensor(critic_obs, dtype=torch.float32),
         )
 
+    def to(self, device: torch.device | str) -> MoveBatch:
+        """The batch on ``device``: itself when every tensor is there already (the CPU's case: no copy), else a
+        batch of copies, each tensor moved once (what a network's forward pass does first)."""
+        device = torch.device(device)
+        tensors = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if all(t is None or t.device == device for t in tensors.values()):
+            return self
+        return MoveBatch(**{k: None if t is None else t.to(device) for k, t in tensors.items()})
+
     @staticmethod
     def from_obs(obs: dict[str, Any], feats: np.ndarray | None = None) -> MoveBatch:
         """From a :class:`cassino_env.vector.CassinoVectorEnv` observation dict (and its move features)."""
@@ -293,6 +312,12 @@ class CassinoPolicy(nn.Module):
             self.register_buffer("er_obs_index", torch.arange(obs_dim, dtype=torch.int64))
             self.register_buffer("er_card_class", torch.arange(52, dtype=torch.int64))
 
+    @property
+    def device(self) -> torch.device:
+        """The device of the network's parameters; its forward passes move their batch there first
+        (:meth:`MoveBatch.to`) and return tensors on it."""
+        return self.torso[0].weight.device
+
     @classmethod
     def from_shape(cls, shape: NetworkShape | dict[str, int]) -> CassinoPolicy:
         """A fresh network of a given shape."""
@@ -330,13 +355,15 @@ class CassinoPolicy(nn.Module):
     def embed_moves(self, kind: torch.Tensor, card: torch.Tensor, value: torch.Tensor,
                     cards: torch.Tensor) -> torch.Tensor:
         """float32[K, embed]: embeddings of K candidate moves (1-D int64 tensors of legal moves only)."""
-        bits = ((cards.unsqueeze(-1) >> _BITS) & 1).to(torch.float32)  # [K, 52], 1 per table card taken/used
+        bits = ((cards.unsqueeze(-1) >> _bits(cards.device)) & 1).to(torch.float32)  # [K, 52], 1 per card taken/used
         count = bits.sum(-1).long().clamp_(max=MAX_COUNT)
         return (self.card_emb(card) + self.table_emb(bits) + self.kind_emb(kind)
                 + self.value_emb(value.clamp(0, NUM_VALUES - 1)) + self.count_emb(count))
 
     def forward(self, batch: MoveBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(logits float32[N, M], value float32[N])``; illegal moves have logit ``-inf``."""
+        """Return ``(logits float32[N, M], value float32[N])``, on the network's device (``batch`` is moved there
+        first); illegal moves have logit ``-inf``."""
+        batch = batch.to(self.device)
         if self.shape.critic == "shared":
             h = self.torso(batch.obs)
             return self._logits(batch, h), self._value(batch, h)
@@ -363,7 +390,8 @@ class CassinoPolicy(nn.Module):
 
     def logits(self, batch: MoveBatch) -> torch.Tensor:
         """float32[N, M]: the policy's logits alone (``-inf`` at illegal moves); what acting needs, so a critic
-        that reads the full state needs no ``critic_obs`` here."""
+        that reads the full state needs no ``critic_obs`` here. On the network's device, as :meth:`forward`."""
+        batch = batch.to(self.device)
         return self._logits(batch, self.torso(batch.obs))
 
     def _logits(self, batch: MoveBatch, h: torch.Tensor) -> torch.Tensor:
@@ -387,14 +415,14 @@ class CassinoPolicy(nn.Module):
         if self.shape.early_rounds:
             sel, extra = self._head_scores("er", batch.obs[:, self.shape.last_round_gate] != 0, batch, rows, cols)
             scores = torch.where(sel, scores * self.er_keep + extra, scores)
-        logits = torch.full(batch.mask.shape, -torch.inf, dtype=scores.dtype)
+        logits = torch.full(batch.mask.shape, -torch.inf, dtype=scores.dtype, device=scores.device)
         logits[rows, cols] = scores
         return logits
 
     def last_round_rows(self, obs: torch.Tensor) -> torch.Tensor:
         """bool[N]: the rows the last-round head scores (the stock is empty); all False without a head."""
         if not self.shape.last_round:
-            return torch.zeros(obs.shape[0], dtype=torch.bool)
+            return torch.zeros(obs.shape[0], dtype=torch.bool, device=obs.device)
         return obs[:, self.shape.last_round_gate] == 0
 
     def last_round_parameters(self) -> list[nn.Parameter]:
@@ -415,14 +443,14 @@ class CassinoPolicy(nn.Module):
                      cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(bool[K], float32[K]): which of the K legal moves are in the rows ``last`` (bool[N]) that the head
         ``prefix`` (``lr`` or ``er``) scores, and its score of each (0 elsewhere)."""
-        out = torch.zeros(rows.shape[0], dtype=torch.float32)
+        out = torch.zeros(rows.shape[0], dtype=torch.float32, device=rows.device)
         sel = last[rows]
         if not bool(sel.any()):
             return sel, out
         at = torch.cumsum(last.long(), 0) - 1  # row -> its place among the last-round rows
         obs = batch.obs[last]
         r, c = rows[sel], cols[sel]
-        bits = ((batch.cards[r, c].unsqueeze(-1) >> _BITS) & 1).to(torch.float32)
+        bits = ((batch.cards[r, c].unsqueeze(-1) >> _bits(r.device)) & 1).to(torch.float32)
         card = batch.card[r, c].clamp(0, 51)
         if prefix == "er" and self.shape.early_rounds_input == "classes":
             obs = torch.zeros_like(obs).index_add_(1, self.er_obs_index, obs)
@@ -449,8 +477,8 @@ class CassinoPolicy(nn.Module):
         return self.critic_net(x).squeeze(-1)
 
     def value(self, batch: MoveBatch) -> torch.Tensor:
-        """float32[N]: the value estimate alone."""
-        return self._value(batch)
+        """float32[N]: the value estimate alone (on the network's device, as :meth:`forward`)."""
+        return self._value(batch.to(self.device))
 
     def state_value(self, obs: torch.Tensor, critic_obs: torch.Tensor | None = None) -> torch.Tensor:
         """float32[N]: the value estimate of N positions from their observations alone (no move table needed).
@@ -460,17 +488,22 @@ class CassinoPolicy(nn.Module):
             critic_obs: float32[N, C], the separate critic's full-state input (:func:`agents.features.critic_state`);
                 needed when ``critic_dim`` > 0.
 
+        Returns:
+            float32[N] on the network's device (``obs`` and ``critic_obs`` are moved there first).
+
         Raises:
             ValueError: ``critic_obs`` missing for a critic that reads it.
         """
-        empty = torch.zeros((len(obs), 0), dtype=torch.int64)
-        return self._value(MoveBatch(obs=obs, kind=empty, card=empty, value=empty, cards=empty,
-                                     mask=empty.bool(), critic_obs=critic_obs))
+        empty = torch.zeros((len(obs), 0), dtype=torch.int64, device=obs.device)
+        batch = MoveBatch(obs=obs, kind=empty, card=empty, value=empty, cards=empty, mask=empty.bool(),
+                          critic_obs=critic_obs)
+        return self._value(batch.to(self.device))
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """float32[N, M]: log-probabilities over the legal moves; 0 (not -inf) at illegal ones, so sums stay finite."""
-    return torch.where(mask, torch.log_softmax(logits, dim=-1), torch.zeros((), dtype=logits.dtype))
+    return torch.where(mask, torch.log_softmax(logits, dim=-1), torch.zeros((), dtype=logits.dtype,
+                                                                            device=logits.device))
 
 
 def masked_entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -481,11 +514,12 @@ def masked_entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def sample_actions(logits: torch.Tensor, rng: np.random.Generator, deterministic: bool = False) -> np.ndarray:
     """int64[N]: one legal move index per row, drawn from softmax(logits) by the Gumbel-max trick with ``rng``
-    (so the caller's numpy generator decides every draw), or the arg-max when ``deterministic``."""
+    (so the caller's numpy generator decides every draw), or the arg-max when ``deterministic``. ``logits`` may be
+    on any device; the draw is made on the CPU (the logits come across once)."""
     if deterministic:
-        return logits.argmax(-1).numpy()
+        return logits.argmax(-1).cpu().numpy()
     gumbel = torch.from_numpy(rng.gumbel(size=tuple(logits.shape)).astype(np.float32))
-    return (logits + gumbel).argmax(-1).numpy()
+    return (logits.cpu() + gumbel).argmax(-1).numpy()
 
 
 def last_round_gate(num_players: int, num_sides: int, blocks: Any = None) -> int:

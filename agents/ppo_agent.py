@@ -51,6 +51,12 @@ network cannot make it allocate more than the weights the file holds. A training
 Checkpoints are written atomically (:func:`agents.files.atomic_write`): a temporary file in the same folder, flushed
 to disk, then renamed over the target, so a reader (or a run killed mid-write) sees the old file or the new one, never
 part; a symbolic link stays a link (its target is replaced), a device or a FIFO is written directly.
+
+Devices. A checkpoint holds CPU tensors whatever device the network trained on (:func:`save_checkpoint` copies a
+GPU's tensors across, :func:`agents.device.to_cpu`), and is always read onto the CPU (``torch.load`` with
+``map_location="cpu"``), where every check above runs; the network built from it then goes to the device asked for
+(``device=`` of :func:`policy_from_checkpoint` and :func:`load_checkpoint_agent`; :mod:`agents.device`), so a file
+written on one device loads on any other.
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ from cassino_env.obs import DEFAULT_BLOCKS, ObsBlocksError, check_blocks, encode
 from cassino_env.rules import RuleSet, make_rules
 from cassino_env.version import ENV_NAME
 
+from .device import resolve_device, to_cpu
 from .files import OutputPathError as OutputPathError  # re-exported: the writer's names of before
 from .files import atomic_copy as atomic_copy
 from .files import atomic_write
@@ -153,6 +160,20 @@ class PPOAgent:
             actions = play_endgame(self.rules, obs, actions)
         return actions
 
+    @property
+    def device(self) -> torch.device:
+        """The device the network runs on (:attr:`agents.policy.CassinoPolicy.device`)."""
+        return self.policy.device
+
+    def to(self, device: torch.device | str) -> PPOAgent:
+        """Move the network to ``device`` (a name of :mod:`agents.device`, checked, or a ``torch.device``);
+        returns the agent. The observations stay numpy arrays; each ``act`` moves its batch across once.
+
+        Raises:
+            agents.device.DeviceError: a device name torch cannot see.
+        """
+        self.policy.to(device if isinstance(device, torch.device) else resolve_device(device))
+        return self
 
     def own_observation(self, obs: dict[str, Any]) -> dict[str, Any]:
         """``obs`` with ``observation`` of this network's blocks: as given when they are ``env_blocks`` (and the
@@ -207,6 +228,8 @@ def save_checkpoint(path: str | Path, policy: CassinoPolicy, rules: RuleSet, *,
         check_provenance(payload["provenance"])
     except ValueError as exc:
         raise CheckpointError(f"{shown_name(path)}: {exc}") from None
+    for key in ("model", "optimizer", "train"):  # the file holds CPU tensors whatever the device (module docstring)
+        payload[key] = to_cpu(payload[key])
     return atomic_write(path, lambda f: torch.save(payload, f))
 
 
@@ -428,14 +451,18 @@ def expected_tensors(shape: NetworkShape) -> dict[str, tuple[tuple[int, ...], to
 
 
 def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint>",
-                           expected_shape: NetworkShape | None = None) -> CassinoPolicy:
+                           expected_shape: NetworkShape | None = None,
+                           device: torch.device | str | None = None) -> CassinoPolicy:
     """Build the network a validated checkpoint dict describes and load its weights, once
-    :func:`check_network` has passed (so nothing bigger than the file's tensors is allocated).
+    :func:`check_network` has passed (so nothing bigger than the file's tensors is allocated). The network is built
+    and checked on the CPU, then moved to ``device`` (None: left on the CPU; a name of :mod:`agents.device`).
 
     Raises:
+        agents.device.DeviceError: a device name torch cannot see (checked before anything is built).
         CheckpointError: the network shape differs from ``expected_shape`` or from the environment's observation
             length, or the weights do not fit the stored shape.
     """
+    target = None if device is None or isinstance(device, torch.device) else resolve_device(device)
     shape = check_network(data, path, expected_shape)
     policy = CassinoPolicy.from_shape(shape)
     try:
@@ -447,6 +474,8 @@ def policy_from_checkpoint(data: dict[str, Any], path: str | Path = "<checkpoint
             raise CheckpointError(f"{path}: corrupt weights: {name} holds NaN or infinite values")
     if shape.early_rounds_input == "classes":
         _check_card_classes(policy, data, path)
+    if device is not None:
+        policy.to(device if target is None else target)
     return policy
 
 
@@ -462,7 +491,7 @@ def _check_card_classes(policy: CassinoPolicy, data: dict[str, Any], path: str |
         raise CheckpointError(f"{path}: network.early_rounds_input: 'classes' does not fit these rules: "
                               f"{exc}") from None
     for name, expected in zip(("er_obs_index", "er_card_class"), want, strict=True):
-        if not np.array_equal(getattr(policy, name).numpy(), expected):
+        if not np.array_equal(getattr(policy, name).cpu().numpy(), expected):
             raise CheckpointError(f"{path}: {name}: the card classes stored with the weights are not those of the "
                                   f"checkpoint's rules ({rules.preset}) and observation blocks")
 
@@ -543,7 +572,8 @@ def check_network(data: dict[str, Any], path: str | Path = "<checkpoint>",
     return shape
 
 
-def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True, endgame: bool = True) -> PPOAgent:
+def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True, endgame: bool = True, *,
+                          device: torch.device | str | None = None) -> PPOAgent:
     """The Agent of a checkpoint, for evaluation (``checkpoint:PATH`` specs) and play.
 
     Args:
@@ -552,13 +582,18 @@ def load_checkpoint_agent(path: str, rules: RuleSet, deterministic: bool = True,
         deterministic: play the most probable move (default) or sample.
         endgame: play the last round of a two-seat deal exactly (default; :class:`PPOAgent`); False: the network
             alone.
+        device: where the network runs (a name of :mod:`agents.device`: ``auto``, ``cpu``, ``cuda``, ...; None:
+            the CPU). The file is read onto the CPU whatever it is.
 
     Raises:
         CheckpointError: naming the file and the problem (see :func:`read_checkpoint`).
+        agents.device.DeviceError: a device name torch cannot see (before the file is read).
     """
+    if device is not None and not isinstance(device, torch.device):
+        device = resolve_device(device)
     data = read_checkpoint(path, rules)
-    return PPOAgent(policy_from_checkpoint(data, path), deterministic=deterministic, name=checkpoint_name(path),
-                    rules=rules, endgame=endgame, blocks=checkpoint_blocks(data, path))
+    return PPOAgent(policy_from_checkpoint(data, path, device=device), deterministic=deterministic,
+                    name=checkpoint_name(path), rules=rules, endgame=endgame, blocks=checkpoint_blocks(data, path))
 
 
 def checkpoint_name(path: str | Path) -> str:

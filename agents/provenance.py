@@ -15,6 +15,8 @@ field             meaning
 ``seed``          the run's seed (trainers)
 ``stage``         the trainer's stage that made the network (:mod:`train.recipe`: ``ppo``, ``last_round``, ...)
 ``wall_s``        seconds of the run's wall clock when the network was made (trainers)
+``device``        the torch device the network trained on, ``cpu`` or ``cuda:0`` (trainers; the file's tensors are
+                  on the CPU whatever it was)
 ================  ==================================================================================================
 """
 

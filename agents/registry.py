@@ -404,17 +404,25 @@ def check_spec(spec: object, *, ladder_ok: bool = False) -> None:
 # --- building ------------------------------------------------------------------------------------------------------
 
 
-def make_agent(spec: str, rules: RuleSet, *, ladder_ok: bool = False) -> Agent:
+def make_agent(spec: str, rules: RuleSet, *, ladder_ok: bool = False, device: str | None = None) -> Agent:
     """The agent named by ``spec`` (see the module table) for ``rules``; its ``name`` is the spec (a checkpoint's is
     ``checkpoint:PATH`` with PATH relative to the current folder, :func:`agents.ppo_agent.checkpoint_name`): a name
     printed in a report is a spec that builds the same agent. ``ladder_ok``: as :func:`parse_spec` (a spec of an
-    agent list: an unknown name's message says what ``ladder`` stands for).
+    agent list: an unknown name's message says what ``ladder`` stands for). ``device``: where a trained network
+    runs (a name of :mod:`agents.device`: ``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``; None: the CPU): the
+    built-in agents that hold one (``checkpoint:``, ``pretrained:``, ``search:``, and what wraps them) are moved
+    there; the bots and the searches' rollouts run on the CPU, and an import path's agent is left as it builds.
 
     Raises:
+        agents.device.DeviceError: a device that is not a device name or that torch cannot see (checked first).
         AgentSpecError: as :func:`parse_spec`, an unknown pretrained name, or an import path that yields no agent
             (:func:`load_agent`).
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be loaded for ``rules`` (names file and problem).
     """
+    if device is not None:
+        from agents.device import check_device
+
+        device = check_device(device)  # torch is imported only for a GPU's name
     parsed = parse_spec(spec, ladder_ok=ladder_ok)
     chain = parsed.chain()
     leaf = chain[-1]
@@ -422,6 +430,8 @@ def make_agent(spec: str, rules: RuleSet, *, ladder_ok: bool = False) -> Agent:
         agent = load_agent(leaf.spec, rules)
     else:
         agent = leaf.entry.make(rules, leaf.budget if leaf.entry.takes == "int" else (leaf.arg or None), leaf.spec)
+        if device is not None and callable(getattr(agent, "to", None)):  # a network's agent (PPOAgent, SearchAgent)
+            agent.to(device)
     for node in reversed(chain[:-1]):
         agent = node.entry.make(rules, agent, node.spec)
     return agent

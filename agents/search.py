@@ -158,6 +158,17 @@ class SearchAgent:
                                match_bonus=match_bonus, max_games=max_games)
 
     # -- the network -------------------------------------------------------------------------------------------------
+    def to(self, device: Any) -> SearchAgent:
+        """Run the network (its move ranking, the critic leaves, ``rollout="net"``) on ``device`` (a name of
+        :mod:`agents.device` or a ``torch.device``); the determinisations and the bots' rollouts stay on the CPU, and
+        each forward pass moves its whole batch (every root, or every line's leaf) across once. Returns the agent.
+
+        Raises:
+            agents.device.DeviceError: a device name torch cannot see.
+        """
+        self.net.to(device)
+        return self
+
     def _logits(self, obs: dict[str, Any]) -> np.ndarray:
         """float32[B, M]: the network's logits (-inf at illegal moves), M the obs's move-table width."""
         import torch
@@ -169,7 +180,7 @@ class SearchAgent:
             obs = net.own_observation(obs)
         feats = net.featurizer(obs) if net.featurizer is not None else None
         with torch.no_grad():
-            lg = net.policy.logits(MoveBatch.from_obs(obs, feats)).numpy()
+            lg = net.policy.logits(MoveBatch.from_obs(obs, feats)).cpu().numpy()  # the batch moves once each way
         out = np.full(np.asarray(obs["action_mask"]).shape, -np.inf, dtype=np.float32)
         out[:, :lg.shape[1]] = lg
         return out
@@ -295,7 +306,7 @@ class SearchAgent:
         policy = self.net.policy
         crit = torch.from_numpy(critic_state(st)) if policy.shape.critic_dim else None
         with torch.no_grad():
-            v = policy.state_value(torch.from_numpy(obs["observation"]), crit).numpy().astype(np.float64)
+            v = policy.state_value(torch.from_numpy(obs["observation"]), crit).cpu().numpy().astype(np.float64)
         mover = np.asarray(st.current_player, dtype=np.int64) % 2
         outcome[live] = np.where(mover == me[live] % 2, v, -v) / self.value_scale
         return outcome

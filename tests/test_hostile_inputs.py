@@ -612,6 +612,6 @@ def test_play_refuses_an_opponent_move_that_is_not_an_integer(monkeypatch: pytes
     from agents.base import AgentMoveError
     from train import play
 
-    monkeypatch.setattr("agents.registry.make_agent", lambda spec, rules: _Returns(0.7))
+    monkeypatch.setattr("agents.registry.make_agent", lambda spec, rules, **kw: _Returns(0.7))
     with pytest.raises(AgentMoveError, match="sloppy"):
         play.play_session("x", "classic", seat=1, inp=io.StringIO(""), out=io.StringIO())

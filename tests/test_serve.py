@@ -161,7 +161,8 @@ def test_only_the_offered_agents_are_built(monkeypatch: pytest.MonkeyPatch) -> N
 
     built: list[str] = []
     real = agents.registry.make_agent
-    monkeypatch.setattr(agents.registry, "make_agent", lambda spec, rules: built.append(spec) or real(spec, rules))
+    monkeypatch.setattr(agents.registry, "make_agent",
+                        lambda spec, rules, **kw: built.append(spec) or real(spec, rules, **kw))
     plain = TestClient(create_app())
     for spec in (f"checkpoint:{MATSUDA}", "agents.pimc:PIMCAgent", "antigravity:x"):
         r = plain.post("/api/games", json={"opponent": spec})

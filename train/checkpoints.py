@@ -56,18 +56,21 @@ def save_training_checkpoint(path: Path, policy: torch.nn.Module, rules: Any, op
         blocks: the observation blocks the policy reads (None: the default list), recorded as ``obs_blocks``.
 
     The file's ``provenance`` (:mod:`agents.provenance`) records the command, the code's commit, the run's seed,
-    its wall time (``train_state["elapsed_s"]``) and the stage (``train_state["stage"]``, else its ``algo``).
+    its wall time (``train_state["elapsed_s"]``), the stage (``train_state["stage"]``, else its ``algo``) and the
+    device the network trained on (``cpu``, ``cuda:0``); its tensors are on the CPU whatever that device was.
 
     Raises:
         OSError: the file could not be written (the previous files are left as they were).
     """
+    from agents.device import device_of
     from agents.ppo_agent import atomic_copy, save_checkpoint
     from agents.provenance import make_provenance
 
     cfg = train_state.get("config") if isinstance(train_state.get("config"), dict) else {}
     wall = train_state.get("elapsed_s")
     provenance = make_provenance(seed=cfg.get("seed"), stage=train_state.get("stage", train_state.get("algo", "ppo")),
-                                 wall_s=float(wall) if isinstance(wall, (int, float)) else None)
+                                 wall_s=float(wall) if isinstance(wall, (int, float)) else None,
+                                 device=str(device_of(policy)))
     path = save_checkpoint(path, policy, rules, optimizer=optimizer, train=train_state, blocks=blocks,
                            provenance=provenance)
     atomic_copy(path, path.parent / "latest.pt")

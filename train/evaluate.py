@@ -172,7 +172,8 @@ class _Timed:
 def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic", deals: int = 1000,
              seed: int = 0, *, num_players: int | None = None, batch_games: int = 1024, versus_first: bool = False,
              progress: bool = False, session_wins: int = 1, recorder: Any = None,
-             ray_address: str | None = None, boards_per_task: int | None = None) -> dict[str, Any]:
+             ray_address: str | None = None, boards_per_task: int | None = None,
+             device: str | None = None) -> dict[str, Any]:
     """Play every pair of agents in duplicate format and summarise (see the module docstring).
 
     Args:
@@ -210,6 +211,9 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
             chunk is played whole: a pair plays at least N boards. Chunked and unchunked runs of one seed play
             the same boards but draw differently, so stochastic agents' results differ between them. Game
             records (``recorder``) are written by the local chunked run too.
+        device: where the trained networks of ``agent_specs`` run here (:func:`agents.registry.make_agent`'s
+            ``device``: ``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``; None: the CPU); the games and the bots
+            stay on the CPU. Ray tasks build their agents on their own CPU. Agent objects are used as they are.
 
     Returns:
         ``{"rules", "num_players", "seed", "deals", "session_wins", "agents", "pairs": [...], "ratings": {name: Elo},
@@ -222,6 +226,7 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         are fitted to the match results.
 
     Raises:
+        agents.device.DeviceError: a device torch cannot see (before any agent is built).
         ValueError: fewer than two agents, a deal budget below 1, a seed out of range, ``batch_games`` not an
             integer 1 .. :data:`MAX_BATCH_GAMES`, ``boards_per_task`` not an integer 1 .. 2**32, or
             ``ray_address`` without Ray installed, with no cluster there or with a ``recorder``.
@@ -244,7 +249,12 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
         raise ValueError(f"batch_games: expected games stepped together 1..{MAX_BATCH_GAMES:,} (the vector "
                          f"environment holds about 75 KB a game), got {excerpt(batch_games)}")
     boards_per_task = check_boards_per_task(boards_per_task)
-    agents = [_Timed(make_agent(s, rules, ladder_ok=True) if isinstance(s, str) else s) for s in agent_specs]
+    if device is not None:
+        from agents.device import check_device
+
+        device = check_device(device)
+    agents = [_Timed(make_agent(s, rules, ladder_ok=True, device=device) if isinstance(s, str) else s)
+              for s in agent_specs]
     names = _unique_names([s.strip() if isinstance(s, str) and not s.startswith("checkpoint:") else a.name
                            for s, a in zip(agent_specs, agents, strict=True)])
     pairs = ([(0, j) for j in range(1, len(agents))] if versus_first
@@ -495,7 +505,7 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
          session_wins: int = 1, target: int | None = None, out_dir: Path | None = None, batch_games: int = 1024,
          versus_first: bool = False, json: bool = False, no_progress: bool = False,
          save_games: Path | None = None, ray: str | None = None, boards_per_task: int | None = None,
-         provenance: bool = False) -> int:
+         provenance: bool = False, device: str = "auto") -> int:
     """Play every pair of agents in duplicate format; print a table; write JSON, CSV and a heatmap PNG.
 
     Each pair plays the same seeded deals with seats swapped (every side arrangement), whole matches to the
@@ -531,12 +541,17 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             ray. Results differ from a run without boards_per_task for agents that draw random numbers.
         provenance: first print where each trained agent came from (its checkpoint's record: stage, seed, the run's
             wall time, the code's commit, the command; agents/provenance.py).
+        device: where the trained networks run: auto (a GPU where torch sees one, CUDA first, then MPS, else the
+            CPU), cpu, cuda, cuda:N or mps; the games and bots stay on the CPU, and with ray every task plays on its
+            own CPU. A device torch cannot see is an error before anything is played.
     """
+    from agents.device import check_device
     from train.errors import agent_specs, bad_input, error, named_rules, spec_errors
     from train.records import GameRecorder, RecordWriter
 
     with bad_input() as failed:
         specs = agent_specs(agents)
+        device = check_device(device)  # a device torch cannot see: one error line, before any work
     if failed.code:
         return failed.code
     if provenance:
@@ -568,7 +583,8 @@ def main(agents: str, deals: int = 1000, preset: str = "classic", num_players: i
             try:
                 report = evaluate(specs, rules, deals, seed, batch_games=batch_games, versus_first=versus_first,
                                   progress=not no_progress and not json, session_wins=session_wins,
-                                  recorder=recorder, ray_address=ray, boards_per_task=boards_per_task)
+                                  recorder=recorder, ray_address=ray, boards_per_task=boards_per_task,
+                                  device=device)
             except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
                 raise type(exc)(f"agents: {exc}") from None
     if failed.code:

@@ -45,6 +45,7 @@ import numpy as np
 import tyro
 import yaml
 
+from agents.device import DeviceError, check_device
 from cassino_env.errors import excerpt, shown_name
 from cassino_env.rules import RuleSet, make_rules
 
@@ -155,6 +156,43 @@ def text(choices: tuple[str, ...] | None = None, *, no_slash: bool = False) -> F
         return value
 
     return rule
+
+
+def device() -> FieldRule:
+    """A rule: a device name (:func:`agents.device.check_device`: ``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``)
+    that torch sees on this machine; returned stripped. Torch is imported only for a GPU's name.
+
+    >>> device()("device", "auto")
+    'auto'
+    >>> device()("device", "gpu")
+    Traceback (most recent call last):
+    ...
+    train.options.ConfigError: device: 'gpu' is not a device; choose auto, cpu, cuda, cuda:N (N a GPU's index) or mps
+    """
+
+    def rule(name: str, value: Any) -> str:
+        try:
+            return check_device(value, name)
+        except DeviceError as exc:
+            raise ConfigError(str(exc), field=name) from None
+
+    return rule
+
+
+def resolve_run_device(args: Any) -> Any:
+    """The ``torch.device`` a run's network goes to: its ``device`` option resolved
+    (:func:`agents.device.resolve_device`; ``auto`` picks a GPU where torch sees one). Imports torch.
+
+    Raises:
+        ConfigError: naming ``device``, a device torch cannot see (the option's rule refuses it first when the
+            options are made; this catches options changed since).
+    """
+    from agents.device import resolve_device
+
+    try:
+        return resolve_device(args.device)
+    except DeviceError as exc:
+        raise ConfigError(str(exc), field="device") from None
 
 
 def optional(inner: FieldRule) -> FieldRule:
@@ -496,8 +534,9 @@ def explicit_fields(cls: type, options: Any) -> set[str]:
     return fields
 
 
-#: Fields a resumed run never takes from the checkpoint: where it reads and writes is the command line's say.
-RUN_CONTROL_FIELDS = ("resume", "run_dir", "reuse_run_dir")
+#: Fields a resumed run never takes from the checkpoint: where it reads and writes, and the device it runs on, are the
+#: command line's say (a run trained on a GPU goes on where there is none; its default, ``auto``, or the one given).
+RUN_CONTROL_FIELDS = ("resume", "run_dir", "reuse_run_dir", "device")
 
 
 def resume_args(args: _Args, saved: dict[str, Any], explicit: set[str] | None = None, *,

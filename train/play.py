@@ -225,7 +225,7 @@ def _deal_report(result: Any, b: int, rules: RuleSet, seat: int) -> str:
 
 def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players: int | None = None, seat: int = 0,
                  seed: int = 0, deals: int = 0, inp: IO[str] | None = None, out: IO[str] | None = None,
-                 ascii_only: bool = False) -> int:
+                 ascii_only: bool = False, device: str | None = None) -> int:
     """Play a match (or ``deals`` deals) against ``opponent`` in a terminal; returns the exit code (0).
 
     Args:
@@ -237,9 +237,11 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
         deals: stop after this many deals (0: play the match to its end).
         inp, out: input and output streams (default stdin and stdout), e.g. ``io.StringIO`` for scripts.
         ascii_only: draw cards as ``10D`` instead of ``10♦``.
+        device: where a trained opponent's network runs (:func:`agents.registry.make_agent`; None: the CPU).
 
     Raises:
         SeedError: a seed outside 0 <= seed < 2**63 (checked before anything is shown).
+        agents.device.DeviceError: a device torch cannot see (before the agent is built).
         ValueError: ``deals`` below 0, a seat the rules do not have.
         agents.base.AgentMoveError: the agent returned a move that is not a listed move index.
     """
@@ -260,7 +262,7 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
     if not 0 <= seat < rules.num_players:
         raise ValueError(f"seat must be 0..{rules.num_players - 1}, got {seat}")
     try:
-        agent = make_agent(opponent, rules)
+        agent = make_agent(opponent, rules, device=device)
     except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
         raise type(exc)(f"opponent: {exc}") from None
     env = CassinoVectorEnv(1, rules, seed=seed, episode="match", reward="win", with_view=True)
@@ -299,7 +301,7 @@ def play_session(opponent: str, rules: RuleSet | str = "classic", *, num_players
 
 
 def main(opponent: str = "advanced", preset: str = "classic", num_players: int | None = None, seat: int = 0,
-         seed: int = 0, deals: int = 0, ascii: bool = False) -> int:
+         seed: int = 0, deals: int = 0, ascii: bool = False, device: str = "auto") -> int:
     """Play Cassino in the terminal against an agent: a bot ({bots}), a trained network or your own.
 
     Moves are chosen by number or typed as text, e.g. "capture 3C 5H with 8S", "trail 8S", "build 9 with 2C on 7D".
@@ -314,11 +316,15 @@ def main(opponent: str = "advanced", preset: str = "classic", num_players: int |
         seed: seed of the deals, 0 <= seed < 2**63.
         deals: stop after this many deals (0: play the whole match).
         ascii: draw cards as 10D rather than 10♦.
+        device: where a trained opponent's network runs: auto (a GPU where torch sees one, else the CPU), cpu, cuda,
+            cuda:N or mps.
     """
+    from agents.device import check_device
     from train.errors import bad_input, named_rules
 
-    with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError: all ValueErrors
+    with bad_input() as failed:  # AgentSpecError, CassinoError, CheckpointError, DeviceError: all ValueErrors
+        device = check_device(device)  # before anything is shown
         named_rules(preset, num_players)  # an unknown preset or count, named as its option
         return play_session(opponent, preset, num_players=num_players, seat=seat, seed=seed, deals=deals,
-                            ascii_only=ascii)
+                            ascii_only=ascii, device=device)
     return failed.code

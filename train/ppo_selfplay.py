@@ -321,7 +321,8 @@ def ppo_update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, ro: Ro
     (clipped) value loss and the entropy over the legal moves, a global gradient-norm clip, and an early stop of the
     epochs past ``target_kl``.
 
-    Each minibatch is split into ``update_shards`` shards (default ``threads``): shard 0 is computed by ``policy``
+    Each minibatch is split into ``update_shards`` shards (default ``threads``; one on a GPU, which computes the
+    minibatch in one pass, each of its tensors moved there once): shard 0 is computed by ``policy``
     on this thread, the others by copies of it on a thread pool, each with one torch thread, and the shards'
     gradients are summed into ``policy``'s (every loss term is a sum over the minibatch divided by its size, so the
     sum is the whole minibatch's gradient, equal to one pass up to float rounding). Two shards on two cores run
@@ -336,9 +337,13 @@ def ppo_update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, ro: Ro
 
     import torch
 
+    from agents.device import device_of
+
     flat = ro.flat
     minibatch_size = max(len(flat) // args.num_minibatches, 1)
     shards = max(1, min(args.update_shards or args.threads, MAX_SHARDS, minibatch_size))
+    if device_of(policy).type != "cpu":  # a GPU computes a minibatch in one pass: threads of shards would only queue
+        shards = 1
     nets = [policy] + [copy.deepcopy(policy) for _ in range(shards - 1)]
     params = [list(n.parameters()) for n in nets]
     clipfracs = []
@@ -404,24 +409,30 @@ def _shard_loss(policy: torch.nn.Module, ro: Rollout, idx: np.ndarray, adv: np.n
     ``policy``'s gradient of the shard's loss (zeroed first) and returns the terms (detached)."""
     import torch
 
+    from agents.device import device_of
     from agents.policy import MoveBatch, masked_entropy, masked_log_softmax
 
     F, C = ro.feat is not None, ro.crit is not None
+    device = device_of(policy)
+
+    def tensor(a: np.ndarray) -> torch.Tensor:  # a shard's array on the network's device (on the CPU: no copy)
+        return torch.from_numpy(np.ascontiguousarray(a)).to(device)
+
     mb = MoveBatch.from_arrays(ro.obs[idx], ro.kind[idx], ro.card[idx], ro.value[idx], ro.cards[idx], ro.mask[idx],
-                               ro.feat[idx] if F else None, ro.crit[idx] if C else None)
+                               ro.feat[idx] if F else None, ro.crit[idx] if C else None).to(device)
     logits, newvalue = policy(mb)
     logp_all = masked_log_softmax(logits, mb.mask)
-    act = torch.from_numpy(ro.actions[idx])
+    act = tensor(ro.actions[idx])
     newlogprob = logp_all.gather(1, act[:, None]).squeeze(1)
     entropy = masked_entropy(logits, mb.mask)
-    logratio = newlogprob - torch.from_numpy(ro.logprobs[idx])
+    logratio = newlogprob - tensor(ro.logprobs[idx])
     ratio = logratio.exp()
-    mb_adv = torch.from_numpy(np.ascontiguousarray(adv))
+    mb_adv = tensor(adv)
     clipped = torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
     pg_loss = torch.max(-mb_adv * ratio, -mb_adv * clipped).sum() / n
-    mb_ret = torch.from_numpy(ro.returns[idx])
+    mb_ret = tensor(ro.returns[idx])
     if args.clip_vloss:
-        mb_val = torch.from_numpy(ro.values[idx])
+        mb_val = tensor(ro.values[idx])
         v_clipped = mb_val + torch.clamp(newvalue - mb_val, -args.clip_coef, args.clip_coef)
         v_loss = 0.5 * torch.max((newvalue - mb_ret) ** 2, (v_clipped - mb_ret) ** 2).sum() / n
     else:

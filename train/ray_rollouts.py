@@ -110,8 +110,10 @@ class RayRollouts:
     """
 
     def __init__(self, args: Args, net_shape: Any) -> None:
+        # the workers play on their CPU (one each), whatever device the learner's network is on
         self.pool = WorkerPool(RolloutWorker, args.ray_address, args.num_workers,
-                               config=config_module.args_to_dict(args), network=net_shape.to_dict())
+                               config={**config_module.args_to_dict(args), "device": "cpu"},
+                               network=net_shape.to_dict())
         self.overhead_s: float | None = 0.0
 
     def collect(self, policy: torch.nn.Module, snapshot: dict[str, torch.Tensor], rng: np.random.Generator,
@@ -121,7 +123,9 @@ class RayRollouts:
         import ray
 
         t0 = time.time()
-        weights = ray.put(policy.state_dict())
+        from agents.device import to_cpu
+
+        weights = ray.put(to_cpu(policy.state_dict()))
         opponent = ray.put(snapshot)
         calls = [a.collect.remote(weights, opponent, deals_done, rollout.rng_state(rng) if i == 0 else None)
                  for i, a in enumerate(self.pool.actors)]

@@ -492,7 +492,8 @@ class Recipe:
         values = self.stage_values(name)
         a = self.args
         values.update(run_dir=str(folder), resume=resume, seed=(a.seed * 1_000 + self.state.stage_index) % 2**63,
-                      preset=a.preset, num_players=a.num_players, threads=a.threads, ray_address=a.ray_address,
+                      preset=a.preset, num_players=a.num_players, threads=a.threads, device=a.device,
+                      ray_address=a.ray_address,
                       num_workers=a.num_workers, init=f"checkpoint:{self.run_dir / self.state.best}",
                       max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None,
                       exp_name=f"{a.exp_name}_{name}")
@@ -542,7 +543,7 @@ class Recipe:
         t0 = time.time()
         n = len(self.state.gates)
         name = stage_name(self.state.stage_index)
-        cand = make_agent(f"policy:checkpoint:{candidate}", self.rules)
+        cand = make_agent(f"policy:checkpoint:{candidate}", self.rules, device=self.args.device)
         record: dict[str, Any] = {"n": n, "stage": name, "stage_index": self.state.stage_index,
                                   "candidate": str(candidate), "at_s": round(self.elapsed(), 1)}
         if self.state.best is None:
@@ -601,7 +602,8 @@ class Recipe:
         from agents.registry import make_agent
 
         if self._best_agent is None:
-            self._best_agent = make_agent(f"policy:checkpoint:{self.run_dir / self.state.best}", self.rules)
+            self._best_agent = make_agent(f"policy:checkpoint:{self.run_dir / self.state.best}", self.rules,
+                                          device=self.args.device)
         return self._best_agent
 
     def promote(self, candidate: Path, name: str) -> None:

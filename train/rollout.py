@@ -105,8 +105,9 @@ class SnapshotPool:
         self.winrate: list[float] = []  # the learner's running deal win rate against each snapshot
 
     def add(self, policy: torch.nn.Module, step: int) -> None:
-        """Add a copy of ``policy``'s weights; drop the oldest beyond ``size``."""
-        self.snapshots.append({k: v.detach().clone() for k, v in policy.state_dict().items()})
+        """Add a copy of ``policy``'s weights, on the CPU whatever the network's device (they go into checkpoints);
+        drop the oldest beyond ``size``."""
+        self.snapshots.append({k: v.detach().to("cpu", copy=True) for k, v in policy.state_dict().items()})
         self.steps.append(int(step))
         self.winrate.append(0.5)
         while len(self.snapshots) > self.size:
@@ -467,11 +468,13 @@ class RolloutCollector:
         import torch
 
         from agents.base import slice_obs
+        from agents.device import device_of
         from agents.features import banked_points, critic_state, seat_margins
         from agents.policy import MoveBatch, masked_log_softmax, sample_actions
         from cassino_env.endgame import solvable, solve_state
 
         args, env = self.args, self.env
+        device = device_of(policy)  # the network's; the games and their buffers stay on the CPU
         B, T, P, S, deal_len, F, C = self.B, self.T, self.P, self.S, self.deal_len, self.F, self.C
         obs_buf, kind_buf, card_buf, value_buf = self.obs_buf, self.kind_buf, self.card_buf, self.value_buf
         cards_buf, mask_buf, feat_buf, crit_buf = self.cards_buf, self.mask_buf, self.feat_buf, self.crit_buf
@@ -506,13 +509,15 @@ class RolloutCollector:
             with torch.inference_mode():
                 mb = MoveBatch.from_arrays(obs_buf[t, rows], kind_buf[t, rows], card_buf[t, rows], value_buf[t, rows],
                                            cards_buf[t, rows], mask_buf[t, rows],
-                                           feat_buf[t, rows] if F else None, crit_buf[t, rows] if C else None)
+                                           feat_buf[t, rows] if F else None,
+                                           crit_buf[t, rows] if C else None).to(device)  # once a step
                 logits, value = policy(mb)
                 a = sample_actions(logits, rng)
-                logp = masked_log_softmax(logits, mb.mask)[torch.arange(len(rows)), torch.from_numpy(a)]
+                at = torch.from_numpy(a).to(logits.device)
+                logp = masked_log_softmax(logits, mb.mask)[torch.arange(len(rows), device=logits.device), at]
             actions[t, rows] = a
-            logprobs[t, rows] = logp.numpy()
-            values[t, rows] = value.numpy()
+            logprobs[t, rows] = logp.cpu().numpy()  # the network's outputs come back once a step (no copy on the CPU)
+            values[t, rows] = value.cpu().numpy()
             for c in np.unique(ctrl[~mine]):
                 rows_c = np.flatnonzero(~mine & (ctrl == c))
                 if c == POOL:  # the pool snapshot reads the move features already computed for every game
@@ -597,11 +602,13 @@ class LocalRollouts:
     #: seconds of the last rollout spent beyond the collection itself (none here)
     overhead_s: float | None = None
 
-    def __init__(self, collector: RolloutCollector, net_shape: Any) -> None:
+    def __init__(self, collector: RolloutCollector, net_shape: Any, device: Any = None) -> None:
         from agents.policy import CassinoPolicy
 
         self.collector = collector
         self.opponent_net = CassinoPolicy.from_shape(net_shape).eval()
+        if device is not None:  # the pool games' network runs where the policy does (its snapshots load across)
+            self.opponent_net.to(device)
 
     def collect(self, policy: torch.nn.Module, snapshot: dict[str, torch.Tensor], rng: np.random.Generator,
                 deals_done: int) -> Rollout:

@@ -113,11 +113,14 @@ class TrainingRun:
         bots: the bot agents by spec (``bot_rates`` and ``eval_opponents``); eval_names: the evaluation opponents;
             opp_names: the names of the controllers (``self``, ``pool``, then the bots of ``bot_rates``).
         net_shape: the network's shape; policy: the network; optimizer: its Adam optimiser.
+        device: the torch device the network runs on (``args.device`` resolved, :func:`agents.device.resolve_device`;
+            the games, bots and pool snapshots stay on the CPU).
         pool: the opponent pool; rollouts: :class:`train.rollout.LocalRollouts` or
             :class:`train.ray_rollouts.RayRollouts`.
         writer: the TensorBoard writer (None until the run folder is claimed).
         iteration, global_step: rollouts played and env steps taken (a resumed run's count on from its checkpoint);
             elapsed_before: wall seconds of the run's earlier parts; start_time: ``time.time()`` at this part's start.
+            said_device: the progress line has named ``device`` (the first one does).
         last_eval, last_eval_step: the latest deal win rates by opponent and the step they were measured at.
         stop_reason: why the loop ended (for the summary line).
         last_checkpoint, last_checkpoint_step: the last checkpoint written whole (a resumed run's: its file) and its
@@ -155,6 +158,8 @@ class TrainingRun:
     last_checkpoint: Path | None = None
     last_checkpoint_step: int = 0
     interrupt_requested: bool = False
+    device: Any = None
+    said_device: bool = False
 
     @property
     def ckpt_dir(self) -> Path:
@@ -295,6 +300,7 @@ def setup(args: Args, explicit: set[str] | None, held: list[Any]) -> TrainingRun
     if args.critic not in CRITICS:  # CRITIC_CHOICES, the options' copy, is agents.policy's (a test checks)
         raise ConfigError(f"critic={args.critic!r}: choose from {', '.join(CRITICS)}")
     torch.set_num_threads(args.threads)
+    device = config.resolve_run_device(args)
     rules = make_rules(args.preset, args.num_players)
     if ckpt is not None and (ckpt["preset"] != rules.preset or ckpt["num_players"] != rules.num_players):
         raise CheckpointError(f"{args.resume}: made for preset {ckpt['preset']!r} with {ckpt['num_players']} players, "
@@ -304,7 +310,7 @@ def setup(args: Args, explicit: set[str] | None, held: list[Any]) -> TrainingRun
     run_dir, resuming_here = run_folder(args, ckpt)
 
     run = build(args, rules, ckpt, num_iterations=num_iterations, batch_steps=batch_steps, eval_every=eval_every,
-                run_dir=run_dir)
+                run_dir=run_dir, device=device)
     if ckpt is not None:
         restore(run, ckpt)
     else:
@@ -335,10 +341,11 @@ def setup(args: Args, explicit: set[str] | None, held: list[Any]) -> TrainingRun
 
 
 def build(args: Args, rules: RuleSet, ckpt: dict[str, Any] | None, *, num_iterations: int, batch_steps: int,
-          eval_every: int, run_dir: Path) -> TrainingRun:
+          eval_every: int, run_dir: Path, device: Any = None) -> TrainingRun:
     """Seed the run and make its parts: the bots (every spec checked, the final evaluation's too), the local games
-    (without Ray), the network (checked against a resumed checkpoint's before it is allocated), its optimiser and
-    the pool; nothing is restored yet (:func:`restore`)."""
+    (without Ray), the network (checked against a resumed checkpoint's before it is allocated; made on the CPU from
+    the seed, whatever the device, then moved to ``device``, None: the CPU), its optimiser and the pool; nothing is
+    restored yet (:func:`restore`)."""
     import torch
 
     from agents.features import MOVE_FEATURES, NUM_MOVE_FEATURES, critic_state_size
@@ -374,15 +381,18 @@ def build(args: Args, rules: RuleSet, ckpt: dict[str, Any] | None, *, num_iterat
     policy = CassinoPolicy.from_shape(net_shape)
     if F and args.feature_prior:
         policy.set_feature_prior(MOVE_FEATURES.index("advanced_score"), args.feature_prior / FEATURE_SCALE)
+    device = torch.device("cpu") if device is None else device
+    policy.to(device)  # the same initial weights on every device: drawn on the CPU above
     # fused: one kernel for every parameter's update instead of ~10 small ops per parameter (6-10x faster on CPU,
     # the same formula; results agree to float rounding, about 1e-8 per step): docs/training.md, "Throughput"
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     # its pool network drawn from torch's generator here, after the policy (the same draws as always)
-    rollouts = LocalRollouts(collector, net_shape) if collector is not None else None
+    rollouts = LocalRollouts(collector, net_shape, device) if collector is not None else None
     return TrainingRun(args=args, rules=rules, run_dir=run_dir, num_iterations=num_iterations,
                        batch_steps=batch_steps, eval_every=eval_every, rng=rng, bots=bots, eval_names=eval_names,
                        opp_names=["self", "pool", *bot_names], net_shape=net_shape, policy=policy,
-                       optimizer=optimizer, pool=SnapshotPool(args.pool_size, args.pool_sampling), rollouts=rollouts)
+                       optimizer=optimizer, pool=SnapshotPool(args.pool_size, args.pool_sampling), rollouts=rollouts,
+                       device=device)
 
 
 def restore(run: TrainingRun, ckpt: dict[str, Any]) -> None:
@@ -501,6 +511,9 @@ def end_iteration(run: TrainingRun, t_done: float, progress: str = "") -> bool:
     now = time.time()
     if now - run.last_progress >= args.progress_every_s or last_iter:
         run.last_progress = now
+        if not run.said_device:  # the run's first progress line (of this process) names where the network runs
+            run.said_device = True
+            progress = f"{progress} | network on {run.device}" if progress else f"network on {run.device}"
         print(progress_line(run, elapsed, progress), flush=True)
     if over_time:
         run.stop_reason = f"max_train_seconds={args.max_train_seconds:g} reached"
@@ -595,7 +608,8 @@ def final_evaluation(path: Path, rules: Any, args: Args, network_alone: bool = F
           f"{args.final_eval_deals:,} duplicate deals each: whole matches to {rules.target}, the checkpoint playing "
           f"its most probable move (argmax{', the last round exactly' if exact else ''}); the table gives "
           "match win rates (not the deal win rates of the progress line) ...", flush=True)
-    result = evaluate([spec, *opponents], rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31)
+    result = evaluate([spec, *opponents], rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31,
+                      device=args.device)
     if short != spec and short not in result["agents"]:  # the table names it shortly, its whole spec once here
         result = rename_agent(result, spec, short)
         print(f"{short} below is {spec}")

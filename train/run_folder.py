@@ -1,5 +1,5 @@
 """The run folder: its default name, the checks before a run writes to it, its lock, and the options every
-trainer's run starts with (:class:`RunOptions`: name, seed, threads, the folder, resume).
+trainer's run starts with (:class:`RunOptions`: name, seed, threads, device, the folder, resume).
 
 A run writes to one folder (``--run-dir``, else :func:`default_run_dir`); :func:`claim_run_dir` refuses a folder a new
 run must not write to and locks it (:class:`RunLock`) for as long as the run writes; a resumed run goes on in the
@@ -23,8 +23,8 @@ NAME_MAX_BYTES = 255
 
 @dataclasses.dataclass
 class RunOptions:
-    """The options every trainer's run starts with: its name, seed, threads and run folder (``train.ppo_args.Args``
-    and ``train.exit.ExitArgs`` extend it, each with its own ``exp_name``)."""
+    """The options every trainer's run starts with: its name, seed, threads, device and run folder
+    (``train.ppo_args.Args`` and ``train.exit.ExitArgs`` extend it, each with its own ``exp_name``)."""
 
     # --- experiment -------------------------------------------------------------------------------------------------
     exp_name: str = "run"
@@ -34,6 +34,11 @@ class RunOptions:
     threads: int = 2
     """CPU threads torch may use (torch.set_num_threads); the env runs single-threaded. The PPO trainer's update
     also runs as this many shards unless update_shards says otherwise (at most 64)"""
+    device: str = "auto"
+    """where the network trains and plays: auto (a GPU where torch sees one, CUDA first, then MPS, else the CPU), cpu,
+    cuda, cuda:N or mps; the games, bots and searches stay on the CPU, and Ray workers play on their CPU. A resumed
+    run takes the device given now (default auto), never the checkpoint's: it is where a run goes on, not what it
+    learns"""
     run_dir: str | None = None
     """folder the run writes to; default runs_root/{preset}__{exp_name}__{seed}__{unix time}"""
     runs_root: str = "runs"

@@ -465,7 +465,7 @@ def uvicorn_config(app: Any, host: str, port: int, *, idle: float = READ_IDLE_SE
                           limit_concurrency=max_connections, timeout_keep_alive=5)
 
 
-def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...] = ()) -> int:
+def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...] = (), device: str = "auto") -> int:
     """Serve the web app: play any agent in the browser, and step through game-record files.
 
     Open the printed address in a browser. Play a deal or a match against a bot, pimc, pretrained:NAME or an agent
@@ -478,6 +478,8 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
         allow_agent: agent specs the page may ask for besides the bots ({bots}; pimc:N up to 20000) and
             pretrained:NAME (checkpoint:PATH, MODULE:OBJECT, a larger pimc:N), each exactly as it will be asked for;
             the page can name no other file or module. Agent specs: {agent_specs}.
+        device: where the trained agents' networks run: auto (a GPU where torch sees one, else the CPU), cpu, cuda,
+            cuda:N or mps; the games and bots stay on the CPU.
     """
     from cassino_env.errors import shown_name
     from train.errors import error
@@ -495,6 +497,12 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
     host = host.strip()
     if not host.isprintable():  # a line break would split the error line and the address printed
         return error(f"host: expected an address to listen on, got {shown_name(host)}")
+    from agents.device import DeviceError, check_device
+
+    try:
+        device = check_device(device)  # before the server starts
+    except DeviceError as exc:
+        return error(exc)
     if any(not spec.strip() for spec in allow_agent):
         return error("allow-agent: expected agent specs, got an empty one")
     from agents.registry import AgentSpecError, check_spec
@@ -512,6 +520,6 @@ def main(host: str = "127.0.0.1", port: int = 8000, allow_agent: tuple[str, ...]
     print(f"Cassino is served at http://{shown}:{port}/  (Ctrl+C stops it)", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}: other machines can reach the server", file=sys.stderr)
-    config = uvicorn_config(create_app(Server(allow_agent, served=(host, port))), host, port)
+    config = uvicorn_config(create_app(Server(allow_agent, served=(host, port), device=device)), host, port)
     uvicorn.Server(config).run()
     return 0

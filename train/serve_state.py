@@ -163,7 +163,7 @@ def move_probabilities(agent: Any, obs: Mapping[str, Any]) -> list[float] | None
     featurizer = getattr(agent, "featurizer", None)
     feats = featurizer(obs) if featurizer is not None else None
     with torch.no_grad():
-        probs = torch.softmax(policy.logits(MoveBatch.from_obs(obs, feats)), dim=-1)[0]
+        probs = torch.softmax(policy.logits(MoveBatch.from_obs(obs, feats)), dim=-1)[0].cpu()
     n = int(np.asarray(obs["action_mask"][0]).sum())
     return [float(x) for x in probs[:n]]
 
@@ -176,7 +176,8 @@ class LiveGame:
     every move goes into the game's record (docs/records.md).
     """
 
-    def __init__(self, game_id: str, rules: RuleSet, spec: str, seat: int, seed: int, play: str) -> None:
+    def __init__(self, game_id: str, rules: RuleSet, spec: str, seat: int, seed: int, play: str,
+                 device: str | None = None) -> None:
         from agents.registry import make_agent
         from cassino_env import core
         from cassino_env.vector import CassinoVectorEnv
@@ -184,7 +185,7 @@ class LiveGame:
 
         self.id, self.rules, self.spec, self.seat, self.seed, self.play = game_id, rules, spec, seat, seed, play
         try:
-            self.agent = make_agent(spec, rules)
+            self.agent = make_agent(spec, rules, device=device)  # device: the server's (cassino serve --device)
         except ValueError as exc:  # AgentSpecError, CheckpointError: a bad request, naming the field
             raise RequestError(f"opponent: {exc}") from None
         self.lock = threading.Lock()  # held by every change; reads answer the published snapshot instead
@@ -520,7 +521,8 @@ class Server:
 
     def __init__(self, allow: Sequence[str] = (), *, served: tuple[str, int] | None = None,
                  max_moves_in_flight: int = MAX_MOVES_IN_FLIGHT, max_games: int = MAX_GAMES,
-                 game_idle_seconds: float = GAME_IDLE_SECONDS, max_uploads: int = MAX_UPLOADS) -> None:
+                 game_idle_seconds: float = GAME_IDLE_SECONDS, max_uploads: int = MAX_UPLOADS,
+                 device: str | None = None) -> None:
         """``allow``: agent specs offered besides the built-in ones (:func:`check_opponent`), as the operator
         names them at start-up (``cassino serve --allow-agent checkpoint:runs/x.pt``). ``served``: the address and
         port the server listens on; requests whose ``Host`` header names another host are refused
@@ -528,8 +530,10 @@ class Server:
         ``max_moves_in_flight``: agent moves computed at once (:data:`MAX_MOVES_IN_FLIGHT`); beyond it 503.
         ``max_games``, ``game_idle_seconds``: games kept, and how long untouched before one in play may be dropped
         (:data:`MAX_GAMES`, :data:`GAME_IDLE_SECONDS`). ``max_uploads``: record files received at once
-        (:data:`MAX_UPLOADS`); beyond it 503."""
+        (:data:`MAX_UPLOADS`); beyond it 503. ``device``: where the trained agents' networks run
+        (:func:`agents.registry.make_agent`; None: the CPU), checked by the caller."""
         self.allowed = tuple(s.strip() for s in allow)
+        self.device = device
         self.served = served
         self.max_moves_in_flight = int(max_moves_in_flight)
         self.moves_in_flight = threading.BoundedSemaphore(self.max_moves_in_flight)
@@ -555,7 +559,7 @@ class Server:
         rules, spec, seat, seed, play = game_options(body, self.allowed)
         with self.lock:  # refused before the agent is built (a network loads in a quarter of a second)
             self._make_room()
-        game = LiveGame(self.new_id(), rules, spec, seat, seed, play)
+        game = LiveGame(self.new_id(), rules, spec, seat, seed, play, device=self.device)
         with self.lock:  # and again: another start may have taken the room meanwhile
             self._make_room()
             self.games[game.id] = game

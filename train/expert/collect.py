@@ -160,7 +160,7 @@ class LabelCollector:
                 with torch.no_grad():
                     logits = policy.logits(MoveBatch.from_obs(sub, feats))
                 actions[mine] = sample_actions(logits, rng)
-                probs = torch.softmax(logits, dim=-1).numpy()
+                probs = torch.softmax(logits, dim=-1).cpu().numpy()
                 for c in np.unique(self.ctrl[~np.isin(self.games, mine)]):
                     rows_c = np.flatnonzero((self.ctrl == c) & ~np.isin(self.games, mine))
                     actions[rows_c] = self.bots[self.bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
@@ -311,13 +311,15 @@ class RayLabels:
     :class:`train.ray_pool.WorkerPool`); their labels are joined in worker order."""
 
     def __init__(self, args: ExitArgs, net_shape: Any) -> None:
-        self.pool = WorkerPool(LabelWorker, args.ray_address, args.num_workers, cfg=config.args_to_dict(args),
-                               network=net_shape.to_dict())
+        self.pool = WorkerPool(LabelWorker, args.ray_address, args.num_workers,  # the workers label on their CPU
+                               cfg={**config.args_to_dict(args), "device": "cpu"}, network=net_shape.to_dict())
 
     def collect(self, policy: Any, rng: np.random.Generator, deals_done: int) -> Labels:
         import ray
 
-        weights = ray.put(policy.state_dict())
+        from agents.device import to_cpu
+
+        weights = ray.put(to_cpu(policy.state_dict()))
         parts = ray.get([a.collect.remote(weights, deals_done, _rng_state(rng) if i == 0 else None)
                          for i, a in enumerate(self.pool.actors)])
         _set_rng_state(rng, parts[0][1])

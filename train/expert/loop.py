@@ -383,6 +383,7 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
     else:
         policy = _init_network(args, rules)
     _check_widths(args, policy, ckpt is not None, explicit)
+    policy.to(config.resolve_run_device(args))  # made on the CPU (the same weights anywhere), trained on the device
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
     iteration, global_step, labels_total, elapsed_before = 0, 0, 0, 0.0
     games: LocalLabels | RayLabels | None

@@ -66,7 +66,7 @@ def network_probs(policy: Any, data: Labels, chunk: int = 4096) -> np.ndarray:
     with torch.no_grad():
         for s in range(0, len(data), chunk):
             idx = np.arange(s, min(len(data), s + chunk))
-            p = torch.softmax(policy.logits(_batch(data, idx)), dim=-1).numpy()
+            p = torch.softmax(policy.logits(_batch(data, idx)), dim=-1).cpu().numpy()
             out[idx, :p.shape[1]] = p
     return out
 
@@ -82,6 +82,7 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
     rest of the network nor the critic moves, and the value loss is left out). Returns the last pass's mean losses."""
     import torch
 
+    from agents.device import device_of
     from agents.policy import masked_entropy, masked_log_softmax
 
     prior = network_probs(policy, data) if args.target == "awr" else data.prior
@@ -93,6 +94,7 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
     head_only = args.train_params != "all"
     params = [q for group in optimizer.param_groups for q in group["params"]]  # trained_parameters', set at the start
     ret = data.ret * np.float32(args.reward_scale)
+    device = device_of(policy)  # each minibatch's tensors go to the network's device once (on the CPU: no copy)
     N = len(data)
     mb = max(1, min(args.minibatch_size, N))
     stats = {"policy_loss": math.nan, "value_loss": math.nan, "entropy": math.nan}
@@ -103,15 +105,15 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
         steps = 0
         for s in range(0, N - mb + 1, mb):
             idx = np.sort(perm[s:s + mb])
-            batch = _batch(data, idx)
+            batch = _batch(data, idx).to(device)
             W = batch.mask.shape[1]
             logits, value = policy(batch)
             logp = masked_log_softmax(logits, batch.mask)
-            tgt = torch.from_numpy(target[idx, :W])
+            tgt = torch.from_numpy(target[idx, :W]).to(device)
             pg = -(tgt * logp).sum(-1).mean()
             if gap is not None:
-                pg = 0.1 * pg + (logp.exp() * torch.from_numpy(gap[idx, :W])).sum(-1).mean()
-            vl = 0.5 * ((value - torch.from_numpy(ret[idx])) ** 2).mean()
+                pg = 0.1 * pg + (logp.exp() * torch.from_numpy(gap[idx, :W]).to(device)).sum(-1).mean()
+            vl = 0.5 * ((value - torch.from_numpy(ret[idx]).to(device)) ** 2).mean()
             ent = masked_entropy(logits, batch.mask).mean()
             loss = pg - args.ent_coef * ent + (0.0 if head_only else args.vf_coef * vl)
             optimizer.zero_grad()
@@ -168,13 +170,13 @@ def label_stats(policy: Any, data: Labels, reward_scale: float) -> dict[str, flo
         for s in range(0, len(data), 4096):
             i = np.arange(s, min(len(data), s + 4096))
             logits, v = policy(_batch(data, i))
-            a = logits.argmax(-1).numpy()
+            a = logits.argmax(-1).cpu().numpy()
             q = np.where(data.mask[i], np.nan_to_num(data.q[i], nan=-np.inf), -np.inf)
             best = q.max(axis=1)
             got = q[np.arange(len(i)), a]
             agree.append(got >= best - 1e-9)
             regret.append(best - got)
-            values.append(v.numpy())
+            values.append(v.cpu().numpy())
     v = np.concatenate(values)
     y = data.ret * np.float32(reward_scale)
     var = float(np.var(y))
