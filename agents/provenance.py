@@ -123,6 +123,8 @@ def describe(value: dict[str, Any] | None) -> str:
         parts.append(f"seed {value['seed']}")
     if isinstance(value.get("wall_s"), (int, float)):
         parts.append(f"{value['wall_s'] / 60:.1f} min of the run")
+    if value.get("device"):
+        parts.append(f"trained on {value['device']}")
     if value.get("commit"):
         parts.append(f"commit {str(value['commit'])[:12]}" + (" (with uncommitted changes)" if value.get("dirty")
                                                               else ""))

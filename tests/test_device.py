@@ -227,6 +227,13 @@ def test_a_training_checkpoint_records_the_device_and_holds_cpu_tensors(pair: tu
     assert {t.device.type for t in tensors(data).values()} == {"cpu"}
 
 
+def test_eval_provenance_says_where_a_network_trained() -> None:
+    from agents.provenance import describe
+
+    assert describe({"stage": "ppo", "seed": 1, "device": "cuda:0"}) == "stage ppo, seed 1, trained on cuda:0"
+    assert "trained on" not in describe({"stage": "ppo"})  # a file written before the field
+
+
 def test_the_first_progress_line_names_the_device(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     train(tiny_args(tmp_path / "run", device="cpu", checkpoint_every=0))
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]

@@ -617,7 +617,8 @@ class Recipe:
         policy = policy_from_checkpoint(ckpt, candidate)
         provenance = make_provenance(seed=self.args.seed, stage=name, wall_s=round(self.elapsed(), 1),
                                      stage_index=self.state.stage_index, hours=self.args.hours,
-                                     recipe="cassino train (train/recipe.py)")
+                                     recipe="cassino train (train/recipe.py)",
+                                     device=(ckpt.get("provenance") or {}).get("device"))  # the stage's
         best = self.run_dir / "checkpoints" / "best.pt"
         save_checkpoint(best, policy, self.rules, blocks=ckpt.get("obs_blocks"), provenance=provenance)
         # every best in turn stays, so the best at any time of the run can be played (the anytime curve)
