@@ -70,6 +70,11 @@ class Block:
         fill: for a block outside the encoder kernel (:func:`register_block`): ``fill(view, rules)`` returns its
             entries for every game, float32[B, length], from :func:`public_view` of the seat observed (rows of
             games with nobody to observe are zeroed afterwards). None for the kernel's blocks (:data:`BLOCKS`).
+        by_card: what a relabelling of the suits does to the block (:mod:`cassino_env.symmetry`): True, it is laid
+            out card by card (every length part a multiple of 52, entry ``52 k + c`` about card id ``c``); False, it
+            holds no card identities (counts, values, ranks, seats: unchanged); None, not known. Every kernel block
+            says which (the one source of ``cassino_env.symmetry.CARD_BLOCKS`` and ``SUIT_FREE_BLOCKS``); a
+            registered block's is not read (the suit symmetries refuse a layout holding one).
     """
 
     name: str
@@ -79,6 +84,7 @@ class Block:
     meaning: str
     high: float = 1.0
     fill: Callable[[dict[str, np.ndarray], RuleSet], Any] | None = field(default=None, compare=False)
+    by_card: bool | None = None
 
     def length(self, num_players: int, num_sides: int) -> int:
         """The block's length for P seats and S sides."""
@@ -87,38 +93,52 @@ class Block:
 
 #: The observation vector, block by block in order (the one source of the layout; see the module docstring).
 BLOCKS: tuple[Block, ...] = (
-    Block("hand", 52, 0, 0, "the viewer holds card c"),
-    Block("loose", 52, 0, 0, "card c lies loose on the table"),
-    Block("build_owned_by", 0, 52, 0, "card c is in a build owned by relative seat r (block r)"),
-    Block("build_value", 52, 0, 0, "value (1..14) of the build holding card c / 14 (0 when not in a build)"),
-    Block("captured_by", 0, 0, 52, "card c is in the captured pile of relative side s (block s)"),
-    Block("unseen", 52, 0, 0, "card c is in another hand or the stock (not visible to the viewer)"),
-    Block("last_trail", 52, 0, 0, "card c was trailed on the immediately preceding turn"),
+    Block("hand", 52, 0, 0, "the viewer holds card c", by_card=True),
+    Block("loose", 52, 0, 0, "card c lies loose on the table", by_card=True),
+    Block("build_owned_by", 0, 52, 0, "card c is in a build owned by relative seat r (block r)", by_card=True),
+    Block("build_value", 52, 0, 0, "value (1..14) of the build holding card c / 14 (0 when not in a build)",
+          by_card=True),
+    Block("captured_by", 0, 0, 52, "card c is in the captured pile of relative side s (block s)", by_card=True),
+    Block("unseen", 52, 0, 0, "card c is in another hand or the stock (not visible to the viewer)", by_card=True),
+    Block("last_trail", 52, 0, 0, "card c was trailed on the immediately preceding turn", by_card=True),
     Block("builds", NUM_VALUES, NUM_VALUES, 0, "per value v = 1..14, P + 1 entries: a build of v exists, then its "
-          "owner (relative seat one-hot; with attach builds, every owner of one)"),
-    Block("hand_sizes", 0, 1, 0, "cards in the hand of relative seat r / hand_size"),
-    Block("captured_count", 0, 0, 1, "cards captured by relative side s / 52"),
-    Block("spades_count", 0, 0, 1, "spades captured by relative side s / 13"),
+          "owner (relative seat one-hot; with attach builds, every owner of one)", by_card=False),
+    Block("hand_sizes", 0, 1, 0, "cards in the hand of relative seat r / hand_size", by_card=False),
+    Block("captured_count", 0, 0, 1, "cards captured by relative side s / 52", by_card=False),
+    Block("spades_count", 0, 0, 1, "spades captured by relative side s / 13", by_card=False),
     # a seat plays fewer than 52 cards a deal, so fewer than 52 sweeps: / 4 stays below 13
-    Block("sweeps", 0, 1, 0, "sweeps this deal by relative seat r / 4", high=13.0),
+    Block("sweeps", 0, 1, 0, "sweeps this deal by relative seat r / 4", high=13.0, by_card=False),
     # at most 3 in-play points a play (docs/rules.md 5.3), fewer than 52 plays a deal: / 4 stays below 39
     Block("in_play", 0, 1, 0, "Cicera's in-play points this deal of relative seat r / 4 (docs/rules.md 5.3; 0 "
-          "in presets without in_play_bonuses)", high=39.0),
+          "in presets without in_play_bonuses)", high=39.0, by_card=False),
     # a tie for the lead at the target plays on: no finite bound
     Block("match_scores", 0, 0, 1, "match total of relative side s / target",
-          high=float(np.finfo(np.float32).max)),
-    Block("seat_from_dealer", 0, 1, 0, "one-hot: the viewer sits r seats after the dealer (r = 1 moves first)"),
-    Block("progress", 3, 0, 0, "stock size / 52; rounds dealt / rounds per deal; cards played / 52"),
+          high=float(np.finfo(np.float32).max), by_card=False),
+    Block("seat_from_dealer", 0, 1, 0, "one-hot: the viewer sits r seats after the dealer (r = 1 moves first)",
+          by_card=False),
+    Block("progress", 3, 0, 0, "stock size / 52; rounds dealt / rounds per deal; cards played / 52", by_card=False),
     Block("last_capturer", 0, 1, 0, "one-hot: relative seat r made the last capture this deal (the residue goes to "
-          "the last capturer unless the preset says otherwise, docs/rules.md 5); all 0 before the first capture"),
-    Block("unseen_by_rank", 13, 0, 0, "per rank 1..13 (A..K): unseen cards of that rank / 4"),
+          "the last capturer unless the preset says otherwise, docs/rules.md 5); all 0 before the first capture",
+          by_card=False),
+    Block("unseen_by_rank", 13, 0, 0, "per rank 1..13 (A..K): unseen cards of that rank / 4", by_card=False),
     Block("most_decided", 0, 0, 2, "per relative side s, 2 entries: s has clinched most cards (more than any other "
-          "side can still reach), then most spades (docs/rules.md 5)"),
+          "side can still reach), then most spades (docs/rules.md 5)", by_card=False),
 )
 
 #: The block list of every environment and agent unless told otherwise, and the list a checkpoint without an
 #: ``obs_blocks`` field was trained on: the kernel's blocks in order (tests/test_obs.py pins it; never change it).
 DEFAULT_BLOCKS: tuple[str, ...] = tuple(b.name for b in BLOCKS)
+
+
+def uses_default_blocks(blocks: Sequence[str] | None) -> bool:
+    """Whether ``blocks`` (an ``obs_blocks`` option, a checkpoint's list) is the default observation: None, or the
+    names of :data:`DEFAULT_BLOCKS` in their order. The one test of "this network reads the default observation",
+    which the expert stage (``cassino exit``) and the recipe (``cassino train``'s expert stages) require.
+
+    >>> uses_default_blocks(None), uses_default_blocks(list(DEFAULT_BLOCKS)), uses_default_blocks(DEFAULT_BLOCKS[:-1])
+    (True, True, False)
+    """
+    return blocks is None or tuple(blocks) == DEFAULT_BLOCKS
 
 
 class ObsBlocksError(CassinoError):

@@ -32,16 +32,16 @@ import numpy as np
 
 from .cards import CLUBS, HEARTS, NUM_CARDS, RANK, SUIT, card_id, card_text  # noqa: F401 - card_text: doctest
 from .errors import CassinoError
-from .obs import Layout, layout_of
+from .obs import BLOCKS, Layout, layout_of
 from .rules import RuleSet
 
-#: Blocks of the observation laid out card by card (``length`` a multiple of 52, card id ``c`` at ``52 k + c``);
-#: the kernel's other blocks do not depend on which suit a card has (cassino_env/obs.py).
-CARD_BLOCKS = frozenset({"hand", "loose", "build_owned_by", "build_value", "captured_by", "unseen", "last_trail"})
-#: The kernel's blocks that hold no card identities (counts, values, ranks, seats), unchanged by a suit swap.
-SUIT_FREE_BLOCKS = frozenset({"builds", "hand_sizes", "captured_count", "spades_count", "sweeps", "in_play",
-                              "match_scores", "seat_from_dealer", "progress", "last_capturer", "unseen_by_rank",
-                              "most_decided"})
+#: Blocks of the observation laid out card by card (``length`` a multiple of 52, card id ``c`` at ``52 k + c``):
+#: the kernel's blocks whose ``by_card`` is True in the block table (:data:`cassino_env.obs.BLOCKS`).
+CARD_BLOCKS = frozenset(b.name for b in BLOCKS if b.by_card)
+#: The kernel's blocks that hold no card identities (counts, values, ranks, seats), unchanged by a suit swap: those
+#: whose ``by_card`` is False. A registered block is in neither (its ``by_card`` is not read: which of its entries
+#: name cards is not known).
+SUIT_FREE_BLOCKS = frozenset(b.name for b in BLOCKS if b.by_card is False)
 
 
 class SymmetryError(CassinoError):

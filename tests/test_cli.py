@@ -560,3 +560,20 @@ def test_an_empty_agent_entry_is_refused(command: str, agents: str, capsys: pyte
     let be), by every command that takes a list of agents."""
     assert cli.main([command, "--agents", agents]) == 2
     assert capsys.readouterr().err.startswith(f"error: agents: an empty entry in {agents!r}")
+
+
+def test_a_json_field_given_twice_is_one_message_in_the_file_reader_and_the_web_app(tmp_path: Path) -> None:
+    """train.errors.fields_once is the one duplicate-field hook: the position reader raises its InputError and the
+    web app's body parser its RequestError, with the same words, at any depth; a field named once passes."""
+    from train.errors import fields_once
+    from train.serve_state import RequestError, parse_json
+
+    position = tmp_path / "twice.json"
+    position.write_text('{"rules": "classic", "hands": {"0": [], "0": []}}')
+    with pytest.raises(cli.InputError, match=r"twice\.json: not a position: '0': the field is given twice"):
+        cli.read_json_object(position)
+    with pytest.raises(RequestError, match=r"^'seed': the field is given twice$"):
+        parse_json(b'{"opponent": "greedy", "seed": 1, "seed": 2}')
+    assert parse_json(b'{"a": {"b": 1}, "b": 2}') == {"a": {"b": 1}, "b": 2}
+    with pytest.raises(LookupError, match="the field is given twice"):
+        json.loads('[{"x": 1}, {"y": 1, "y": 1}]', object_pairs_hook=fields_once(LookupError))

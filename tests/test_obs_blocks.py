@@ -22,6 +22,7 @@ from cassino_env.obs import (
     public_view,
     register_block,
     unregister_block,
+    uses_default_blocks,
 )
 from cassino_env.rules import make_rules
 from cassino_env.vector import CassinoVectorEnv, EnvConfigError
@@ -61,6 +62,13 @@ def test_the_default_blocks_are_todays_list() -> None:
     assert DEFAULT_BLOCKS == TODAYS_BLOCKS == tuple(b.name for b in BLOCKS)
     assert check_blocks(None) == DEFAULT_BLOCKS
     assert layout_of(2, 2).default and layout_of(2, 2).width == obs_size(2, 2) == 546
+
+
+def test_uses_default_blocks_is_none_or_the_default_list_in_order(table_count) -> None:
+    assert uses_default_blocks(None) and uses_default_blocks(TODAYS_BLOCKS) and uses_default_blocks(list(TODAYS_BLOCKS))
+    assert not uses_default_blocks(TODAYS_BLOCKS[::-1])  # the same blocks in another order are other columns
+    assert not uses_default_blocks(TODAYS_BLOCKS[:-1]) and not uses_default_blocks(table_count)
+    assert not uses_default_blocks(())
 
 
 @pytest.mark.parametrize(("preset", "n"), [("classic", 2), ("cicera", 4), ("bga", 3)])

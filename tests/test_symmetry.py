@@ -30,6 +30,19 @@ from cassino_env.vector import CassinoVectorEnv
 def test_every_kernel_block_is_classified() -> None:
     names = {b.name for b in BLOCKS}
     assert CARD_BLOCKS | SUIT_FREE_BLOCKS == names and not CARD_BLOCKS & SUIT_FREE_BLOCKS
+    assert all(b.by_card is not None for b in BLOCKS), "every kernel block says whether it is laid out card by card"
+
+
+def test_the_card_blocks_come_from_the_block_table() -> None:
+    """The two lists are the block table's ``by_card`` (the hand lists they were, pinned), and a card block's every
+    length part is a multiple of 52: entry ``52 k + c`` is about card ``c`` for any seat and side count."""
+    assert CARD_BLOCKS == {"hand", "loose", "build_owned_by", "build_value", "captured_by", "unseen", "last_trail"}
+    assert SUIT_FREE_BLOCKS == {"builds", "hand_sizes", "captured_count", "spades_count", "sweeps", "in_play",
+                                "match_scores", "seat_from_dealer", "progress", "last_capturer", "unseen_by_rank",
+                                "most_decided"}
+    for b in BLOCKS:
+        if b.by_card:
+            assert b.base % 52 == b.per_seat % 52 == b.per_side % 52 == 0, b.name
 
 
 @pytest.mark.parametrize(("preset", "count"), [("classic", 1), ("matsuda", 1), ("bga", 1), ("stadium", 1),

@@ -28,7 +28,12 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from train.errors import EXIT_BAD_INPUT, bad_input, error  # noqa: F401 (re-exported: the commands' error helpers)
+from train.errors import (  # noqa: F401 (re-exported: the commands' error helpers)
+    EXIT_BAD_INPUT,
+    bad_input,
+    error,
+    fields_once,
+)
 
 #: Command name -> ("module:function", one-line summary). The function is run through tyro.cli; an int it returns
 #: is the exit code (None means 0).
@@ -67,18 +72,6 @@ def _small_int(text: str) -> int:
     return int(text)
 
 
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's fields, each named once (JSON leaves which of two counts open; the web app refuses it too)."""
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            from cassino_env.errors import excerpt
-
-            raise InputError(f"{excerpt(k)}: the field is given twice")
-        out[k] = v
-    return out
-
-
 def read_json_object(file: Path) -> dict[str, Any]:
     """Read one JSON object from ``file`` (``-``: standard input), at most :data:`MAX_POSITION_BYTES` bytes of
     UTF-8.
@@ -103,7 +96,7 @@ def read_json_object(file: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InputError(f"{file}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
     try:
-        value = json.loads(text, parse_int=_small_int, object_pairs_hook=_once)
+        value = json.loads(text, parse_int=_small_int, object_pairs_hook=fields_once(InputError))
     except InputError as exc:
         raise InputError(f"{file}: not a position: {exc}") from None
     except json.JSONDecodeError as exc:

@@ -10,7 +10,9 @@ them: no module imports the command line to report bad input.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
 #: The exit code of a command refused for bad input.
 EXIT_BAD_INPUT = 2
@@ -49,6 +51,35 @@ class bad_input:  # a context manager, named like contextlib.suppress
             return False
         self.code = error(exc)
         return True
+
+
+def fields_once(error: Callable[[str], Exception]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A ``json.loads`` ``object_pairs_hook`` that refuses a JSON object naming a field twice (JSON leaves which of
+    the two counts open; the web app and the command line refuse it alike), at any depth.
+
+    Args:
+        error: the exception class to raise (a ``ValueError`` subclass: the command line's ``InputError``, the web
+            app's ``RequestError``), called with the message ``<field>: the field is given twice``, the field name
+            quoted and shortened by ``cassino_env.errors.excerpt``.
+
+    >>> import json
+    >>> json.loads('{"a": 1, "b": {"c": 2}}', object_pairs_hook=fields_once(ValueError))
+    {'a': 1, 'b': {'c': 2}}
+    >>> json.loads('{"a": {"c": 1, "c": 2}}', object_pairs_hook=fields_once(ValueError))
+    Traceback (most recent call last):
+    ValueError: 'c': the field is given twice
+    """
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                from cassino_env.errors import excerpt
+
+                raise error(f"{excerpt(k)}: the field is given twice")
+            out[k] = v
+        return out
+
+    return hook
 
 
 def spec_errors() -> tuple[type[BaseException], ...]:

@@ -277,6 +277,7 @@ class Recipe:
     """One recipe run: its options, folder, state and best network (:func:`train` drives it)."""
 
     def __init__(self, args: Args, explicit: set[str] | None) -> None:
+        from cassino_env.obs import uses_default_blocks
         from cassino_env.rules import make_rules
 
         self.state = RecipeState()
@@ -296,7 +297,7 @@ class Recipe:
         if "ppo" not in args.stages:
             raise ConfigError("stages: the recipe starts from a fresh network, so its stages begin with ppo (an expert "
                               "stage alone on a network you have: cassino exit --init checkpoint:PATH)", field="stages")
-        if args.endgame or args.obs_blocks is not None or not args.move_features:
+        if args.endgame or not uses_default_blocks(args.obs_blocks) or not args.move_features:
             raise ConfigError("the recipe's expert stages read the default observation with move features and train "
                               "without endgame (give --hours 0 for a PPO run with endgame, obs_blocks or "
                               "move_features false)", field="hours")

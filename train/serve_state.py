@@ -36,6 +36,7 @@ import numpy as np
 from cassino_env.cards import card_text
 from cassino_env.errors import CassinoError, check_seed, excerpt
 from cassino_env.rules import RuleSet, make_rules
+from train.errors import fields_once
 
 #: Games kept in memory (a game against a network holds its own copy, some 8 MiB). Starting one more forgets a
 #: finished game, else one idle for :data:`GAME_IDLE_SECONDS`; when every game is in play, it is refused (503).
@@ -402,15 +403,6 @@ def field_name(name: str, limit: int = 80) -> str:
     return name if len(name) <= limit else excerpt(name, limit)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise RequestError(f"{excerpt(k)}: the field is given twice")
-        out[k] = v
-    return out
-
-
 def parse_json(raw: bytes) -> Any:
     """A request body parsed as JSON (a field given twice refused).
 
@@ -419,7 +411,7 @@ def parse_json(raw: bytes) -> Any:
             field given twice (naming it).
     """
     try:
-        return json.loads(raw, object_pairs_hook=_no_duplicates)
+        return json.loads(raw, object_pairs_hook=fields_once(RequestError))
     except RequestError:
         raise
     except RecursionError:
