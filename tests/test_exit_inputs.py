@@ -245,6 +245,38 @@ def test_ctrl_c_at_the_command_line_is_one_line(tmp_path: Path, monkeypatch: pyt
     assert err.startswith("interrupted") and list((tmp_path / "runs").iterdir()) == []
 
 
+def test_ctrl_c_once_stops_after_the_iteration_saved_and_the_resume_ends_where_the_run_would(
+        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first Ctrl-C (train.run.guard) lets the iteration end, saves it and names the resume command; resumed,
+    the run ends bit for bit where the uninterrupted one did."""
+    import signal
+
+    import torch
+
+    from agents.ppo_agent import read_checkpoint
+
+    real = loop_mod.update
+    calls = {"n": 0}
+
+    def pressed_once(*a: Any, **k: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            signal.raise_signal(signal.SIGINT)  # during the first iteration's update
+        return real(*a, **k)
+
+    monkeypatch.setattr(loop_mod, "update", pressed_once)
+    target = tmp_path / "run"
+    with pytest.raises(RunInterrupted) as info:
+        train(tiny_args(run_dir=str(target)))
+    first, latest = target / "checkpoints" / "iter_00001.pt", target / "checkpoints" / "latest.pt"
+    assert str(info.value) == (f"interrupted at iteration 1: nothing is lost, {first} holds the run: resume with: "
+                               f"cassino exit --resume {latest}")
+    assert sorted(p.name for p in (target / "checkpoints").iterdir()) == ["iter_00001.pt", "latest.pt"]
+    final = resume(latest, 2)
+    a, b = read_checkpoint(run / "checkpoints" / "final.pt"), read_checkpoint(final)
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+
+
 def test_a_full_disk_is_one_line_and_never_leaves_iter_without_latest(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """``latest.pt`` cannot be written at iteration 2: iter_00002.pt is taken back, latest.pt stays iteration 1's,

@@ -1,42 +1,45 @@
-"""The self-play PPO run's phases other than the learning update (set-up and resume, collect, log, evaluate,
-checkpoint, finish), and the few pieces every trainer takes from here.
+"""The phases of a training run that every trainer shares (set-up and resume, the run folder, checkpoint,
+evaluation, the Ctrl-C guard, the time left, finish), and self-play PPO's own phases (collect, log, the end of an
+iteration).
 
-Who uses what. :mod:`train.ppo_selfplay` is the one loop over the phases (below). Expert iteration
-(:mod:`train.expert`) runs a loop of its own (labels, update, checkpoints) and takes from here only the stop
-errors (:class:`RunStopped`, :class:`Diverged`), :func:`fmt_time` and :func:`final_evaluation` (the table after
-training); what else it shares with PPO lives in other modules (:mod:`train.config`'s run
-folder and resume, :mod:`train.checkpoints`, :func:`train.arena.evaluate_deals`, :mod:`train.rollout`'s bots and
-generator states). The recipe (:mod:`train.recipe`, ``cassino train``) drives both trainers through their hooks,
-``hook(run)`` with a :class:`TrainingRun` after each PPO iteration and ``hook(iteration, policy, checkpoint)`` after
-each expert iteration (the consolidation stage runs without one), and takes :class:`RunInterrupted`,
-:func:`fmt_time` and :func:`final_evaluation` from here.
+Both trainers are one loop over these phases: self-play PPO (:mod:`train.ppo_selfplay`) and expert iteration
+(:mod:`train.expert.loop`). What a run holds between iterations is a :class:`Run`: the options, the rules, the
+network and its optimiser, the generator, the TensorBoard writer, the counters and the last checkpoint; its
+:meth:`Run.checkpoint` writes a training checkpoint (:mod:`train.checkpoints`) and :meth:`Run.saved_so_far` says
+what is saved for the message of a run that stops. Each trainer's run is a subclass that adds its own parts and
+fills in the few methods that differ: :class:`TrainingRun` (the pool, the rollouts) and
+:class:`train.expert.loop.ExitRun` (the labelling games, the replay labels). The shape of either trainer::
 
-The PPO trainer is a short loop over the phases::
+    args, ckpt = resume_options(args, explicit)  # the checkpoint's config, the options given over it
+    run_dir, resuming_here = run_folder(args, ckpt)  # checked (read only): fail before anything is written
+    run = ...                                    # the trainer's network, optimiser, games (everything checked)
+    load_train_state(run, ckpt)                  # resumed: optimiser, counters (and load_generators)
+    claim_run_folder(run, held, resuming_here)   # locked now; write_run_folder: config.yaml, the writer
+    with guard(run):                             # Ctrl-C once: stop after the iteration, saved; twice: at once
+        while run.iteration < run.num_iterations:
+            run.iteration += 1
+            ...                                  # the trainer's iteration: games, update, logs
+            run.evaluate(); run.checkpoint(name) # when due
+            if hook is not None and (reason := hook(...)):  # the recipe's gate: a string stops the stage
+                run.stop_reason = reason
+                break
+            stop_if_interrupted(run, name)       # Ctrl-C was pressed: saved, RunInterrupted with the resume command
+    final = finish(run)                          # final.pt, the summary line, the evaluation after training
 
-    run = setup(args, explicit, held)       # options, checkpoint, games, network, pool, run folder; eval at step 0
-    while run.iteration < run.num_iterations:
-        run.iteration += 1
-        ro = collect(run)                   # one rollout of every game, GAE done (train.rollout)
-        stats = ppo_update(run.policy, run.optimizer, ro, args, run.rng)  # the learning step, not a phase here
-        log_rollout(run, ro, t_iter, t_upd, t_done)
-        if end_iteration(run, t_done, progress=...):  # snapshots, evaluations, checkpoints, the progress line
-            break
-        if hook is not None and (reason := hook(run)):  # the recipe's gate: a string stops the stage
-            run.stop_reason = reason
-            break
-    final = finish(run)                     # final.pt, the summary line, the evaluation after training
-
-:class:`TrainingRun` holds what lasts from one iteration to the next: the options, the rules, the network and its
-optimiser, the opponent pool, the rollouts (here or on Ray), the generator, the TensorBoard writer and the counters.
-Its :meth:`TrainingRun.checkpoint` writes a training checkpoint (:mod:`train.checkpoints`) and
-:meth:`TrainingRun.evaluate` the deal win rates against ``eval_opponents`` (:func:`train.arena.evaluate_deals`).
-Everything is checked before anything is written (:func:`setup`); the run folder is then locked, and the lock and the
-Ray workers go into ``held`` for the caller to release (:func:`train.ppo_selfplay.train`).
+For PPO, :func:`setup` does the set-up (and the evaluation at step 0) and :func:`end_iteration` the end of each
+iteration (pool snapshots, evaluations, checkpoints, the progress line). The recipe (:mod:`train.recipe`, ``cassino
+train``) drives both trainers through their hooks, ``hook(run)`` with a :class:`TrainingRun` after each PPO
+iteration and ``hook(iteration, policy, checkpoint)`` after each expert iteration (the consolidation stage runs
+without one); its budget shows in their progress lines (``Run.budget_note``, :func:`time_left`). Everything is
+checked before anything is written; the run folder is then locked, and the lock and the Ray workers go into
+``held`` for the trainer's ``train`` to release.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import shutil
 import signal
 import threading
 import time
@@ -100,150 +103,262 @@ def fmt_time(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-@dataclass(eq=False)
-class TrainingRun:
-    """What a training run holds between iterations (:func:`setup` makes it; the phases read and update it).
+@dataclass(eq=False, kw_only=True)
+class Run:
+    """What every trainer's run holds between iterations, and the phases that read only this: the checkpoint, what
+    is saved (for the messages of a run that stops), the time left. :class:`TrainingRun` (self-play PPO) and
+    :class:`train.expert.loop.ExitRun` (expert iteration) add their own parts and fill in the few methods that
+    differ (:meth:`more_state`, :meth:`position`, :meth:`summary`).
 
     Attributes:
         args: the run's options (a resumed run's: the checkpoint's config overridden by the options given).
         rules: its rules. run_dir: its folder; ckpt_dir: ``run_dir / "checkpoints"``.
-        num_iterations: rollouts to play; batch_steps: env steps per rollout (``num_envs * num_steps``).
-        eval_every: env steps between evaluations (:func:`train.config.eval_interval`; 0: only at the end).
-        rng: the generator every random choice of the run draws from.
-        bots: the bot agents by spec (``bot_rates`` and ``eval_opponents``); eval_names: the evaluation opponents;
-            opp_names: the names of the controllers (``self``, ``pool``, then the bots of ``bot_rates``).
-        net_shape: the network's shape; policy: the network; optimizer: its Adam optimiser.
-        device: the torch device the network runs on (``args.device`` resolved, :func:`agents.device.resolve_device`;
-            the games, bots and pool snapshots stay on the CPU).
-        pool: the opponent pool; rollouts: :class:`train.rollout.LocalRollouts` or
-            :class:`train.ray_rollouts.RayRollouts`.
-        writer: the TensorBoard writer (None until the run folder is claimed).
-        iteration, global_step: rollouts played and env steps taken (a resumed run's count on from its checkpoint);
-            elapsed_before: wall seconds of the run's earlier parts; start_time: ``time.time()`` at this part's start.
-            said_device: the progress line has named ``device`` (the first one does).
-        last_eval, last_eval_step: the latest deal win rates by opponent and the step they were measured at.
+        policy: the network; optimizer: its Adam optimiser; rng: the generator every random choice draws from.
+        num_iterations: iterations to play (a resumed run's count includes the ones before).
+        writer: the TensorBoard writer (None until the run folder is written, :func:`write_run_folder`).
+        iteration, global_step: iterations played and env steps taken (a resumed run's count on from its
+            checkpoint); start_iteration: the iteration this session started at.
+        elapsed_before: wall seconds of the run's earlier parts; start_time: ``time.time()`` at this part's start.
         stop_reason: why the loop ended (for the summary line).
-        last_checkpoint, last_checkpoint_step: the last checkpoint written whole (a resumed run's: its file) and its
-            step; None before the first.
+        last_checkpoint, last_checkpoint_at: the last checkpoint written whole (a resumed run's: its file) and where
+            the run was then (:meth:`position`); None before the first. written: checkpoints this session wrote.
+        remove_if_unsaved: the run made its folder, and removes it when it stops before its first checkpoint
+            (:meth:`abandon`).
         interrupt_requested: Ctrl-C was pressed once (:func:`guard`): the run stops after the iteration, saved.
+        budget_note: for a stage of ``cassino train`` (:mod:`train.recipe`), what is used and left of the recipe's
+            budget, shown in the progress lines instead of the time left (:func:`time_left`); None otherwise.
     """
 
-    args: Args
+    #: The command that resumes a run of this trainer (in the messages of a run that stops).
+    command: typing.ClassVar[str] = "cassino train"
+    #: What a diverged run may try (the options that scale the loss).
+    diverged_hint: typing.ClassVar[str] = "with a smaller learning_rate, or reward_scale, ent_coef, vf_coef"
+
+    args: Any
     rules: RuleSet
     run_dir: Path
-    num_iterations: int
-    batch_steps: int
-    eval_every: int
-    rng: np.random.Generator
-    bots: dict[str, Any]
-    eval_names: list[str]
-    opp_names: list[str]
-    net_shape: NetworkShape
     policy: CassinoPolicy
     optimizer: torch.optim.Optimizer
-    pool: SnapshotPool
-    rollouts: Any = None
+    rng: np.random.Generator
+    num_iterations: int
     writer: SummaryWriter | None = None
     iteration: int = 0
     global_step: int = 0
+    start_iteration: int = 0
     elapsed_before: float = 0.0
     start_time: float = 0.0
-    last_progress: float = 0.0
-    last_eval: dict[str, float] = field(default_factory=dict)
-    last_eval_step: int = 0
-    eval_mark: int = 0
-    snap_mark: int = 0
-    ckpt_mark: int = 0
-    stop_reason: str = "total_timesteps reached"
+    stop_reason: str = "iterations reached"
     last_checkpoint: Path | None = None
-    last_checkpoint_step: int = 0
+    last_checkpoint_at: str = ""
+    written: int = 0
+    remove_if_unsaved: bool = False
     interrupt_requested: bool = False
-    device: Any = None
-    said_device: bool = False
+    budget_note: typing.Callable[[], str] | None = None
 
     @property
     def ckpt_dir(self) -> Path:
         """``run_dir / "checkpoints"``."""
         return self.run_dir / "checkpoints"
 
+    @property
+    def resumable(self) -> bool:
+        """Whether a checkpoint of this run can be resumed (an expert-iteration run of passes alone cannot)."""
+        return True
+
     def elapsed(self, now: float | None = None) -> float:
         """Wall seconds of the whole run up to ``now`` (default: now), its earlier parts included."""
         return self.elapsed_before + ((time.time() if now is None else now) - self.start_time)
 
+    def position(self) -> str:
+        """Where the run is, for its messages (``step 12,288``)."""
+        return f"step {self.global_step:,}"
+
+    def more_state(self) -> dict[str, Any]:
+        """The trainer's own fields of a checkpoint's ``train`` entry (its games, pool, counters)."""
+        return {}
+
+    def summary(self) -> str:
+        """The summary line's beginning (:func:`finish`): what was trained, in how long, and why it stopped."""
+        return f"trained {self.global_step:,} env steps in {fmt_time(self.elapsed())} ({self.stop_reason})"
+
     def checkpoint(self, name: str) -> Path:
         """Write ``ckpt_dir / name`` and copy it to ``latest.pt`` (:func:`train.checkpoints.save_training_checkpoint`);
-        taken between iterations, so the games sit on a deal boundary and a resume continues exactly."""
+        taken between iterations, so the games sit on a deal boundary and a resume continues exactly.
+
+        The ``train`` entry holds the config, the run folder, the counters, the wall time, both generators' states
+        and :meth:`more_state`. When NAME is written but its copy ``latest.pt`` is not, NAME is taken back, so
+        ``latest.pt``, the checkpoint the messages resume from, stays the newest one.
+
+        Raises:
+            RunStopped: the file cannot be written (a full disk, a folder gone), naming it and what is saved.
+        """
         import torch
 
-        train_state = {
-            "config": args_to_dict(self.args), "run_dir": str(self.run_dir), "iteration": self.iteration,
-            "global_step": self.global_step, "elapsed_s": self.elapsed(), "numpy_rng": rng_state(self.rng),
-            "torch_rng": torch.get_rng_state(), "pool": self.pool.state(), **self.rollouts.state(),  # env_state
-        }
+        train_state = {"config": args_to_dict(self.args), "run_dir": str(self.run_dir), "iteration": self.iteration,
+                       "global_step": self.global_step, "elapsed_s": self.elapsed(), "numpy_rng": rng_state(self.rng),
+                       "torch_rng": torch.get_rng_state(), **self.more_state()}
+        path = self.ckpt_dir / name
+        before = _identity(path)
         try:
-            path = save_training_checkpoint(self.ckpt_dir / name, self.policy, self.rules, self.optimizer, train_state,
-                                            blocks=self.args.obs_blocks)
+            save_training_checkpoint(path, self.policy, self.rules, self.optimizer, train_state,
+                                     blocks=getattr(self.args, "obs_blocks", None))
         except OSError as exc:  # a full disk, a folder gone: the files written before are intact
-            where = exc.filename or self.ckpt_dir / name
-            raise RunStopped(f"cannot write the checkpoint {where} at step {self.global_step:,}: "
-                             f"{exc.strerror or exc}; {self.saved_so_far()}") from None
-        self.last_checkpoint, self.last_checkpoint_step = path, self.global_step
+            if name != "latest.pt" and _identity(path) not in (before, None):  # NAME written, latest.pt not
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            where = exc.filename or path
+            raise RunStopped(f"cannot write the checkpoint {where} at {self.position()}: {exc.strerror or exc}; "
+                             f"{self.saved_so_far()}") from None
+        self.last_checkpoint, self.last_checkpoint_at = path, self.position()
+        self.written += 1
         return path
 
     def saved_so_far(self) -> str:
         """What is saved, and the command that resumes from it (for the messages of a run that stops)."""
-        if self.last_checkpoint is None:
-            return "no checkpoint was written yet (the run starts again from scratch)"
-        latest = self.ckpt_dir / "latest.pt"
-        ckpt = latest if self.last_checkpoint.parent == self.ckpt_dir else self.last_checkpoint
-        return (f"the last checkpoint, {self.last_checkpoint} (step {self.last_checkpoint_step:,}), is intact: resume "
-                f"with: cassino train --resume {ckpt}")
+        last, at, resume = self.last_checkpoint, self.last_checkpoint_at, self.args.resume
+        if self.written and not self.resumable:
+            return f"the last checkpoint, {last} ({at}), is intact (this run is not resumed)"
+        if self.written:
+            return (f"the last checkpoint, {last} ({at}), is intact: resume with: {self.command} --resume "
+                    f"{self.ckpt_dir / 'latest.pt'}")
+        if resume is not None:
+            again = f" --run-dir {self.run_dir}" if self.args.run_dir else ""
+            return (f"this session saved nothing, the run is as {resume} left it ({at}): resume with: "
+                    f"{self.command} --resume {resume}{again}")
+        return "nothing was saved (no checkpoint was written yet: the run starts again from scratch)"
+
+    def abandon(self) -> str:
+        """Remove the run folder when the run made it (``remove_if_unsaved``) and has saved no checkpoint in it;
+        returns what to add to the message (empty when nothing was removed)."""
+        if self.written or not self.remove_if_unsaved:
+            return ""
+        if self.writer is not None:
+            with contextlib.suppress(Exception):
+                self.writer.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        return f"; the run folder {self.run_dir}, made by this run, is removed"
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """A file's inode and modification time (None: no file), to tell whether a write replaced it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+@dataclass(eq=False, kw_only=True)
+class TrainingRun(Run):
+    """A self-play PPO run (:func:`setup` makes it; the phases read and update it): a :class:`Run` and
+
+    Attributes:
+        batch_steps: env steps per rollout (``num_envs * num_steps``); ``num_iterations`` rollouts are played.
+        eval_every: env steps between evaluations (:func:`train.config.eval_interval`; 0: only at the end).
+        bots: the bot agents by spec (``bot_rates`` and ``eval_opponents``); eval_names: the evaluation opponents;
+            opp_names: the names of the controllers (``self``, ``pool``, then the bots of ``bot_rates``).
+        net_shape: the network's shape. pool: the opponent pool; rollouts: :class:`train.rollout.LocalRollouts` or
+            :class:`train.ray_rollouts.RayRollouts`.
+        last_eval, last_eval_step: the latest deal win rates by opponent and the step they were measured at.
+        device: the torch device the network runs on (``args.device`` resolved, :func:`agents.device.resolve_device`;
+            the games, bots and pool snapshots stay on the CPU); said_device: the progress line has named it (the
+            first one does).
+    """
+
+    batch_steps: int
+    eval_every: int
+    bots: dict[str, Any]
+    eval_names: list[str]
+    opp_names: list[str]
+    net_shape: NetworkShape
+    pool: SnapshotPool
+    rollouts: Any = None
+    stop_reason: str = "total_timesteps reached"
+    last_progress: float = 0.0
+    last_eval: dict[str, float] = field(default_factory=dict)
+    last_eval_step: int = 0
+    eval_mark: int = 0
+    snap_mark: int = 0
+    ckpt_mark: int = 0
+    device: Any = None
+    said_device: bool = False
+
+    def more_state(self) -> dict[str, Any]:
+        """The opponent pool and the games (``env_state``, and ``workers`` with Ray)."""
+        return {"pool": self.pool.state(), **self.rollouts.state()}
+
+    def summary(self) -> str:
+        """``trained N env steps in T (S SPS, the stop reason)``."""
+        elapsed = self.elapsed()
+        return (f"trained {self.global_step:,} env steps in {fmt_time(elapsed)} "
+                f"({self.global_step / max(elapsed, 1e-9):,.0f} SPS, {self.stop_reason})")
 
     def evaluate(self) -> dict[str, float]:
         """Deal win rates of the policy (argmax play, with the exact last round of the checkpoint agents,
         :mod:`agents.endgame`) against each of ``eval_names``, logged as ``eval/*`` at ``global_step``; returns them
         by opponent. The policy is left in training mode."""
         from agents.ppo_agent import PPOAgent
-        from train.arena import evaluate_deals
 
         t0 = time.time()
         agent = PPOAgent(self.policy, deterministic=True, rules=self.rules, endgame=True, blocks=self.args.obs_blocks)
-        out, step, w = {}, self.global_step, self.writer
-        for name in self.eval_names:
-            res = evaluate_deals(agent, self.bots[name], self.rules, self.args.eval_deals,
-                                 seed=(10_000_000 + self.args.seed) % 2**62, max_moves=self.args.max_moves)
-            lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
-            w.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], step)
-            w.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, step)
-            w.add_scalar(f"eval/winrate_ci_high_vs_{name}", hi, step)
-            w.add_scalar(f"eval/points_vs_{name}", res["points"], step)
-            out[name] = res["winrate"]
-        w.add_scalar("time/eval_s", time.time() - t0, step)
+        res = evaluate_against(self, agent, {name: self.bots[name] for name in self.eval_names})
+        self.writer.add_scalar("time/eval_s", time.time() - t0, self.global_step)
         self.policy.train()
-        return out
+        return {name: r["winrate"] for name, r in res.items()}
+
+
+def evaluate_against(run: Run, agent: Any, bots: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The evaluation of every trainer: ``agent`` against each of ``bots`` (name -> agent) over ``eval_deals``
+    duplicate deals of the run's rules (:func:`train.arena.evaluate_deals`, the seed fixed by ``seed``, so every
+    evaluation of a run plays the same deals), logged at ``global_step`` as ``eval/winrate_vs_NAME`` with its Wilson
+    95% interval (``eval/winrate_ci_low_vs_NAME``, ``..._high_...``) and ``eval/points_vs_NAME``.
+
+    Returns:
+        by name: ``winrate`` (share of deals won, ties half), ``points`` (mean deal margin), ``games``, and the
+        interval's ``lo`` and ``hi``.
+    """
+    from train.arena import evaluate_deals
+
+    out, step, w, args = {}, run.global_step, run.writer, run.args
+    for name, bot in bots.items():
+        res = evaluate_deals(agent, bot, run.rules, args.eval_deals, seed=(10_000_000 + args.seed) % 2**62,
+                             max_moves=args.max_moves)
+        lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
+        w.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], step)
+        w.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, step)
+        w.add_scalar(f"eval/winrate_ci_high_vs_{name}", hi, step)
+        w.add_scalar(f"eval/points_vs_{name}", res["points"], step)
+        out[name] = {"winrate": res["winrate"], "points": res["points"], "games": res["games"], "lo": lo, "hi": hi}
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Set-up and resume
 # ----------------------------------------------------------------------------------------------------------------------
-def resume_options(args: Args, explicit: set[str] | None) -> tuple[Args, dict[str, Any] | None]:
+def resume_options(args: Any, explicit: set[str] | None,
+                   check: typing.Callable[[dict[str, Any], str], None] | None = None,
+                   ) -> tuple[Any, dict[str, Any] | None]:
     """With ``args.resume``: read the checkpoint and return the checkpoint's config overridden by the fields in
-    ``explicit`` (:func:`train.config.resume_args`), and the checkpoint; without it, ``(args, None)``.
+    ``explicit`` (:func:`train.config.resume_args`), and the checkpoint; without it, ``(args, None)``. ``check``,
+    when given, is called as ``check(checkpoint, args.resume)`` before the checkpoint's config is read (a trainer
+    refusing another trainer's run).
 
     Raises:
         agents.ppo_agent.CheckpointError: an unreadable or evaluation-only checkpoint, or a config it holds that is
-            not valid.
+            not valid; whatever ``check`` raises.
     """
     if args.resume is None:
         return args, None
     from agents.ppo_agent import CheckpointError
 
     ckpt = read_training_checkpoint(args.resume)
+    if check is not None:
+        check(ckpt, args.resume)
     args = config.resume_args(args, ckpt["train"], explicit, source=str(args.resume), saved_error=CheckpointError)
     return args, ckpt
 
 
-def run_folder(args: Args, ckpt: dict[str, Any] | None) -> tuple[Path, bool]:
+def run_folder(args: Any, ckpt: dict[str, Any] | None) -> tuple[Path, bool]:
     """The run folder (``args.run_dir``, else a resumed checkpoint's own folder told from its path, else a new one
     under ``runs_root``) and whether the run resumes into the folder of its checkpoint; checked (read only) to be
     one the run may write to.
@@ -290,10 +405,9 @@ def setup(args: Args, explicit: set[str] | None, held: list[Any]) -> TrainingRun
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be resumed (naming the file and the field).
     """
     import torch
-    from torch.utils.tensorboard import SummaryWriter
 
     from agents.policy import CRITICS
-    from agents.ppo_agent import CheckpointError, atomic_write
+    from agents.ppo_agent import CheckpointError
 
     args, ckpt = resume_options(args, explicit)
     check_options(args)  # Args checked itself when made; again here, for an Args changed since
@@ -318,16 +432,9 @@ def setup(args: Args, explicit: set[str] | None, held: list[Any]) -> TrainingRun
     start_workers(run, ckpt, held)
 
     # the run folder: locked and written only now, once every option and the checkpoint have been checked
-    held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
-    run.ckpt_dir.mkdir(parents=True, exist_ok=True)
-    config_text = yaml.safe_dump(args_to_dict(args), sort_keys=False).encode("utf-8")
-    try:
-        atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
-    except OSError as exc:
-        raise RunStopped(f"cannot write {run_dir / 'config.yaml'}: {exc.strerror or exc}") from None
-    run.writer = SummaryWriter(str(run_dir))
+    claim_run_folder(run, held, resuming_here)
+    write_run_folder(run, fresh=ckpt is None)
     if ckpt is None:
-        run.writer.add_text("hyperparameters", config.hparams_table(args))
         run.writer.add_text("eval/about", EVAL_ABOUT.format(deals=args.eval_deals, every=eval_every))
 
     run.start_time = time.time()
@@ -403,9 +510,7 @@ def restore(run: TrainingRun, ckpt: dict[str, Any]) -> None:
     Raises:
         agents.ppo_agent.CheckpointError: naming the file and the field.
     """
-    import torch
-
-    from agents.ppo_agent import CheckpointError, policy_from_checkpoint
+    from agents.ppo_agent import policy_from_checkpoint
     from cassino_env.vector import CassinoVectorEnv
 
     args = run.args
@@ -420,16 +525,38 @@ def restore(run: TrainingRun, ckpt: dict[str, Any]) -> None:
         env.reset()
     check_train_state(tr, args.resume, run.policy, env, ckpt["optimizer"],  # every field, before any is applied
                       num_workers=args.num_workers)
+    load_train_state(run, ckpt)
+    for group in run.optimizer.param_groups:  # a checkpoint's own settings replace these: the fused kernel stays
+        group["fused"], group["foreach"] = True, None
+    run.pool.load(tr["pool"])
+    load_generators(run, tr)
+
+
+def load_train_state(run: Run, ckpt: dict[str, Any]) -> None:
+    """Resume, once every field of the checkpoint has been checked (:mod:`train.checkpoints`): the optimiser's
+    state, the counters, the wall time of the earlier parts, and the file resumed as the last checkpoint. The
+    generators are :func:`load_generators`' (a trainer loads them once its set-up has drawn what it draws); the
+    trainer's own parts (pool, games) are its own.
+
+    Raises:
+        agents.ppo_agent.CheckpointError: the optimiser's state does not fit the network.
+    """
+    from agents.ppo_agent import CheckpointError
+
     try:
         run.optimizer.load_state_dict(ckpt["optimizer"])
     except (ValueError, KeyError, TypeError, RuntimeError) as exc:
-        raise CheckpointError(f"{args.resume}: optimizer: does not fit the network: {exc}") from None
-    for group in run.optimizer.param_groups:  # a checkpoint's own settings replace these: the fused kernel stays
-        group["fused"], group["foreach"] = True, None
+        raise CheckpointError(f"{run.args.resume}: optimizer: does not fit the network: {exc}") from None
+    tr = ckpt["train"]
     run.iteration, run.global_step = int(tr["iteration"]), int(tr["global_step"])
-    run.last_checkpoint, run.last_checkpoint_step = Path(args.resume), run.global_step
-    run.elapsed_before = float(tr["elapsed_s"])
-    run.pool.load(tr["pool"])
+    run.start_iteration, run.elapsed_before = run.iteration, float(tr.get("elapsed_s", 0.0))
+    run.last_checkpoint, run.last_checkpoint_at = Path(run.args.resume), run.position()
+
+
+def load_generators(run: Run, tr: dict[str, Any]) -> None:
+    """Resume the run's numpy generator and torch's global one from a checkpoint's ``train`` entry (checked)."""
+    import torch
+
     set_rng_state(run.rng, tr["numpy_rng"])
     torch.set_rng_state(tr["torch_rng"])
 
@@ -452,6 +579,72 @@ def start_workers(run: TrainingRun, ckpt: dict[str, Any] | None, held: list[Any]
     if ckpt is not None:
         run.rollouts.load(ckpt["train"])
         print(f"resumed {args.resume} at iteration {run.iteration}, step {run.global_step:,}", flush=True)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The run folder
+# ----------------------------------------------------------------------------------------------------------------------
+def claim_run_folder(run: Run, held: list[Any], resuming_here: bool, *, remove_if_unsaved: bool = False) -> None:
+    """Lock the run folder for the run, creating it (:func:`train.config.claim_run_dir`: called once every option
+    and the checkpoint have been checked; the lock is appended to ``held``), then remove the temporary files a
+    killed run left in a folder that is resumed or reused (:func:`remove_stale_temporaries`).
+    ``remove_if_unsaved``: a folder the run makes is removed should the run stop before its first checkpoint
+    (:meth:`Run.abandon`).
+
+    Raises:
+        ConfigError: naming ``run_dir`` (in use by another run, not empty, cannot be created).
+    """
+    args = run.args
+    made = not config.looked_at(run.run_dir.exists)
+    held.append(config.claim_run_dir(run.run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
+    run.remove_if_unsaved = remove_if_unsaved and made and not args.reuse_run_dir
+    if resuming_here or args.reuse_run_dir:
+        remove_stale_temporaries(run.run_dir)
+
+
+def write_run_folder(run: Run, fresh: bool) -> None:
+    """Write the claimed run folder's ``config.yaml`` (the run's options), make ``checkpoints/`` and open the
+    TensorBoard writer (``run.writer``); a ``fresh`` run (not resumed) logs its options as ``hyperparameters``.
+
+    Raises:
+        RunStopped: ``config.yaml`` cannot be written.
+    """
+    from torch.utils.tensorboard import SummaryWriter
+
+    from agents.ppo_agent import atomic_write
+
+    run.ckpt_dir.mkdir(parents=True, exist_ok=True)
+    config_text = yaml.safe_dump(args_to_dict(run.args), sort_keys=False).encode("utf-8")
+    try:
+        atomic_write(run.run_dir / "config.yaml", lambda f: f.write(config_text))
+    except OSError as exc:
+        raise RunStopped(f"cannot write {run.run_dir / 'config.yaml'}: {exc.strerror or exc}") from None
+    run.writer = SummaryWriter(str(run.run_dir))
+    if fresh:
+        run.writer.add_text("hyperparameters", config.hparams_table(run.args))
+
+
+#: The temporary files :func:`agents.files.atomic_write` makes for a run's files (``.NAME.RANDOM.tmp`` beside NAME),
+#: by folder of the run: config.yaml's in the run folder, any in checkpoints/ and (expert iteration) labels/.
+TEMPORARIES = (("", ".config.yaml.*.tmp"), ("checkpoints", ".*.tmp"), ("labels", ".*.tmp"))
+
+
+def remove_stale_temporaries(run_dir: Path) -> int:
+    """Remove the temporary files a killed run left in ``run_dir`` (:data:`TEMPORARIES`: files being written,
+    never renamed into place); called with the folder's lock held, so no other run is writing them. Returns how
+    many were removed (and says so when any)."""
+    gone = 0
+    for sub, pattern in TEMPORARIES:
+        folder = run_dir / sub
+        for f in folder.glob(pattern) if folder.is_dir() else ():
+            if f.is_file() and not f.is_symlink():
+                with contextlib.suppress(OSError):
+                    f.unlink()
+                    gone += 1
+    if gone:
+        print(f"removed {gone} temporary file{'s' if gone != 1 else ''} left in {run_dir} by a run that was killed "
+              "while writing", flush=True)
+    return gone
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -517,20 +710,41 @@ def end_iteration(run: TrainingRun, t_done: float, progress: str = "") -> bool:
         print(progress_line(run, elapsed, progress), flush=True)
     if over_time:
         run.stop_reason = f"max_train_seconds={args.max_train_seconds:g} reached"
-    if run.interrupt_requested and not last_iter:  # Ctrl-C: saved here, between iterations, on a deal boundary
-        path = run.checkpoint(f"step_{step:011d}.pt")
-        raise RunInterrupted(f"interrupted at step {step:,}: nothing is lost, {path} holds the run: resume with: "
-                             f"cassino train --resume {run.ckpt_dir / 'latest.pt'}")
+    if not last_iter:  # Ctrl-C: saved here, between iterations, on a deal boundary
+        stop_if_interrupted(run, f"step_{step:011d}.pt")
     return over_time
 
 
+def stop_if_interrupted(run: Run, name: str) -> None:
+    """Between two iterations: when Ctrl-C was pressed once (:func:`guard`), save the run (``checkpoints/NAME``,
+    unless this iteration's checkpoint was just written) and raise :class:`RunInterrupted` with the command that
+    resumes it; otherwise nothing. Not called after the last iteration: the final checkpoint is written anyway."""
+    if not run.interrupt_requested:
+        return
+    if run.written and run.last_checkpoint_at == run.position():
+        path = run.last_checkpoint
+    else:
+        path = run.checkpoint(name)
+    if not run.resumable:
+        raise RunInterrupted(f"interrupted at {run.position()}: {path} holds the network (this run is not resumed)")
+    raise RunInterrupted(f"interrupted at {run.position()}: nothing is lost, {path} holds the run: resume with: "
+                         f"{run.command} --resume {run.ckpt_dir / 'latest.pt'}")
+
+
+#: The errors of writing a file that may come without its name (a full disk or quota, a read-only or failing one).
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
 @contextlib.contextmanager
-def guard(run: TrainingRun) -> Iterator[None]:
-    """The training loop's guard. The first Ctrl-C (SIGINT) asks the run to stop after the current iteration, with a
-    checkpoint (:func:`end_iteration` raises :class:`RunInterrupted` saying how to resume); a second stops at once
-    (the steps since the last checkpoint are lost, and the message says so). A :class:`Diverged` update is given
-    the step and the last checkpoint. The previous SIGINT handler is restored on the way out; outside the main
-    thread (no signals there) only the messages are added."""
+def guard(run: Run) -> Iterator[None]:
+    """Every trainer's guard around its loop. The first Ctrl-C (SIGINT) asks the run to stop after the current
+    iteration, with a checkpoint (:func:`stop_if_interrupted` raises :class:`RunInterrupted` saying how to resume);
+    a second stops at once (the work since the last checkpoint is lost, and the message says so). A :class:`Diverged`
+    update is given where the run is and the last checkpoint; a file that cannot be written (an ``OSError`` naming
+    a file, or one of :data:`DISK_ERRORS`) becomes a :class:`RunStopped` naming it; other errors pass as they are.
+    Whatever stops the run, a folder it made and saved nothing in is removed (:meth:`Run.abandon`, said in the
+    message). The previous SIGINT handler is restored on the way out; outside the main thread (no signals there) only
+    the messages are added."""
     previous = None
 
     def on_sigint(signum: int, frame: Any) -> None:
@@ -544,42 +758,67 @@ def guard(run: TrainingRun) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        raise RunInterrupted(f"interrupted at step {run.global_step:,} (stopped at once, the steps since the last "
-                             f"checkpoint are lost): {run.saved_so_far()}") from None
+        raise RunInterrupted(f"interrupted at {run.position()} (stopped at once, the work since the last checkpoint "
+                             f"is lost): {run.saved_so_far()}{run.abandon()}") from None
     except Diverged as exc:
-        raise Diverged(f"training diverged at step {run.global_step:,} (iteration {run.iteration}): {exc}; no weights "
-                       f"of it were saved, {run.saved_so_far()} (with a smaller learning_rate, or reward_scale, "
-                       "ent_coef, vf_coef)") from None
+        raise Diverged(f"training diverged at {run.position()}: {exc}; no weights of it were saved, "
+                       f"{run.saved_so_far()}{run.abandon()} ({run.diverged_hint})") from None
+    except RunStopped as exc:  # its message says what is saved (Run.checkpoint, RunInterrupted)
+        gone = run.abandon()
+        if not gone:
+            raise
+        raise type(exc)(f"{exc}{gone}") from None
+    except OSError as exc:
+        if exc.filename is None and exc.errno not in DISK_ERRORS:  # not a file's (a cluster gone): as it is
+            run.abandon()
+            raise
+        # a full disk, a folder gone: the files written before are intact
+        raise RunStopped(f"cannot write {exc.filename or run.run_dir} at {run.position()}: {exc.strerror or exc}; "
+                         f"{run.saved_so_far()}{run.abandon()}") from None
+    except BaseException:
+        run.abandon()
+        raise
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
 
 
+def time_left(run: Run, elapsed: float) -> str:
+    """What is left of the run, for its progress lines (``elapsed``: :meth:`Run.elapsed` now): a stage of ``cassino
+    train``'s budget note (``run.budget_note``: the recipe's budget, not the stage's iteration cap, ends it), else
+    ``~XmYYs left`` at this session's pace per iteration, no later than ``max_train_seconds``; empty after the last
+    iteration and before this session's first."""
+    if run.budget_note is not None:
+        return run.budget_note()
+    todo, done = run.num_iterations - run.iteration, run.iteration - run.start_iteration
+    if todo <= 0 or done <= 0:
+        return ""
+    left = todo * (elapsed - run.elapsed_before) / done
+    if run.args.max_train_seconds > 0:  # the time limit ends the run first when it comes sooner
+        left = min(left, max(run.args.max_train_seconds - elapsed, 0.0))
+    return f"~{fmt_time(left)} left"
+
+
 def progress_line(run: TrainingRun, elapsed: float, extra: str = "") -> str:
-    """The progress line: step, share done, speed, time spent and left, ``extra`` (the losses), the latest
-    evaluation."""
-    args, step = run.args, run.global_step
-    left = (run.num_iterations - run.iteration) * (elapsed / max(step, 1)) * run.batch_steps
-    if args.max_train_seconds > 0:  # the time limit ends the run first when it comes sooner
-        left = min(left, max(args.max_train_seconds - elapsed, 0.0))
+    """The progress line: step, share done, speed, time spent and left (:func:`time_left`), ``extra`` (the losses),
+    the latest evaluation."""
+    step = run.global_step
     wins = " ".join(f"{k} {v:.2f}" for k, v in run.last_eval.items())
     wins = f"deal win rate (argmax play) at step {run.last_eval_step:,} vs {wins}" if wins else ""
     sps = int(step / max(elapsed, 1e-9))
-    note = getattr(run, "budget_note", None)  # the recipe's stage: the run's budget used and left (train/recipe.py)
-    left_text = f"~{fmt_time(left)} left" if note is None else note()
+    left = time_left(run, elapsed)
     return (f"step {step:>11,}/{run.num_iterations * run.batch_steps:,} "
-            f"({100 * run.iteration / run.num_iterations:3.0f}%) | SPS {sps:,} | {fmt_time(elapsed)} elapsed, "
-            f"{left_text}" + (f" | {extra}" if extra else "") + (f" | {wins}" if wins else ""))
+            f"({100 * run.iteration / run.num_iterations:3.0f}%) | SPS {sps:,} | {fmt_time(elapsed)} elapsed"
+            + (f", {left}" if left else "") + (f" | {extra}" if extra else "") + (f" | {wins}" if wins else ""))
 
 
-def finish(run: TrainingRun) -> Path:
-    """Write ``final.pt`` (copied to ``latest.pt``), print the summary line, close the writer and run the evaluation
-    after training (:func:`final_evaluation`, unless ``final_eval_deals`` is 0); returns the final checkpoint."""
+def finish(run: Run) -> Path:
+    """Write ``final.pt`` (copied to ``latest.pt``), print the summary line (:meth:`Run.summary`), close the writer
+    and run the evaluation after training (:func:`final_evaluation`, unless ``final_eval_deals`` is 0); returns the
+    final checkpoint."""
     final = run.checkpoint("final.pt")
     run.writer.flush()
-    elapsed = run.elapsed()
-    print(f"trained {run.global_step:,} env steps in {fmt_time(elapsed)} ({run.global_step / max(elapsed, 1e-9):,.0f} "
-          f"SPS, {run.stop_reason}); final checkpoint {final}", flush=True)
+    print(f"{run.summary()}; final checkpoint {final}", flush=True)
     run.writer.close()
     if run.args.final_eval_deals > 0 and run.args.final_eval_opponents:
         try:

@@ -73,7 +73,8 @@ The modules
 - :mod:`train.expert.update`: the targets (:func:`policy_targets`), the update and the network's agreement and regret
   on labels (:func:`label_stats`).
 - :mod:`train.expert.loop`: the run: :func:`train` (the iterations, the evaluations, the checkpoints, resume) and
-  ``cassino exit`` (:func:`main`).
+  ``cassino exit`` (:func:`main`), on the phases every trainer shares (:mod:`train.run`: set-up and resume, the run
+  folder, the checkpoint, the Ctrl-C guard, the end); its run is a :class:`train.expert.loop.ExitRun`.
 
 :mod:`train.exit` re-exports their public names (the module the code was before).
 """

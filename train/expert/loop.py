@@ -3,35 +3,25 @@ package's docstring, :mod:`train.expert`, gives one iteration) and ``cassino exi
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import shutil
 import signal
 import sys
 import time
 import typing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import tyro
-import yaml
 
 from agents.registry import PRETRAINED_DIR
 from cassino_env.errors import CassinoError, shown_name
 from cassino_env.rules import RuleSet, make_rules
 from train import config
 from train import proxy as proxy_mod
-from train.arena import evaluate_deals
-from train.checkpoints import (
-    check_counters,
-    check_optimizer_state,
-    check_rng_states,
-    check_workers,
-    read_training_checkpoint,
-    save_training_checkpoint,
-)
+from train.checkpoints import check_counters, check_optimizer_state, check_rng_states, check_workers
 from train.config import ConfigError
 from train.errors import bad_input
 from train.expert.collect import PROGRESS_SECONDS, LocalLabels, RayLabels
@@ -39,11 +29,23 @@ from train.expert.labels import Labels, augmented, join_labels, label_files, loa
 from train.expert.options import HEADS, ExitArgs, ExitOptions, resolve_args
 from train.expert.update import label_stats, trained_parameters, update
 from train.rollout import make_bots
-from train.rollout import rng_state as _rng_state
-from train.rollout import set_rng_state as _set_rng_state
-from train.run import RunInterrupted, RunStopped, final_evaluation
-from train.run import fmt_time as _fmt_time
-from train.stats import wilson_interval
+from train.run import (
+    Run,
+    RunInterrupted,
+    RunStopped,
+    claim_run_folder,
+    evaluate_against,
+    finish,
+    fmt_time,
+    guard,
+    load_generators,
+    load_train_state,
+    resume_options,
+    run_folder,
+    stop_if_interrupted,
+    time_left,
+    write_run_folder,
+)
 
 #: The exit code of a run stopped by Ctrl-C (128 + SIGINT, as ``cassino train``'s).
 EXIT_INTERRUPTED = 130
@@ -89,7 +91,7 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
         remove_early_rounds_head,
     )
     from agents.ppo_agent import CheckpointError, checkpoint_blocks, policy_from_checkpoint, read_checkpoint
-    from cassino_env.obs import DEFAULT_BLOCKS, obs_size
+    from cassino_env.obs import DEFAULT_BLOCKS, obs_size, uses_default_blocks
 
     gate = last_round_gate(rules.num_players, rules.num_sides)
     if args.init is None:
@@ -112,7 +114,7 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     except CheckpointError as exc:
         raise ConfigError(f"init: {exc}", field="init") from None
     blocks = checkpoint_blocks(ckpt, path)
-    if tuple(blocks) != tuple(DEFAULT_BLOCKS):
+    if not uses_default_blocks(blocks):
         raise ConfigError(f"init {args.init}: the network reads the observation blocks {', '.join(blocks)}; cassino "
                           f"exit plays and labels with the default blocks ({', '.join(DEFAULT_BLOCKS)})",
                           field="init")
@@ -207,38 +209,6 @@ def _check_widths(args: ExitArgs, policy: Any, resumed: bool, explicit: set[str]
                               + f"; leave {name} out (of the flags and the --config file)", field=name)
 
 
-#: The temporary files :func:`agents.files.atomic_write` makes for a run's files (``.NAME.RANDOM.tmp`` beside NAME),
-#: by folder of the run: config.yaml's in the run folder, any in checkpoints/ and labels/.
-_TEMPORARIES = (("", ".config.yaml.*.tmp"), ("checkpoints", ".*.tmp"), ("labels", ".*.tmp"))
-
-
-def _remove_stale_temporaries(run_dir: Path) -> int:
-    """Remove the temporary files a killed run left in ``run_dir`` (:data:`_TEMPORARIES`: files being written,
-    never renamed into place); called with the folder's lock held, so no other run is writing them. Returns how
-    many were removed (and says so when any)."""
-    gone = 0
-    for sub, pattern in _TEMPORARIES:
-        folder = run_dir / sub
-        for f in folder.glob(pattern) if folder.is_dir() else ():
-            if f.is_file() and not f.is_symlink():
-                with contextlib.suppress(OSError):
-                    f.unlink()
-                    gone += 1
-    if gone:
-        print(f"removed {gone} temporary file{'s' if gone != 1 else ''} left in {run_dir} by a run that was killed "
-              "while writing", flush=True)
-    return gone
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """A file's inode and modification time (None: no file), to tell whether a write replaced it."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns
-
-
 def _labelled_moves(args: ExitArgs, rules: RuleSet) -> int:
     """An upper bound of the decisions an iteration labels: the network's moves in the labelled rounds (those with
     one legal move are not labelled)."""
@@ -272,8 +242,8 @@ def _opening_line(args: ExitArgs, rules: RuleSet, run_dir: Path, iteration: int,
         est = todo * elapsed_before / iteration
         if args.max_train_seconds > 0:
             est = min(est, max(args.max_train_seconds - elapsed_before, 0.0))
-        pace = _fmt_time(elapsed_before / iteration)
-        line += f"about {_fmt_time(est)} at this run's pace so far ({pace} an iteration)"
+        pace = fmt_time(elapsed_before / iteration)
+        line += f"about {fmt_time(est)} at this run's pace so far ({pace} an iteration)"
     else:
         line += ("the first iteration measures the pace (its labelling prints a line every "
                  f"{PROGRESS_SECONDS:.0f} s), then each iteration line gives the time left")
@@ -284,15 +254,89 @@ def _opening_line(args: ExitArgs, rules: RuleSet, run_dir: Path, iteration: int,
     return line
 
 
-def _time_left(args: ExitArgs, iteration: int, start_iteration: int, start_time: float, elapsed: float) -> str:
-    """`` | ~XmYYs left`` at this session's pace per iteration (empty after the last)."""
-    todo = args.iterations - iteration
-    if todo <= 0 or iteration <= start_iteration:
-        return ""
-    left = todo * (time.time() - start_time) / (iteration - start_iteration)
-    if args.max_train_seconds > 0:
-        left = min(left, max(args.max_train_seconds - elapsed, 0.0))
-    return f", ~{_fmt_time(left)} left"
+@dataclass(eq=False, kw_only=True)
+class ExitRun(Run):
+    """An expert-iteration run: a :class:`train.run.Run` (the counters, the checkpoint, what is saved) and
+
+    Attributes:
+        games: the labelling games, here (:class:`LocalLabels`) or on Ray (:class:`RayLabels`); None for a run of
+            passes over the extra labels alone (``iterations: 0``), which is not resumed.
+        bots: the evaluation opponents, by spec. proxy: the proxy set (:mod:`train.proxy`) or None.
+        holdout: the held-out labels or None. replay: the labels of the last ``replay_iterations`` iterations.
+        extra: the extra labels, joined (one :class:`Labels`, or none); extra_files: their files.
+        labels_total: labels made in all iterations so far.
+    """
+
+    command: ClassVar[str] = "cassino exit"
+    diverged_hint: ClassVar[str] = "with a smaller learning_rate, or reward_scale, vf_coef"
+
+    games: LocalLabels | RayLabels | None
+    bots: dict[str, Any]
+    proxy: Any = None
+    holdout: Labels | None = None
+    replay: list[Labels] = field(default_factory=list)
+    extra: list[Labels] = field(default_factory=list)
+    extra_files: list[Path] = field(default_factory=list)
+    labels_total: int = 0
+
+    @property
+    def label_dir(self) -> Path:
+        """``run_dir / "labels"``: every iteration's labels (``iter_NNNNN.npz``)."""
+        return self.run_dir / "labels"
+
+    @property
+    def resumable(self) -> bool:
+        """A run of passes alone (no games) is not resumed."""
+        return self.games is not None
+
+    @property
+    def passes(self) -> int:
+        """Passes over the extra labels done, in a run of passes (its step counts the labels trained on)."""
+        return self.global_step // max(len(self.extra[0]), 1) if self.extra else 0
+
+    def position(self) -> str:
+        """``iteration N``, or ``pass N`` in a run of passes."""
+        return f"iteration {self.iteration}" if self.games is not None else f"pass {self.passes}"
+
+    def more_state(self) -> dict[str, Any]:
+        """``algo: exit``, ``labels_total`` and the games (``env_state``, and ``workers`` with Ray)."""
+        return {"algo": "exit", "labels_total": self.labels_total,
+                **(self.games.state() if self.games is not None else {})}
+
+    def summary(self) -> str:
+        """``N iterations, M labels in T (the stop reason)`` (``N passes over M labels ...`` without games)."""
+        if self.games is None:
+            n, done = len(self.extra[0]), self.passes
+            return (f"{done} pass{'es' if done != 1 else ''} over {n:,} labels in {fmt_time(self.elapsed())} "
+                    f"({self.stop_reason})")
+        return (f"{self.iteration} iteration{'s' if self.iteration != 1 else ''}, {self.labels_total:,} labels in "
+                f"{fmt_time(self.elapsed())} ({self.stop_reason})")
+
+    def evaluate(self) -> str:
+        """The network alone (argmax, no exact last round) against each of ``bots``
+        (:func:`train.run.evaluate_against`), the proxy's regret and agreement when there is a proxy set, and the
+        held-out labels' when there are any, logged at ``global_step``; returns them as the text of a progress line.
+        The policy is left in training mode."""
+        from agents.ppo_agent import PPOAgent
+
+        at, w, t0 = self.global_step, self.writer, time.time()
+        agent = PPOAgent(self.policy, deterministic=True, rules=self.rules, endgame=False)  # the network alone
+        parts = [f"{name} {r['winrate']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}] {r['points']:+.2f} pts"
+                 for name, r in evaluate_against(self, agent, self.bots).items()]
+        if self.proxy is not None:
+            r = proxy_mod.score(agent, self.proxy, seed=0)
+            w.add_scalar("eval/proxy_regret", r["regret"], at)
+            w.add_scalar("eval/proxy_top1", r["top1"], at)
+            parts.append(f"proxy regret {r['regret']:.3f} ± {1.96 * r['regret_se']:.3f} top-1 {r['top1']:.3f}")
+        line = "network alone: deal win rate vs " + ", ".join(parts)
+        if self.holdout is not None:
+            h = label_stats(self.policy, self.holdout, self.args.reward_scale)
+            w.add_scalar("exit/holdout_regret", h["regret"], at)
+            w.add_scalar("exit/holdout_agreement", h["agreement"], at)
+            line += f"; held-out labels: regret {h['regret']:.4f} pts, agrees {h['agreement']:.3f}"
+        w.add_scalar("time/eval_s", time.time() - t0, at)
+        self.policy.train()
+        return line
 
 
 def train(args: ExitArgs, explicit: set[str] | None = None, hook: IterationHook | None = None) -> Path:
@@ -305,6 +349,8 @@ def train(args: ExitArgs, explicit: set[str] | None = None, hook: IterationHook 
     Raises:
         ConfigError: a bad option or run folder.
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be resumed or warm-started from.
+        train.run.RunStopped: the run could not go on (a file that cannot be written, a diverged update; the message
+            says what is saved); train.run.RunInterrupted: Ctrl-C (the message gives the resume command).
     """
     held: list[Any] = []
     try:
@@ -314,78 +360,29 @@ def train(args: ExitArgs, explicit: set[str] | None = None, hook: IterationHook 
             thing.release()
 
 
-def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: C901 - one readable loop
-           hook: IterationHook | None = None) -> Path:
+def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any], hook: IterationHook | None = None) -> Path:
+    """:func:`train` on :mod:`train.run`'s phases: set-up and resume (everything checked and read before the run
+    folder is touched), the run folder, the loop under :func:`train.run.guard`, :func:`train.run.finish`."""
     import torch
-    from torch.utils.tensorboard import SummaryWriter
 
-    from agents.ppo_agent import (
-        CheckpointError,
-        atomic_copy,
-        atomic_write,
-        check_network,
-        checkpoint_blocks,
-        policy_from_checkpoint,
-    )
-    from cassino_env.obs import DEFAULT_BLOCKS
+    from agents.ppo_agent import atomic_copy
 
-    ckpt = None
-    if args.resume is not None:
-        ckpt = read_training_checkpoint(args.resume)
-        if ckpt["train"].get("algo") != "exit" and ("pool" in ckpt["train"] or "labels_total" not in ckpt["train"]):
-            raise ConfigError(f"resume: {shown_name(Path(args.resume))} is a checkpoint of cassino train (self-play "
-                              f"PPO), not of an expert-iteration run: start one from its network with --init "
-                              f"checkpoint:{shown_name(Path(args.resume))}, or resume it with cassino train --resume",
-                              field="resume")
-        saved = ckpt["train"].get("config")
-        if isinstance(saved, dict) and saved.get("iterations") == 0:
-            raise ConfigError(f"resume: {shown_name(Path(args.resume))} is of a run with iterations 0 (passes over "
-                              "extra_labels alone), which is not resumed: run it again, or give init: "
-                              "checkpoint:PATH to go on from its network", field="resume")
-        args = config.resume_args(args, ckpt["train"], explicit, source=str(args.resume), saved_error=CheckpointError)
-        if args.iterations == 0:
-            raise ConfigError("iterations=0 trains a network from init on extra_labels alone; it does not resume a "
-                              "run (give init: checkpoint:PATH instead of resume)", field="iterations")
+    args, ckpt = resume_options(args, explicit, check=_exit_checkpoint)
+    if ckpt is not None and args.iterations == 0:
+        raise ConfigError("iterations=0 trains a network from init on extra_labels alone; it does not resume a "
+                          "run (give init: checkpoint:PATH instead of resume)", field="iterations")
     torch.set_num_threads(args.threads)
     rules = make_rules(args.preset, args.num_players)
-    deal_len = rules.deal_length
-    if args.run_dir:
-        run_dir = Path(args.run_dir)
-    elif ckpt is not None:
-        run_dir = config.run_dir_of_checkpoint(args.resume)
-    else:
-        run_dir = config.default_run_dir(args)
-    resuming_here = ckpt is not None and Path(args.resume).parent.name == "checkpoints" and (
-        Path(args.resume).parent.parent.resolve() == run_dir.resolve())
-    config.check_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir)
-    ckpt_dir, label_dir = run_dir / "checkpoints", run_dir / "labels"
-    eval_bots = make_bots(args.eval_opponents, rules)
+    run_dir, resuming_here = run_folder(args, ckpt)
+    bots = make_bots(args.eval_opponents, rules)
     proxy = _proxy(args, rules)
 
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
-    if ckpt is not None:
-        check_network(ckpt, args.resume)
-        if checkpoint_blocks(ckpt, args.resume) != tuple(DEFAULT_BLOCKS):
-            raise CheckpointError(f"{args.resume}: obs_blocks: cassino exit runs with the default observation blocks")
-        policy = policy_from_checkpoint(ckpt, args.resume)
-        for option, shape_field, name in HEADS:
-            want, have = getattr(args, option), getattr(policy.shape, shape_field)
-            if want and want != have:
-                raise ConfigError(f"{option}={want}: the run's network has "
-                                  + (f"{name} head of width {have}" if have else f"no {name.split()[1]} head")
-                                  + "; a resumed run goes on with its own network (a new run with init: "
-                                  f"checkpoint:PATH and {option} gives one a head)", field=option)
-        if args.early_rounds_head and policy.shape.early_rounds_input != args.early_rounds_input:
-            raise ConfigError(f"early_rounds_input={args.early_rounds_input}: the run's earlier-rounds head reads "
-                              f"{policy.shape.early_rounds_input}; a resumed run goes on with its own network",
-                              field="early_rounds_input")
-    else:
-        policy = _init_network(args, rules)
+    policy = _init_network(args, rules) if ckpt is None else _resumed_network(args, ckpt)
     _check_widths(args, policy, ckpt is not None, explicit)
     policy.to(config.resolve_run_device(args))  # made on the CPU (the same weights anywhere), trained on the device
     optimizer = torch.optim.Adam(trained_parameters(policy, args.train_params), lr=args.learning_rate, eps=1e-5)
-    iteration, global_step, labels_total, elapsed_before = 0, 0, 0, 0.0
     games: LocalLabels | RayLabels | None
     if args.iterations == 0:  # offline: no games
         games = None
@@ -394,26 +391,104 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
     else:
         games = RayLabels(args, policy.shape)
         held.append(games)
+    run = ExitRun(args=args, rules=rules, run_dir=run_dir, policy=policy, optimizer=optimizer, rng=rng,
+                  num_iterations=args.iterations, games=games, bots=bots, proxy=proxy)
     if ckpt is not None:
         tr = ckpt["train"]
         _check_train_state(tr, args.resume, ckpt["optimizer"], policy,
                            [q for g in optimizer.param_groups for q in g["params"]], games, args.num_workers)
-        try:
-            optimizer.load_state_dict(ckpt["optimizer"])
-        except (ValueError, KeyError, TypeError, RuntimeError) as exc:
-            raise CheckpointError(f"{args.resume}: optimizer: does not fit the network: {exc}") from None
-        iteration, global_step = int(tr["iteration"]), int(tr["global_step"])
-        labels_total, elapsed_before = int(tr["labels_total"]), float(tr.get("elapsed_s", 0.0))
+        load_train_state(run, ckpt)
+        run.labels_total = int(tr["labels_total"])
+    window = _read_labels(run, resuming_here)  # every label file read and checked before the folder is touched
+    if ckpt is not None:
+        load_generators(run, tr)
+        games.load(tr)
+
+    claim_run_folder(run, held, resuming_here, remove_if_unsaved=True)
+    with guard(run):  # Ctrl-C: stop after the iteration, saved; a folder made and nothing saved in it is removed
+        if games is not None:
+            run.label_dir.mkdir(parents=True, exist_ok=True)
+        if ckpt is not None and not resuming_here:  # the new folder holds its replay window: it resumes by itself
+            for f in window:
+                if f.resolve() != (run.label_dir / f.name).resolve():
+                    atomic_copy(f, run.label_dir / f.name)
+        write_run_folder(run, fresh=ckpt is None)
+        if ckpt is not None:
+            print(f"resumed {args.resume} at iteration {run.iteration}, step {run.global_step:,}", flush=True)
+        opening = _opening_line(args, rules, run_dir, run.iteration, run.elapsed_before, run.extra)
+        run.budget_note = getattr(hook, "budget_note", None)  # a stage of cassino train: its gate and budget end it
+        if run.budget_note is not None:
+            opening += f"; iterations is a ceiling: the recipe's gate and budget end the stage ({run.budget_note()})"
+        print(opening, flush=True)
+        _run(run, hook)
+    return finish(run)  # final.pt, the summary line, the evaluation after training
+
+
+def _exit_checkpoint(ckpt: dict[str, Any], path: str | Path) -> None:
+    """A checkpoint ``cassino exit --resume`` takes: an expert-iteration run's, with iterations (before its config
+    is read: a PPO run's config has fields :class:`ExitArgs` has not).
+
+    Raises:
+        ConfigError: naming ``resume``.
+    """
+    tr, name = ckpt["train"], shown_name(Path(path))
+    if tr.get("algo") != "exit" and ("pool" in tr or "labels_total" not in tr):
+        raise ConfigError(f"resume: {name} is a checkpoint of cassino train (self-play PPO), not of an "
+                          f"expert-iteration run: start one from its network with --init checkpoint:{name}, or resume "
+                          "it with cassino train --resume", field="resume")
+    saved = tr.get("config")
+    if isinstance(saved, dict) and saved.get("iterations") == 0:
+        raise ConfigError(f"resume: {name} is of a run with iterations 0 (passes over extra_labels alone), which is "
+                          "not resumed: run it again, or give init: checkpoint:PATH to go on from its network",
+                          field="resume")
+
+
+def _resumed_network(args: ExitArgs, ckpt: dict[str, Any]) -> Any:
+    """A resumed run's network, checked against the options (its blocks, its heads).
+
+    Raises:
+        agents.ppo_agent.CheckpointError: a network that is not the default blocks' or does not load.
+        ConfigError: a head option the network does not match, naming it.
+    """
+    from agents.ppo_agent import CheckpointError, check_network, checkpoint_blocks, policy_from_checkpoint
+    from cassino_env.obs import uses_default_blocks
+
+    check_network(ckpt, args.resume)
+    if not uses_default_blocks(checkpoint_blocks(ckpt, args.resume)):
+        raise CheckpointError(f"{args.resume}: obs_blocks: cassino exit runs with the default observation blocks")
+    policy = policy_from_checkpoint(ckpt, args.resume)
+    for option, shape_field, name in HEADS:
+        want, have = getattr(args, option), getattr(policy.shape, shape_field)
+        if want and want != have:
+            raise ConfigError(f"{option}={want}: the run's network has "
+                              + (f"{name} head of width {have}" if have else f"no {name.split()[1]} head")
+                              + "; a resumed run goes on with its own network (a new run with init: "
+                              f"checkpoint:PATH and {option} gives one a head)", field=option)
+    if args.early_rounds_head and policy.shape.early_rounds_input != args.early_rounds_input:
+        raise ConfigError(f"early_rounds_input={args.early_rounds_input}: the run's earlier-rounds head reads "
+                          f"{policy.shape.early_rounds_input}; a resumed run goes on with its own network",
+                          field="early_rounds_input")
+    return policy
+
+
+def _read_labels(run: ExitRun, resuming_here: bool) -> list[Path]:
+    """Read and check every label file the run trains on or holds out, before the run folder is touched: a resumed
+    run's replay window (from its checkpoint's run folder), the extra and the held-out labels (mirrored with
+    ``augment_suits``), into ``run``; returns the replay window's files.
+
+    Raises:
+        ConfigError: a missing replay file, or a file both trained on twice or trained on and held out.
+    """
+    args, rules, shape, iteration = run.args, run.rules, run.policy.shape, run.iteration
     replay_first = max(0, iteration - args.replay_iterations + 1)  # label files of this window are read back
     # a run resumed into another folder reads the replay window from the checkpoint's own run folder
-    src = label_dir if resuming_here or not args.resume else config.run_dir_of_checkpoint(args.resume) / "labels"
+    src = run.label_dir if resuming_here or not args.resume else config.run_dir_of_checkpoint(args.resume) / "labels"
     window = [src / f"iter_{i:05d}.npz" for i in range(replay_first + 1, iteration + 1)]
     missing = [f for f in window if not f.is_file()]
     if missing:
         raise ConfigError(f"resume: the replay labels {missing[0]} of the checkpoint's run are missing (an exit run "
                           "is resumed with the labels/ folder beside its checkpoints/)", field="resume")
-    # every label file is read and checked against the network before the run folder is touched
-    replay = [Labels.load(f, policy.shape, "resume", rules) for f in window]
+    replay = [Labels.load(f, shape, "resume", rules) for f in window]
     extra_files = label_files(args.extra_labels) if args.extra_labels else []
     replayed = {f.resolve(): f for f in window}
     twice = [f for f in extra_files if f.resolve() in replayed]
@@ -427,256 +502,116 @@ def _train(args: ExitArgs, explicit: set[str] | None, held: list[Any],  # noqa: 
         if both:
             raise ConfigError(f"holdout_labels: {shown_name(both[0])} is also trained on (in extra_labels or the "
                               "replay window): held-out labels must be others", field="holdout_labels")
-    joined = load_joined_labels(args.extra_labels, policy.shape, rules)
+    joined = load_joined_labels(args.extra_labels, shape, rules)
     extra = [] if joined is None else [joined]
     del joined  # with augment_suits, the mirrored copy replaces it
-    holdout = load_joined_labels(args.holdout_labels, policy.shape, rules, "holdout_labels")
+    run.holdout = load_joined_labels(args.holdout_labels, shape, rules, "holdout_labels")
     if args.augment_suits:  # each label mirrored once, kept beside it for every update that replays it
         replay, extra = [augmented(x, rules) for x in replay], [augmented(x, rules) for x in extra]
-    if ckpt is not None:
-        _set_rng_state(rng, tr["numpy_rng"])
-        torch.set_rng_state(tr["torch_rng"])
-        games.load(tr)
-
-    created = not config.looked_at(run_dir.exists)  # a folder this run makes is removed if it saves nothing
-    held.append(config.claim_run_dir(run_dir, resuming=resuming_here, reuse=args.reuse_run_dir))
-    start_iteration = iteration
-    saved: list[tuple[Path, int]] = []  # the checkpoints this run wrote, with their iteration (pass)
-    writer: Any = None
-
-    def saved_so_far() -> str:
-        """What is saved, and the command that goes on from it (for the messages of a run that stops)."""
-        if saved:
-            path, at = saved[-1]
-            if path.name == "final.pt":  # stopped in the evaluation after the run
-                return (f"the run had ended: its final checkpoint, {path}, is whole (evaluate it with: cassino eval "
-                        f"--agents checkpoint:{path},ladder)")
-            if games is None:
-                return f"the last checkpoint, {path} (pass {at}), is intact (an offline run is not resumed)"
-            return (f"the last checkpoint, {path} (iteration {at}), is intact: resume with: cassino exit --resume "
-                    f"{ckpt_dir / 'latest.pt'}")
-        if ckpt is not None:
-            again = f" --run-dir {run_dir}" if args.run_dir else ""
-            return (f"this session saved nothing, the run is as {args.resume} left it (iteration {start_iteration}): "
-                    f"resume with: cassino exit --resume {args.resume}{again}")
-        return "nothing was saved (the first checkpoint is written when the first iteration ends)"
-
-    def abandon() -> str:
-        """Remove the run folder when this run made it and saved no checkpoint in it; say so (or nothing)."""
-        if saved or not created or args.reuse_run_dir:
-            return ""
-        if writer is not None:
-            with contextlib.suppress(Exception):
-                writer.close()
-        shutil.rmtree(run_dir, ignore_errors=True)
-        return f"; the run folder {run_dir}, made by this run, is removed"
-
-    try:
-        if resuming_here or args.reuse_run_dir:
-            _remove_stale_temporaries(run_dir)
-        ckpt_dir.mkdir(parents=True, exist_ok=True)
-        if games is not None:
-            label_dir.mkdir(parents=True, exist_ok=True)
-        if ckpt is not None and not resuming_here:  # the new folder holds its replay window: it resumes by itself
-            for f in window:
-                if f.resolve() != (label_dir / f.name).resolve():
-                    atomic_copy(f, label_dir / f.name)
-        config_text = yaml.safe_dump(config.args_to_dict(args), sort_keys=False).encode("utf-8")
-        atomic_write(run_dir / "config.yaml", lambda f: f.write(config_text))
-        writer = SummaryWriter(str(run_dir))
-        if ckpt is None:
-            writer.add_text("hyperparameters", config.hparams_table(args))
-        if ckpt is not None:
-            print(f"resumed {args.resume} at iteration {iteration}, step {global_step:,}", flush=True)
-        opening = _opening_line(args, rules, run_dir, iteration, elapsed_before, extra)
-        if getattr(hook, "budget_note", None) is not None:  # a stage of cassino train: its gate and budget end it
-            opening += f"; iterations is a ceiling: the recipe's gate and budget end the stage ({hook.budget_note()})"
-        print(opening, flush=True)
-        return _run(**locals())
-    except KeyboardInterrupt:
-        raise RunInterrupted(f"interrupted (stopped at once; the work since the last checkpoint is lost): "
-                             f"{saved_so_far()}{abandon()}") from None
-    except RunStopped as exc:
-        raise type(exc)(f"{exc}; {saved_so_far()}{abandon()}") from None
-    except OSError as exc:  # a full disk, a folder gone: the files written before are intact
-        where = exc.filename or run_dir
-        raise RunStopped(f"cannot write {where}: {exc.strerror or exc}; {saved_so_far()}{abandon()}") from None
-    except BaseException:
-        abandon()
-        raise
+    run.replay, run.extra, run.extra_files = replay, extra, extra_files
+    return window
 
 
-def _run(*, args: ExitArgs, rules: RuleSet, run_dir: Path, ckpt_dir: Path, label_dir: Path, ckpt: Any, policy: Any,
-         optimizer: Any, games: Any, rng: np.random.Generator, writer: Any, saved: list[tuple[Path, int]],
-         iteration: int, global_step: int, labels_total: int, elapsed_before: float, start_iteration: int,
-         replay: list[Labels], extra: list[Labels], extra_files: list[Path], holdout: Labels | None, proxy: Any,
-         eval_bots: dict[str, Any], deal_len: int, hook: IterationHook | None, **_: Any) -> Path:
-    """The run once its folder is claimed and written: the iterations (or the offline passes) and the final checkpoint
-    (:func:`train`)."""
-    import torch
-
-    from agents.ppo_agent import PPOAgent
-
-    start_time = time.time()
-
-    def checkpoint(name: str, step: int | None = None) -> Path:
-        state = {"config": config.args_to_dict(args), "run_dir": str(run_dir), "algo": "exit",
-                 "iteration": iteration, "global_step": global_step if step is None else step,
-                 "labels_total": labels_total,
-                 "elapsed_s": elapsed_before + (time.time() - start_time), "numpy_rng": _rng_state(rng),
-                 "torch_rng": torch.get_rng_state(), **(games.state() if games is not None else {})}
-        path = ckpt_dir / name
-        before = _identity(path)
-        try:
-            save_training_checkpoint(path, policy, rules, optimizer, state)  # and latest.pt
-        except OSError:
-            # NAME written but not its copy latest.pt: NAME is taken back, so latest.pt, the checkpoint the messages
-            # resume from, is the newest one (a NAME that failed to write is left as it was, by atomic_write)
-            if name != "latest.pt" and _identity(path) not in (before, None):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-            raise
-        saved.append((path, iteration if games is not None else (step or 0) // max(len(extra[0]), 1)))
-        return path
-
-    def run_eval(step: int | None = None) -> str:
-        at = global_step if step is None else step
-        t0 = time.time()
-        agent = PPOAgent(policy, deterministic=True, rules=rules, endgame=False)  # the network alone
-        parts = []
-        for name, bot in eval_bots.items():
-            res = evaluate_deals(agent, bot, rules, args.eval_deals, seed=(10_000_000 + args.seed) % 2**62,
-                                 max_moves=args.max_moves)
-            lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
-            writer.add_scalar(f"eval/winrate_vs_{name}", res["winrate"], at)
-            writer.add_scalar(f"eval/winrate_ci_low_vs_{name}", lo, at)
-            writer.add_scalar(f"eval/winrate_ci_high_vs_{name}", hi, at)
-            writer.add_scalar(f"eval/points_vs_{name}", res["points"], at)
-            parts.append(f"{name} {res['winrate']:.3f} [{lo:.3f}, {hi:.3f}] {res['points']:+.2f} pts")
-        if proxy is not None:
-            r = proxy_mod.score(agent, proxy, seed=0)
-            writer.add_scalar("eval/proxy_regret", r["regret"], at)
-            writer.add_scalar("eval/proxy_top1", r["top1"], at)
-            parts.append(f"proxy regret {r['regret']:.3f} ± {1.96 * r['regret_se']:.3f} top-1 {r['top1']:.3f}")
-        line = "network alone: deal win rate vs " + ", ".join(parts)
-        if holdout is not None:
-            h = label_stats(policy, holdout, args.reward_scale)
-            writer.add_scalar("exit/holdout_regret", h["regret"], at)
-            writer.add_scalar("exit/holdout_agreement", h["agreement"], at)
-            line += f"; held-out labels: regret {h['regret']:.4f} pts, agrees {h['agreement']:.3f}"
-        writer.add_scalar("time/eval_s", time.time() - t0, at)
-        policy.train()
-        return line
-
-    if extra:
+def _run(run: ExitRun, hook: IterationHook | None) -> None:
+    """The loop once the run folder is claimed and written: the evaluation at the start, then the iterations (or the
+    passes, :func:`_offline_passes`); :func:`_train` writes the final checkpoint."""
+    args, rules, policy, optimizer, writer = run.args, run.rules, run.policy, run.optimizer, run.writer
+    run.start_time = time.time()
+    if run.extra:
         mirrored = " (with their mirror: augment_suits)" if args.augment_suits else ""
         passes = f"{args.epochs} pass{'es' if args.epochs != 1 else ''}"
-        print(f"{len(extra[0]):,} extra labels{mirrored} from {len(extra_files)} files "
-              + ("join every update" if games is not None else f"are the data of {passes}"), flush=True)
-    if ckpt is None:
-        print(f"{'iteration' if games is not None else 'pass'} 0 | {run_eval()}", flush=True)
-    if games is None:
-        return _offline_passes(args, rules, policy, optimizer, extra[0], rng, writer, checkpoint, run_eval,
-                               start_time)
-    stop = "iterations reached"
-    while iteration < args.iterations:
-        iteration += 1
+        print(f"{len(run.extra[0]):,} extra labels{mirrored} from {len(run.extra_files)} files "
+              + ("join every update" if run.games is not None else f"are the data of {passes}"), flush=True)
+    if args.resume is None:
+        print(f"{'iteration' if run.games is not None else 'pass'} 0 | {run.evaluate()}", flush=True)
+    if run.games is None:
+        _offline_passes(run)
+        return
+    while run.iteration < args.iterations:
+        run.iteration += 1
+        iteration = run.iteration
         if args.anneal_lr:  # linearly to 0 over the run
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1.0) / args.iterations)
         t0 = time.time()
-        labels = games.collect(policy, rng, iteration - 1)
+        labels = run.games.collect(policy, run.rng, iteration - 1)
         t_label = time.time() - t0
-        labels.save(label_dir / f"iter_{iteration:05d}.npz", rules)
-        global_step += args.num_envs * args.deals_per_iteration * deal_len
-        labels_total += len(labels)
+        labels.save(run.label_dir / f"iter_{iteration:05d}.npz", rules)
+        run.global_step += args.num_envs * args.deals_per_iteration * rules.deal_length
+        run.labels_total += len(labels)
+        step = run.global_step
         before = label_stats(policy, labels, args.reward_scale)  # the network that played, on its own decisions
-        replay = [*replay, augmented(labels, rules) if args.augment_suits else labels][-args.replay_iterations:]
+        run.replay = [*run.replay, augmented(labels, rules) if args.augment_suits else labels][-args.replay_iterations:]
         t1 = time.time()
-        losses = update(policy, optimizer, join_labels([*extra, *replay]), args, rng)
+        losses = update(policy, optimizer, join_labels([*run.extra, *run.replay]), args, run.rng)
         t_update = time.time() - t1
-        writer.add_scalar("exit/labels", len(labels), global_step)
-        writer.add_scalar("exit/labels_total", labels_total, global_step)
-        writer.add_scalar("exit/labels_per_s", len(labels) / max(labels.label_s, 1e-9), global_step)
-        writer.add_scalar("exit/search_agreement", before["agreement"], global_step)
-        writer.add_scalar("exit/regret", before["regret"], global_step)
-        writer.add_scalar("losses/explained_variance", before["explained_variance"], global_step)
+        writer.add_scalar("exit/labels", len(labels), step)
+        writer.add_scalar("exit/labels_total", run.labels_total, step)
+        writer.add_scalar("exit/labels_per_s", len(labels) / max(labels.label_s, 1e-9), step)
+        writer.add_scalar("exit/search_agreement", before["agreement"], step)
+        writer.add_scalar("exit/regret", before["regret"], step)
+        writer.add_scalar("losses/explained_variance", before["explained_variance"], step)
         for k, v in losses.items():
-            writer.add_scalar(f"losses/{k}", v, global_step)
+            writer.add_scalar(f"losses/{k}", v, step)
         for name, pts in labels.points.items():
-            writer.add_scalar(f"charts/points_vs_{name}", float(pts.mean()), global_step)
-        writer.add_scalar("time/label_s", t_label, global_step)
-        writer.add_scalar("time/update_s", t_update, global_step)
-        elapsed = elapsed_before + (time.time() - start_time)
+            writer.add_scalar(f"charts/points_vs_{name}", float(pts.mean()), step)
+        writer.add_scalar("time/label_s", t_label, step)
+        writer.add_scalar("time/update_s", t_update, step)
+        elapsed = run.elapsed()
         over_time = args.max_train_seconds > 0 and elapsed >= args.max_train_seconds
         last = iteration >= args.iterations or over_time
-        line = (f"iteration {iteration}/{args.iterations} | step {global_step:,} | {len(labels):,} labels "
-                f"({labels_total:,} in all, {len(labels) / max(labels.label_s, 1e-9):,.0f}/s) | network agrees with "
-                f"the search {before['agreement']:.3f}, regret {before['regret']:.3f} pts | "
+        left = time_left(run, elapsed)  # a stage of cassino train: the recipe's budget used and left
+        line = (f"iteration {iteration}/{args.iterations} | step {step:,} | {len(labels):,} labels "
+                f"({run.labels_total:,} in all, {len(labels) / max(labels.label_s, 1e-9):,.0f}/s) | network agrees "
+                f"with the search {before['agreement']:.3f}, regret {before['regret']:.3f} pts | "
                 + (f"policy loss {losses['policy_loss']:.3f} value loss {losses['value_loss']:.3f}" if args.epochs
                    else "no update (epochs 0: labels only)")
-                + f" | {_fmt_time(elapsed)} elapsed"
-                # a stage of cassino train: the run's budget used and left (train/recipe.py), not the ceiling's time
-                + (f", {hook.budget_note()}" if getattr(hook, "budget_note", None) is not None
-                   else _time_left(args, iteration, start_iteration, start_time, elapsed)))
+                + f" | {fmt_time(elapsed)} elapsed" + (f", {left}" if left else ""))
         if (args.eval_every and iteration % args.eval_every == 0) or last:
-            line += f" | {run_eval()}"
+            line += f" | {run.evaluate()}"
         print(line, flush=True)
         if args.checkpoint_every and iteration % args.checkpoint_every == 0:  # the last too: a resumed run's
-            checkpoint(f"iter_{iteration:05d}.pt")                           # final.pt replaces this one's
+            run.checkpoint(f"iter_{iteration:05d}.pt")                       # final.pt replaces this one's
         if over_time:
-            stop = f"max_train_seconds={args.max_train_seconds:g} reached"
+            run.stop_reason = f"max_train_seconds={args.max_train_seconds:g} reached"
             break
-        if hook is not None and (reason := hook(iteration, policy, checkpoint)):
-            stop = reason
+        if hook is not None and (reason := hook(iteration, policy, run.checkpoint)):
+            run.stop_reason = reason
             break
-    final = checkpoint("final.pt")
-    writer.close()
-    elapsed = elapsed_before + (time.time() - start_time)
-    print(f"{iteration} iteration{'s' if iteration != 1 else ''}, {labels_total:,} labels in {_fmt_time(elapsed)} "
-          f"({stop}); final checkpoint "
-          f"{final}", flush=True)
-    if args.final_eval_deals > 0 and args.final_eval_opponents:
-        final_evaluation(final, rules, args)
-    return final
+        if not last:  # Ctrl-C once: saved here, between iterations, on a deal boundary
+            stop_if_interrupted(run, f"iter_{iteration:05d}.pt")
 
 
-def _offline_passes(args: ExitArgs, rules: RuleSet, policy: Any, optimizer: Any, data: Labels, rng: np.random.Generator,
-                    writer: Any, checkpoint: Any, run_eval: Any, start_time: float) -> Path:
-    """``iterations: 0``: ``args.epochs`` passes of :func:`update` over ``data`` (the extra labels), the learning
-    rate annealed linearly over the passes with ``anneal_lr``; a progress line, TensorBoard scalars and a checkpoint
-    (``pass_N.pt``) each pass, an evaluation every ``eval_every`` passes and after the last; then final.pt."""
+def _offline_passes(run: ExitRun) -> None:
+    """``iterations: 0``: ``args.epochs`` passes of :func:`update` over the extra labels, the learning rate annealed
+    linearly over the passes with ``anneal_lr``; a progress line, TensorBoard scalars and a checkpoint
+    (``pass_N.pt``) each pass, an evaluation every ``eval_every`` passes and after the last. The step (the x axis)
+    counts the labels trained on."""
+    args, data, optimizer = run.args, run.extra[0], run.optimizer
     one_pass = dataclasses.replace(args, epochs=1)
-    stop = f"{args.epochs} passes"
-    done = 0
+    run.stop_reason = f"{args.epochs} passes"
     for p in range(1, args.epochs + 1):
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (p - 1.0) / args.epochs)
         t0 = time.time()
-        losses = update(policy, optimizer, data, one_pass, rng)
-        done = p
-        step = p * len(data)  # the x axis of an offline run: labels trained on
+        losses = update(run.policy, optimizer, data, one_pass, run.rng)
+        run.global_step = step = p * len(data)
         for k, v in losses.items():
-            writer.add_scalar(f"losses/{k}", v, step)
-        writer.add_scalar("time/update_s", time.time() - t0, step)
-        elapsed = time.time() - start_time
+            run.writer.add_scalar(f"losses/{k}", v, step)
+        run.writer.add_scalar("time/update_s", time.time() - t0, step)
+        elapsed = run.elapsed()
         over_time = args.max_train_seconds > 0 and elapsed >= args.max_train_seconds
         line = (f"pass {p}/{args.epochs} | {len(data):,} labels | policy loss {losses['policy_loss']:.4f} | "
-                f"{_fmt_time(elapsed)} elapsed")
+                f"{fmt_time(elapsed)} elapsed")
         if (args.eval_every and p % args.eval_every == 0) or p == args.epochs or over_time:
-            line += f" | {run_eval(step)}"
+            line += f" | {run.evaluate()}"
         print(line, flush=True)
         if args.checkpoint_every and p % args.checkpoint_every == 0:
-            checkpoint(f"pass_{p:05d}.pt", step)
+            run.checkpoint(f"pass_{p:05d}.pt")
         if over_time:
-            stop = f"max_train_seconds={args.max_train_seconds:g} reached"
+            run.stop_reason = f"max_train_seconds={args.max_train_seconds:g} reached"
             break
-    final = checkpoint("final.pt", done * len(data))
-    writer.close()
-    print(f"{done} pass{'es' if done != 1 else ''} over {len(data):,} labels in {_fmt_time(time.time() - start_time)}"
-          f" ({stop}); final checkpoint {final}", flush=True)
-    if args.final_eval_deals > 0 and args.final_eval_opponents:
-        final_evaluation(final, rules, args)
-    return final
+        if p < args.epochs:
+            stop_if_interrupted(run, f"pass_{p:05d}.pt")
 
 
 if __name__ == "__main__":
