@@ -21,10 +21,9 @@ from pathlib import Path
 
 from agents.registry import make_agent
 from cassino_env.rules import make_rules
-from train.arena import evaluate_deals
 from train.config import ConfigError
 from train.errors import error
-from train.recipe import best_at
+from train.recipe import best_at, gate_match
 
 
 def main(argv: list[str]) -> int:
@@ -68,8 +67,9 @@ def main(argv: list[str]) -> int:
             row = {"minutes": m1, "before": m0, "gate": g1["n"], "stage": g1["stage"], "same_network": True}
             print(f"| {m1:g} min | gate {g1['n']}, {g1['stage']} | the same network as at {m0:g} min | - |")
         else:
-            res = evaluate_deals(make_agent(prefix + str(p1), rules), make_agent(prefix + str(p0), rules), rules,
-                                 a.deals, seed=a.seed)
+            # seated as the gate seats candidate and best (every seat arrangement of the pair, at any seat count)
+            res = gate_match(make_agent(prefix + str(p1), rules), make_agent(prefix + str(p0), rules), rules,
+                             a.deals, seed=a.seed)
             lo, hi = res["points"] - 1.96 * res["points_se"], res["points"] + 1.96 * res["points_se"]
             row = {"minutes": m1, "before": m0, "gate": g1["n"], "stage": g1["stage"], "margin": res["points"],
                    "margin_se": res["points_se"], "winrate": res["winrate"], "games": res["games"]}

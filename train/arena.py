@@ -9,7 +9,8 @@ built on it, for both :mod:`train.evaluate` (``cassino eval``) and the evaluatio
   :func:`play_pair_in_chunks` play them in fixed chunks of boards with a generator per chunk, the unit of a Ray task
   (``cassino eval --boards-per-task``).
 * **Duplicate deals** (:func:`evaluate_deals`): the quick check the trainer logs as ``eval/winrate_vs_<bot>``, each
-  seeded deal played once from every side.
+  seeded deal played once from every side. :func:`pair_deals` seats a pair on seeded deals as a board seats it
+  (every arrangement), the recipe's gate between two networks at any number of seats.
 """
 
 from __future__ import annotations
@@ -465,3 +466,55 @@ def evaluate_deals(agent: Agent, opponent: Agent, rules: RuleSet, deals: int, se
     se = float(per_deal.std(ddof=1) / math.sqrt(deals)) if deals > 1 else float("nan")
     return {"winrate": float(won.mean()), "points": float((mine_pts - rest_mean).mean()), "points_se": se,
             "games": float(len(my_side))}
+
+
+def pair_deals(agent_a: Agent, agent_b: Agent, rules: RuleSet, deals: int, seed: int,
+               max_moves: int = 64) -> dict[str, Any]:
+    """Play ``deals`` duplicate deals of a pair seated as ``cassino eval`` seats it (docs/evaluation.md): each deal
+    (a fresh match's first deal, seeded ``seed + d``) once in every seat arrangement of the pair
+    (:func:`arrangements`: 2 with two sides, partnerships included; 6 with three sides, ABB BAB BBA BAA ABA AAB, the
+    partners of a partnership one agent), so both agents hold every seat, alone and in the majority, on the same
+    cards. A game's margin is the mean deal points of A's sides minus the mean of B's sides; a deal's margin is the
+    mean over its arrangements.
+
+    The score is antisymmetric: ``pair_deals(b, a)`` plays the same games (each arrangement's complement), so its
+    margin is minus ``pair_deals(a, b)``'s wherever the agents play the same moves in the same positions (argmax
+    networks, the scripted bots other than ``random``); and two such agents that play alike tie exactly, deal by
+    deal. With two sides the games, their order and the generator are :func:`evaluate_deals`'s, and so are
+    ``winrate``, ``points`` and ``points_se``.
+
+    Args:
+        deals: seeded deals (>= 1). seed: the first deal's core seed (int64; deals ``seed .. seed + deals - 1``).
+        max_moves: width of the move table.
+
+    Returns:
+        ``{"winrate": A's share of the games' top score (a tie at the top split by the sides in it), "points": A's
+        mean margin a deal (points), "points_se": its standard error over the deals (NaN with one deal),
+        "per_deal": float64[deals], each deal's margin, "games": games played (deals x arrangements)}``.
+
+    Raises:
+        ValueError: ``deals`` < 1. agents.base.AgentMoveError: an agent's illegal move.
+    """
+    if isinstance(deals, bool) or int(deals) < 1:
+        raise ValueError(f"deals must be an integer of at least 1, got {deals!r}")
+    arr = np.array(arrangements(rules), dtype=np.int64)  # [A, S]: 0 agent A, 1 agent B on each side
+    A, S = arr.shape
+    seeds = np.repeat(seed + np.arange(deals, dtype=np.int64), A)
+    side_agent = np.tile(arr, (deals, 1))  # [G, S]
+    seat_agent = np.tile(seat_agents(rules), (deals, 1))  # [G, P]
+    log = play_games((agent_a, agent_b), rules, seeds, seat_agent, np.random.default_rng([seed, 7]), until="deal",
+                     max_moves=max_moves)
+    G = len(seeds)
+    assert np.array_equal(np.sort(log.deal_game), np.arange(G)), "every game ends its deal"
+    totals = np.empty((G, S), dtype=np.float64)
+    totals[log.deal_game] = log.deal_totals
+    is_a = side_agent == 0
+    a_pts = np.where(is_a, totals, 0.0).sum(axis=1) / is_a.sum(axis=1)
+    b_pts = np.where(is_a, 0.0, totals).sum(axis=1) / (~is_a).sum(axis=1)
+    margin = a_pts - b_pts  # [G]
+    top = totals == totals.max(axis=1, keepdims=True)
+    won = (top & is_a).sum(axis=1) / top.sum(axis=1)
+    per_deal = margin.reshape(deals, A).mean(axis=1)
+    se = float(per_deal.std(ddof=1) / math.sqrt(deals)) if deals > 1 else float("nan")
+    return {"winrate": float(won.mean()), "points": float(margin.mean()), "points_se": se, "per_deal": per_deal,
+            "games": float(G)}

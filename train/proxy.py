@@ -81,6 +81,34 @@ def default_path(preset: str = "classic", num_players: int | None = None) -> Pat
     return root / f"{rules.preset}-{rules.num_players}p.npz"
 
 
+def find_default(rules: RuleSet) -> tuple[Proxy | None, str]:
+    """The proxy set of ``rules``' preset and seats at :func:`default_path`, if one is built there and holds positions
+    of these rules; else None. Never raises for a missing or bad file: a trainer scores the proxy when one exists and
+    goes on without it otherwise (a set is built per preset and seat count, by hand: ``scripts/make_proxy.py``).
+
+    Returns:
+        ``(proxy or None, line)``: the line says what was found, or why no set is used and how to build one.
+    """
+    path = default_path(rules.preset, rules.num_players)
+    what = f"{rules.preset} at {rules.num_players} seats"
+    build_it = (f"python scripts/make_proxy.py --preset {rules.preset} --num-players {rules.num_players}")
+    try:
+        found = path.is_file()
+    except OSError:
+        found = False
+    if not found:
+        return None, (f"no proxy set for {what} ({shown_name(path)} is not built): eval/proxy_regret is not logged "
+                      f"(build one with: {build_it})")
+    try:
+        proxy = load(path)
+    except ProxyError as exc:
+        return None, f"the proxy set for {what} is not used: {exc}"
+    if proxy.rules != rules:
+        return None, (f"the proxy set {shown_name(path)} is not used: it holds positions of {proxy.rules.preset} with "
+                      f"{proxy.rules.num_players} players, not of {what}")
+    return proxy, f"proxy set {shown_name(path)}: {len(proxy):,} positions of {what}"
+
+
 @dataclass
 class Proxy:
     """A labelled position set.

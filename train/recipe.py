@@ -19,15 +19,23 @@ The run is a sequence of **stages**, each a trainer of its own writing into ``RU
    trained on the exact values of every move of the positions the network reaches (``configs/stage_last_round.yaml``;
    ``stage_configs`` names another folder of these files).
 3. ``early_rounds``: expert iteration on an **earlier-rounds head** that reads cards by suit class, trained on the
-   values the search over the current network gives (``configs/stage_early_rounds.yaml``).
+   values the search over the current network gives (``configs/stage_early_rounds.yaml``; the search's own leaves
+   for the seat count: :class:`agents.search.SearchAgent`'s default).
 4. ``consolidate``: passes over all the earlier-rounds labels of the run so far (``configs/stage_consolidate.yaml``).
+
+Every preset and seat count runs these stages (:func:`cassino_env.rules.make_rules`: classic 2-4, Cicera 4 in two
+partnerships, bga 2-4 and 6 in three): with more than two seats ``last_round`` is skipped (no seat knows every card
+in the last round, so there are no exact values), and where a deal is one round (Cicera: :func:`one_round`) stages
+3 and 4 train the last-round head instead, the one head that plays there, on the search's labels.
 
 After stage 4 the expert stages (2-4) are turned again, each from the run's best network, until the budget is
 spent (``stages`` chooses which run). Every stage starts from the **best** network so far.
 
 The gate (AlphaZero's evaluator). Every ``gate_every_s`` seconds of training, and when a stage ends, the stage's
 current network (the *candidate*) plays the best network head to head, both alone (argmax, no exact last round), on
-``gate_deals`` duplicate deals whose seeds are ``60,000,000 + gate number x gate_deals`` onward (disjoint from the
+``gate_deals`` duplicate deals seated as ``cassino eval`` seats a pair (:func:`gate_match`: every seat arrangement
+of the two, 2 games a deal with two sides, partnerships included, 6 with three sides; a game's margin the candidate's
+sides' mean points minus the best's) whose seeds are ``60,000,000 + gate number x gate_deals`` onward (disjoint from the
 evaluation seeds: 0 onward for ``cassino eval``, 10,000,000 + seed in runs, 20,000,000 + seed for the table after
 training, 41,000,001 to 47,000,001 for the docs' held-out figures). It **replaces the best only when ahead**: its
 mean margin is above 0 points a deal by at least ``gate_min_z`` standard errors of that margin (a *gain*). So the best
@@ -53,10 +61,12 @@ promoted it, so the best at any time of the run can be played), ``final.pt`` and
 the end),
 ``RUN/gates/`` (candidates), ``RUN/stages/NN_NAME/`` (each stage's run folder), and TensorBoard events in ``RUN/``
 whose x axis is **seconds of the run**: ``eval/winrate_vs_advanced`` (with its interval) and ``eval/points_vs_advanced``
-(the best network alone against ``advanced`` on 1,000 duplicate deals, seed 10,000,000 + seed, at each promotion),
+(the best network alone against ``advanced`` on 1,000 duplicate deals seated as the gate's, seed 10,000,000 + seed, at
+each promotion),
 ``gate/margin``, ``gate/margin_se``, ``gate/promoted``, ``gate/stage`` (the stage's index in :data:`STAGES`), and
-``eval/proxy_regret`` when a proxy set is built (:mod:`train.proxy`). Every checkpoint records its provenance
-(:mod:`agents.provenance`): the command, the code's commit, the seed, the stage and the run's wall time.
+``eval/proxy_regret`` when a proxy set of the preset and seat count is built (:mod:`train.proxy`; otherwise one line
+says so). Every checkpoint records its provenance (:mod:`agents.provenance`): the command, the code's commit, the
+seed, the stage and the run's wall time; the best's also the preset and seats.
 """
 
 from __future__ import annotations
@@ -186,6 +196,60 @@ def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] 
     return path, gate
 
 
+def gate_match(candidate: Any, best: Any, rules: Any, deals: int, seed: int, max_moves: int = 64) -> dict[str, Any]:
+    """The gate's match (module docstring): ``candidate`` and ``best`` on ``deals`` duplicate deals seeded ``seed``
+    onward, seated as ``cassino eval`` seats a pair (:func:`train.arena.pair_deals`: every seat arrangement of the
+    two, partners one agent; 2 games a deal with two sides, 4 seats in partnerships included, 6 with three sides),
+    scored from the candidate's sides: a game's margin is the candidate's sides' mean deal points minus the best's.
+    Antisymmetric (``gate_match(b, a)`` is minus ``gate_match(a, b)`` on the same deals for agents that play the same
+    moves in the same positions) and 0 exactly, deal by deal, for a candidate that plays as the best does.
+
+    Returns:
+        :func:`train.arena.pair_deals`'s dict: ``points`` (the candidate's mean margin a deal, points), ``points_se``
+        (its standard error over the deals), ``per_deal`` (float64[deals]), ``winrate`` (the candidate's share of the
+        top score), ``games``.
+
+    Raises:
+        ValueError: ``deals`` < 1.
+    """
+    from train.arena import pair_deals
+
+    return pair_deals(candidate, best, rules, deals, seed, max_moves=max_moves)
+
+
+def one_round(rules: Any) -> bool:
+    """Whether a deal of ``rules`` is one round (the hands take the whole stock: Cicera's 12 cards to each of 4
+    seats), so the stock is empty from the first move and the network's earlier-rounds head never plays.
+
+    >>> from cassino_env.rules import make_rules
+    >>> one_round(make_rules("classic", 4)), one_round(make_rules("bga", 6)), one_round(make_rules("cicera", 4))
+    (False, False, True)
+    """
+    return rules.rounds_per_deal == 1
+
+
+def one_round_values(values: dict[str, Any]) -> dict[str, Any]:
+    """An earlier-rounds stage's options (``early_rounds``, ``consolidate``) for a deal of one round
+    (:func:`one_round`): the head it trains is the last-round head, of the stage's ``early_rounds_head`` width, the
+    one head that plays there (it reads cards by id; with more than two seats no round is solved exactly, so the
+    search labels every decision, the last round's too). Options without the earlier-rounds head are returned as
+    they are.
+
+    >>> one_round_values({"early_rounds_head": 16, "early_rounds_input": "classes",
+    ...                   "train_params": "early_rounds_head"})
+    {'train_params': 'last_round_head', 'last_round_head': 16}
+    """
+    if values.get("train_params") != "early_rounds_head" and not values.get("early_rounds_head"):
+        return values
+    out = {k: v for k, v in values.items()
+           if k not in ("early_rounds_head", "early_rounds_input", "fresh_early_rounds_head")}
+    if values.get("train_params") == "early_rounds_head":
+        out["train_params"] = "last_round_head"
+    if values.get("early_rounds_head"):
+        out["last_round_head"] = values["early_rounds_head"]
+    return out
+
+
 def warm_up(rules: Any) -> None:
     """Compile the numba kernels the recipe's stages use before its clock starts: the rules core, the environment and
     the exact last round (:func:`train.arena.warm_kernels`) and the scripted bots' (one deal between ``advanced``
@@ -307,9 +371,24 @@ class Recipe:
         self.state.done = False  # a larger budget: the run goes on (a run that ran out of stages ends again at once)
         self.args = args
         self.rules = make_rules(args.preset, args.num_players)
-        for name in EXPERT_STAGES:  # the stage files are read now, not when the stage starts hours later
-            if name in args.stages:
-                self.stage_values(name)
+        self.notes: list[str] = []  # lines said once when the run starts: what these rules change in the recipe
+        for name in EXPERT_STAGES:  # the stage files are read and checked against these rules now, not when the
+            if name in args.stages and not self.skipped_for_seats(name):  # stage starts hours later
+                self.expert_args(name, Path("."), None, check_only=True)
+        if one_round(self.rules) and any(n in args.stages for n in ("early_rounds", "consolidate")):
+            self.notes.append(f"a deal of {self.rules.preset} at {self.rules.num_players} seats is one round (the "
+                              "stock is empty from the first move): early_rounds and consolidate train the last-round "
+                              "head (the one that plays) on the search's labels, not an earlier-rounds head")
+        if "last_round" in args.stages and self.skipped_for_seats("last_round"):
+            self.notes.append(f"last_round is skipped: with {self.rules.num_players} seats no seat knows every card "
+                              "in the last round, so there are no exact values to train its head on (two seats only)")
+        from train.arena import arrangements
+
+        # the gate's games a deal, as the gate line says them (the seat arrangements of a pair)
+        arr = len(arrangements(self.rules))
+        self.seatings = "" if arr == 2 else f" x {arr} seatings"
+        self._proxy: Any = None
+        self._proxy_looked = False
         self.budget_s = args.hours * 3600.0
         self.gate_every = gate_interval(args)
         warm_up(self.rules)  # the one-off numba compile is not the budget's (minutes on a first run)
@@ -374,14 +453,19 @@ class Recipe:
         atomic_write(self.run_dir / "config.yaml", lambda f: f.write(text))
         self.writer = SummaryWriter(str(self.run_dir))
         self.say(f"run folder {self.run_dir}: the recipe ({', '.join(self.args.stages)}) in {fmt_time(self.budget_s)}"
-                 f", a gate every {fmt_time(self.gate_every)} ({self.args.gate_deals:,} duplicate deals)")
+                 f" for {self.rules.preset} at {self.rules.num_players} seats, a gate every {fmt_time(self.gate_every)}"
+                 f" ({self.args.gate_deals:,} duplicate deals{self.seatings})")
+        for note in self.notes:
+            self.say(note)
         skipped = 0  # stages skipped in a row: a whole turn of them means nothing is left to run
         try:
             while self.left() > 0 and not self.state.done:
                 name = stage_name(self.state.stage_index)
                 if self.skip(name):
                     skipped += 1
-                    self.next_stage(f"{name} skipped")
+                    why = f" ({self.rules.num_players} seats: the exact last round is two seats')" \
+                        if self.skipped_for_seats(name) else ""
+                    self.next_stage(f"{name} skipped{why}")
                     if skipped >= len(EXPERT_STAGES):
                         self.state.done = True
                     continue
@@ -415,9 +499,14 @@ class Recipe:
             return True
         if name != "ppo" and self.state.best is None:
             return True
-        if name == "last_round" and self.rules.num_players != 2:
+        if self.skipped_for_seats(name):
             return True
         return name == "consolidate" and not self.label_folders()
+
+    def skipped_for_seats(self, name: str) -> bool:
+        """Whether stage ``name`` never runs at these rules' seats: ``last_round`` with more than two (the exact last
+        round needs a seat that knows every card: :func:`cassino_env.endgame.solvable`)."""
+        return name == "last_round" and self.rules.num_players != 2
 
     def next_stage(self, why: str) -> None:
         """Move on to the next stage (saved); the line says which stage the rest of the budget goes to."""
@@ -486,22 +575,40 @@ class Recipe:
         folder = Path(args.stage_configs) if args is not None and args.stage_configs else config.CONFIGS_DIR
         return config.load_config(ExitArgs, folder / f"stage_{name}.yaml")
 
-    def expert_args(self, name: str, folder: Path, resume: str | None) -> Any:
-        """The stage's :class:`train.exit.ExitArgs`: its config file, then the run's own options."""
+    def expert_args(self, name: str, folder: Path, resume: str | None, check_only: bool = False) -> Any:
+        """The stage's :class:`train.exit.ExitArgs`: its config file, then the run's own options (the preset and
+        seats among them). Where a deal is one round (:func:`one_round`: Cicera) the earlier-rounds stages train the
+        last-round head instead, of the same width, on the same labels (:func:`one_round_values`). ``check_only``:
+        before the run starts, the stage's options checked against the run's rules (no best network nor labels yet:
+        placeholders stand for them).
+
+        Raises:
+            ConfigError: a stage file whose options these rules refuse (naming the file and the field).
+        """
         from train.exit import ExitArgs
 
         values = self.stage_values(name)
         a = self.args
+        if one_round(self.rules):
+            values = one_round_values(values)
+        best = "best.pt" if check_only else self.state.best
         values.update(run_dir=str(folder), resume=resume, seed=(a.seed * 1_000 + self.state.stage_index) % 2**63,
                       preset=a.preset, num_players=a.num_players, threads=a.threads, device=a.device,
                       ray_address=a.ray_address,
-                      num_workers=a.num_workers, init=f"checkpoint:{self.run_dir / self.state.best}",
+                      num_workers=a.num_workers, init=f"checkpoint:{self.run_dir / best}",
                       max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None,
                       exp_name=f"{a.exp_name}_{name}")
         if name == "consolidate":
-            values["extra_labels"] = self.label_folders()
-            values["max_train_seconds"] = max(1.0, self.left())
-        return config.make_args(ExitArgs, values)
+            values["extra_labels"] = ["labels"] if check_only else self.label_folders()
+            values["max_train_seconds"] = 1.0 if check_only else max(1.0, self.left())
+        try:
+            return config.make_args(ExitArgs, values)
+        except ConfigError as exc:
+            if not check_only:
+                raise
+            where = Path(a.stage_configs) if a.stage_configs else config.CONFIGS_DIR
+            raise ConfigError(f"{where / f'stage_{name}.yaml'}: with {self.rules.preset} at {self.rules.num_players} "
+                              f"seats: {exc}", field=exc.field) from None
 
     def expert_stage(self, name: str, folder: Path, resume: str | None) -> Path:
         from train.exit import train as exit_train
@@ -539,7 +646,6 @@ class Recipe:
     def gate(self, candidate: Path) -> None:
         """Play ``candidate`` against the best network (module docstring); promote it when ahead; log and save."""
         from agents.registry import make_agent
-        from train.arena import evaluate_deals
 
         t0 = time.time()
         n = len(self.state.gates)
@@ -550,8 +656,8 @@ class Recipe:
         if self.state.best is None:
             margin, se, promoted, gain = math.nan, math.nan, True, True
         else:
-            res = evaluate_deals(cand, self.best_agent(), self.rules, self.args.gate_deals,
-                                 seed=GATE_SEED + n * self.args.gate_deals, max_moves=self.args.max_moves)
+            res = gate_match(cand, self.best_agent(), self.rules, self.args.gate_deals,
+                             seed=GATE_SEED + n * self.args.gate_deals, max_moves=self.args.max_moves)
             margin, se = res["points"], res["points_se"]
             gain = promoted = margin > 0 and margin >= self.args.gate_min_z * se
         # an expert stage's heads start silent: its first gate measures nothing learnt yet and is not held against it
@@ -568,7 +674,7 @@ class Recipe:
         self.writer.add_scalar("gate/stage", float(STAGES.index(name)), step)
         line = ("first gate: the candidate is the best" if self.state.best is None else
                 f"gate {n}: candidate vs best {margin:+.3f} ± {1.96 * se:.3f} a deal over {self.args.gate_deals:,} "
-                f"deals: {'promoted' if promoted else 'kept the best'}{' (a gain)' if gain else ''}")
+                f"deals{self.seatings}: {'promoted' if promoted else 'kept the best'}{' (a gain)' if gain else ''}")
         if promoted:
             self.promote(candidate, name)
             record.update(self.curve_point(step))
@@ -618,7 +724,8 @@ class Recipe:
         policy = policy_from_checkpoint(ckpt, candidate)
         provenance = make_provenance(seed=self.args.seed, stage=name, wall_s=round(self.elapsed(), 1),
                                      stage_index=self.state.stage_index, hours=self.args.hours,
-                                     recipe="cassino train (train/recipe.py)",
+                                     recipe="cassino train (train/recipe.py)", preset=self.rules.preset,
+                                     num_players=self.rules.num_players,
                                      device=(ckpt.get("provenance") or {}).get("device"))  # the stage's
         best = self.run_dir / "checkpoints" / "best.pt"
         save_checkpoint(best, policy, self.rules, blocks=ckpt.get("obs_blocks"), provenance=provenance)
@@ -627,16 +734,27 @@ class Recipe:
         self.state.best, self.state.best_stage = "checkpoints/best.pt", name
         self._best_agent = None
 
+    def proxy_set(self) -> Any:
+        """The proxy set of the run's preset and seats (:func:`train.proxy.find_default`), looked for once; None when
+        there is none, said in one line (``eval/proxy_regret`` is then not logged)."""
+        if not self._proxy_looked:
+            from train.proxy import find_default
+
+            self._proxy_looked = True
+            self._proxy, note = find_default(self.rules)
+            if self._proxy is None:
+                self.say(note)
+        return self._proxy
+
     def curve_point(self, step: int) -> dict[str, float]:
         """The best network alone against ``advanced`` (``CURVE_DEALS`` duplicate deals), logged at ``step``."""
         from agents.registry import make_agent
-        from train.arena import evaluate_deals
         from train.stats import wilson_interval
 
         if self._curve_bot is None:
             self._curve_bot = make_agent("advanced", self.rules)
-        res = evaluate_deals(self.best_agent(), self._curve_bot, self.rules, CURVE_DEALS,
-                             seed=(10_000_000 + self.args.seed) % 2**62, max_moves=self.args.max_moves)
+        res = gate_match(self.best_agent(), self._curve_bot, self.rules, CURVE_DEALS,
+                         seed=(10_000_000 + self.args.seed) % 2**62, max_moves=self.args.max_moves)
         lo, hi = wilson_interval(res["winrate"] * res["games"], res["games"])
         w = self.writer
         w.add_scalar("eval/winrate_vs_advanced", res["winrate"], step)
@@ -644,7 +762,7 @@ class Recipe:
         w.add_scalar("eval/winrate_ci_high_vs_advanced", hi, step)
         w.add_scalar("eval/points_vs_advanced", res["points"], step)
         out = {"winrate_vs_advanced": round(res["winrate"], 4), "points_vs_advanced": round(res["points"], 4)}
-        proxy = _proxy_set(self.rules)
+        proxy = self.proxy_set()
         if proxy is not None:
             from train.proxy import score
 
@@ -702,17 +820,6 @@ def _saved_config(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def _proxy_set(rules: Any) -> Any:
-    """The built proxy set of these rules (:mod:`train.proxy`), or None when none is built."""
-    from train import proxy as proxy_mod
-
-    path = proxy_mod.default_path(rules.preset, rules.num_players)
-    if not path.is_file():
-        return None
-    try:
-        return proxy_mod.load(path)
-    except proxy_mod.ProxyError:
-        return None
 
 
 if __name__ == "__main__":
