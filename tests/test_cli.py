@@ -577,3 +577,26 @@ def test_a_json_field_given_twice_is_one_message_in_the_file_reader_and_the_web_
     assert parse_json(b'{"a": {"b": 1}, "b": 2}') == {"a": {"b": 1}, "b": 2}
     with pytest.raises(LookupError, match="the field is given twice"):
         json.loads('[{"x": 1}, {"y": 1, "y": 1}]', object_pairs_hook=fields_once(LookupError))
+
+
+@pytest.mark.parametrize("where", ["import", "run"])
+def test_ctrl_c_of_any_command_is_one_line_and_exit_130(where: str, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Hostile: Ctrl-C while a command's modules were imported (torch takes seconds) or while a command that says
+    nothing of its own about Ctrl-C ran (cassino eval) was a Python traceback."""
+    import signal
+
+    def interrupted(*a: object, **k: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_load" if where == "import" else "_parse",
+                        interrupted if where == "import" else lambda *a, **k: interrupted())
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        code = cli.main(["eval", "--agents", "random,greedy"])
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C cannot cut the exit short
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    captured = capsys.readouterr()
+    assert code == cli.EXIT_INTERRUPTED == 130
+    assert captured.err == "cassino eval: interrupted (Ctrl-C)\n" and captured.out == ""

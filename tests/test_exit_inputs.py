@@ -245,6 +245,37 @@ def test_ctrl_c_at_the_command_line_is_one_line(tmp_path: Path, monkeypatch: pyt
     assert err.startswith("interrupted") and list((tmp_path / "runs").iterdir()) == []
 
 
+def test_ctrl_c_while_final_pt_is_written_is_not_called_nothing_written(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Hostile: Ctrl-C while final.pt was written (outside the loop's guard) printed 'interrupted before the run
+    began: nothing was written' over a folder of checkpoints; now final.pt is written whole and the line says so."""
+    import signal
+
+    import train.run as run_mod
+    from train.cli import main
+
+    save = run_mod.save_training_checkpoint
+
+    def pressed_at_the_end(path: Path, *a: Any, **k: Any) -> Path:
+        if path.name == "final.pt":
+            signal.raise_signal(signal.SIGINT)
+        return save(path, *a, **k)
+
+    monkeypatch.setattr(run_mod, "save_training_checkpoint", pressed_at_the_end)
+    target = tmp_path / "run"
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        code = main(["exit", "--config", str(TINY), "--run-dir", str(target), "--iterations", "1"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err.strip().splitlines()
+    final = target / "checkpoints" / "final.pt"
+    assert code == 130 and err == [f"interrupted at iteration 1: nothing is lost, the run is complete: {final} holds "
+                                   "the trained network"]
+    assert sorted(p.name for p in final.parent.iterdir()) == ["final.pt", "iter_00001.pt", "latest.pt"]
+
+
 def test_ctrl_c_once_stops_after_the_iteration_saved_and_the_resume_ends_where_the_run_would(
         run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first Ctrl-C (train.run.guard) lets the iteration end, saves it and names the resume command; resumed,

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+import train.run as run_module
 from agents.policy import CassinoPolicy
 from cassino_env.obs import obs_size
 from cassino_env.rules import make_rules
@@ -21,11 +22,13 @@ from train.run import (
     Run,
     RunInterrupted,
     RunStopped,
+    finish,
     guard,
     remove_stale_temporaries,
     resume_options,
     stop_if_interrupted,
     time_left,
+    write_run_folder,
 )
 
 
@@ -162,3 +165,75 @@ def test_resume_options_checks_the_checkpoint_before_its_config(tmp_path: Path) 
     args, ckpt = resume_options(Args(resume=str(path), seed=5), {"resume", "seed"})
     assert args.seed == 5 and ckpt is not None and ckpt["train"]["iteration"] == 0
     assert resume_options(Args(), None) == (Args(), None)
+
+
+# --- finish: final.pt under the guard, and a Ctrl-C of the last iteration heeded -------------------------------------
+
+
+def finished_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, presses: int) -> tuple[Run, list[str]]:
+    """A run at its end (folder written, one checkpoint before), whose ``final.pt`` write receives ``presses``
+    Ctrl-C (SIGINT) first; the evaluation after training is recorded, not played."""
+    run = small_run(tmp_path / "run", iteration=3, global_step=1152)
+    write_run_folder(run, fresh=True)
+    run.checkpoint("step_00000000768.pt")
+    evaluated: list[str] = []
+    monkeypatch.setattr(run_module, "final_evaluation", lambda path, *a, **k: evaluated.append(str(path)))
+    save = run_module.save_training_checkpoint
+
+    def pressed_while_writing(path: Path, *args: object, **kwargs: object) -> Path:
+        for _ in range(presses):
+            signal.raise_signal(signal.SIGINT)
+        return save(path, *args, **kwargs)
+
+    monkeypatch.setattr(run_module, "save_training_checkpoint", pressed_while_writing)
+    return run, evaluated
+
+
+def test_a_ctrl_c_while_final_pt_is_written_waits_for_it_then_skips_the_evaluation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Hostile: a Ctrl-C while final.pt was written was a KeyboardInterrupt outside the loop's guard, which cassino
+    exit reported as 'interrupted before the run began: nothing was written' (cassino train: 'nothing was
+    trained') with the run's checkpoints on disk."""
+    run, evaluated = finished_run(tmp_path, monkeypatch, presses=1)
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(RunInterrupted) as info:
+        finish(run)
+    final = run.ckpt_dir / "final.pt"
+    assert str(info.value) == (f"interrupted at step 1,152: nothing is lost, the run is complete: {final} holds the "
+                               "trained network; the evaluation after training is skipped: evaluate it with: cassino "
+                               f"eval --agents checkpoint:{final},ladder")
+    assert read_training_checkpoint(final)["train"]["global_step"] == 1152 and evaluated == []
+    assert read_training_checkpoint(run.ckpt_dir / "latest.pt")["train"]["global_step"] == 1152
+    assert "Ctrl-C: stopping once the final checkpoint is written" in capsys.readouterr().out
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_second_ctrl_c_while_final_pt_is_written_says_what_is_saved(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    run, evaluated = finished_run(tmp_path, monkeypatch, presses=2)
+    with pytest.raises(RunInterrupted) as info:
+        finish(run)
+    step = run.ckpt_dir / "step_00000000768.pt"
+    assert str(info.value).startswith("interrupted at step 1,152 (stopped at once")
+    assert f"the last checkpoint, {step} (step 1,152), is intact: resume with" in str(info.value)
+    assert not (run.ckpt_dir / "final.pt").exists() and evaluated == []
+    assert read_training_checkpoint(run.ckpt_dir / "latest.pt")["train"]["global_step"] == 1152
+
+
+def test_a_ctrl_c_of_the_last_iteration_stops_the_run_before_its_evaluation(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile: Ctrl-C in the last iteration printed 'stopping after this iteration', then the run played its whole
+    evaluation after training (minutes against the ladder) and exited 0."""
+    run, evaluated = finished_run(tmp_path, monkeypatch, presses=0)
+    run.interrupt_requested = True
+    with pytest.raises(RunInterrupted, match="the run is complete: .*final.pt holds the trained network; the "
+                                             "evaluation after training is skipped"):
+        finish(run)
+    assert (run.ckpt_dir / "final.pt").is_file() and evaluated == []
+    run, evaluated = finished_run(tmp_path / "again", monkeypatch, presses=0)  # no Ctrl-C: evaluated as before
+    assert finish(run) == run.ckpt_dir / "final.pt" and evaluated == [str(run.ckpt_dir / "final.pt")]
+    run, evaluated = finished_run(tmp_path / "none", monkeypatch, presses=0)
+    run.args, run.interrupt_requested = Args(run_dir=str(run.run_dir), final_eval_deals=0), True
+    with pytest.raises(RunInterrupted) as info:  # nothing left to skip: the message says only what is saved
+        finish(run)
+    assert str(info.value).endswith("final.pt holds the trained network")

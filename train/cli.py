@@ -14,7 +14,9 @@ summary; a new command is one line there, as ``cassino plot`` is:
 is imported, so ``cassino moves`` never pays for importing torch or compiling the batched core.
 
 Exit codes: 0 on success, 2 on bad input (a usage error, an unreadable file or a malformed position), with
-``error: <message>`` on stderr: every command reports bad input through :func:`error` or :class:`bad_input`.
+``error: <message>`` on stderr: every command reports bad input through :func:`error` or :class:`bad_input`; 130
+on Ctrl-C, with one line (the trainers' says what is saved; any other command's, its imports included, that it was
+interrupted).
 """
 
 import importlib
@@ -30,6 +32,7 @@ import tyro
 
 from train.errors import (  # noqa: F401 (re-exported: the commands' error helpers)
     EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
     bad_input,
     error,
     fields_once,
@@ -306,8 +309,9 @@ def _parse(command: Callable[..., Any], name: str, args: list[str]) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``cassino`` command line; returns the exit code (2 for bad input, with ``error: ...`` on stderr). A
-    failure of tyro's that the project does not word itself exits through tyro's own ``SystemExit(2)``.
+    """Run the ``cassino`` command line; returns the exit code (2 for bad input, with ``error: ...`` on stderr; 130
+    for Ctrl-C, with one line and no traceback). A failure of tyro's that the project does not word itself exits
+    through tyro's own ``SystemExit(2)``.
 
     Args:
         argv: the arguments after the program name; defaults to ``sys.argv[1:]``.
@@ -332,15 +336,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f"did you mean {close[0]!r}? " if close else ""
         return error(f"unknown command {excerpt(name)}; {hint}choose from {', '.join(COMMANDS)} (cassino --help says "
                      "what each does)")
-    command = _load(COMMANDS[name][0])
-    if _HELP_FIELDS.search(getattr(command, "__agent_help_template__", None) or command.__doc__ or ""):
-        from agents.registry import agent_help
-
-        agent_help(command)  # its help's agent lists (the agent table) and presets (PRESETS): agents.registry
     try:
+        command = _load(COMMANDS[name][0])
+        if _HELP_FIELDS.search(getattr(command, "__agent_help_template__", None) or command.__doc__ or ""):
+            from agents.registry import agent_help
+
+            agent_help(command)  # its help's agent lists (the agent table) and presets (PRESETS): agents.registry
         result = _parse(command, name, rest)
     except _UsageError as failure:
         return error(f"{failure} (cassino {name} --help lists the options)")
+    except KeyboardInterrupt:  # Ctrl-C where the command does not say itself what it saved (its imports included)
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped: a second Ctrl-C cannot cut the line short
+        print(f"cassino {name}: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return result if isinstance(result, int) else 0
 
 

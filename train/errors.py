@@ -16,6 +16,8 @@ from typing import Any
 
 #: The exit code of a command refused for bad input.
 EXIT_BAD_INPUT = 2
+#: The exit code of a command stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports a process it stopped.
+EXIT_INTERRUPTED = 130
 
 
 def error(message: object) -> int:

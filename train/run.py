@@ -718,7 +718,8 @@ def end_iteration(run: TrainingRun, t_done: float, progress: str = "") -> bool:
 def stop_if_interrupted(run: Run, name: str) -> None:
     """Between two iterations: when Ctrl-C was pressed once (:func:`guard`), save the run (``checkpoints/NAME``,
     unless this iteration's checkpoint was just written) and raise :class:`RunInterrupted` with the command that
-    resumes it; otherwise nothing. Not called after the last iteration: the final checkpoint is written anyway."""
+    resumes it; otherwise nothing. Not called after the last iteration: :func:`finish` writes the final checkpoint
+    and then stops the run."""
     if not run.interrupt_requested:
         return
     if run.written and run.last_checkpoint_at == run.position():
@@ -736,10 +737,11 @@ DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
 
 
 @contextlib.contextmanager
-def guard(run: Run) -> Iterator[None]:
-    """Every trainer's guard around its loop. The first Ctrl-C (SIGINT) asks the run to stop after the current
-    iteration, with a checkpoint (:func:`stop_if_interrupted` raises :class:`RunInterrupted` saying how to resume);
-    a second stops at once (the work since the last checkpoint is lost, and the message says so). A :class:`Diverged`
+def guard(run: Run, first: str = "stopping after this iteration, with a checkpoint") -> Iterator[None]:
+    """Every trainer's guard around its loop (and :func:`finish`'s around ``final.pt``). The first Ctrl-C (SIGINT)
+    asks the run to stop after the current iteration, with a checkpoint (:func:`stop_if_interrupted` raises
+    :class:`RunInterrupted` saying how to resume; ``first``: what the line printed then says is done); a second
+    stops at once (the work since the last checkpoint is lost, and the message says so). A :class:`Diverged`
     update is given where the run is and the last checkpoint; a file that cannot be written (an ``OSError`` naming
     a file, or one of :data:`DISK_ERRORS`) becomes a :class:`RunStopped` naming it; other errors pass as they are.
     Whatever stops the run, a folder it made and saved nothing in is removed (:meth:`Run.abandon`, said in the
@@ -751,7 +753,7 @@ def guard(run: Run) -> Iterator[None]:
         if run.interrupt_requested:
             raise KeyboardInterrupt
         run.interrupt_requested = True
-        print("Ctrl-C: stopping after this iteration, with a checkpoint (Ctrl-C again: stop at once)", flush=True)
+        print(f"Ctrl-C: {first} (Ctrl-C again: stop at once)", flush=True)
 
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, on_sigint)
@@ -815,12 +817,29 @@ def progress_line(run: TrainingRun, elapsed: float, extra: str = "") -> str:
 def finish(run: Run) -> Path:
     """Write ``final.pt`` (copied to ``latest.pt``), print the summary line (:meth:`Run.summary`), close the writer
     and run the evaluation after training (:func:`final_evaluation`, unless ``final_eval_deals`` is 0); returns the
-    final checkpoint."""
-    final = run.checkpoint("final.pt")
-    run.writer.flush()
-    print(f"{run.summary()}; final checkpoint {final}", flush=True)
-    run.writer.close()
-    if run.args.final_eval_deals > 0 and run.args.final_eval_opponents:
+    final checkpoint.
+
+    ``final.pt`` is written under :func:`guard`, as the loop's checkpoints are: a first Ctrl-C waits for it, a second
+    stops at once, saying what is saved. A Ctrl-C pressed in the last iteration or while ``final.pt`` is written
+    stops the run once it is saved, before the evaluation after training (a stage of ``cassino train`` before its
+    gate).
+
+    Raises:
+        RunInterrupted: Ctrl-C (the message names the final checkpoint, or what is saved when it was not written,
+            and how to evaluate it); RunStopped: ``final.pt`` cannot be written (:meth:`Run.checkpoint`).
+    """
+    with guard(run, first="stopping once the final checkpoint is written"):  # twice: at once
+        final = run.checkpoint("final.pt")
+        run.writer.flush()
+        print(f"{run.summary()}; final checkpoint {final}", flush=True)
+        run.writer.close()
+    evaluation = run.args.final_eval_deals > 0 and bool(run.args.final_eval_opponents)
+    if run.interrupt_requested:  # the user asked the run to stop: it stops here, saved, whatever is left to do
+        skipped = (f"; the evaluation after training is skipped: evaluate it with: cassino eval --agents "
+                   f"checkpoint:{final},ladder" if evaluation else "")
+        raise RunInterrupted(f"interrupted at {run.position()}: nothing is lost, the run is complete: {final} holds "
+                             f"the trained network{skipped}")
+    if evaluation:
         try:
             final_evaluation(final, run.rules, run.args)
         except KeyboardInterrupt:
