@@ -19,6 +19,7 @@ agents.device.DeviceError: device: 'gpu' is not a device; choose auto, cpu, cuda
 from __future__ import annotations
 
 import re
+import sys
 import typing
 from typing import Any
 
@@ -30,7 +31,9 @@ if typing.TYPE_CHECKING:
 #: The names a device may have (``cuda:N`` stands for ``cuda:0``, ``cuda:1``, ...).
 DEVICE_NAMES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 
-_SPELLING = re.compile(r"auto|cpu|cuda|cuda:[0-9]{1,4}|mps")
+_SPELLING = re.compile(r"auto|cpu|cuda|cuda:[0-9]+|mps")
+#: The longest GPU index read as a number (a longer one is past every GPU: no int() of thousands of digits).
+_MAX_INDEX_DIGITS = 6
 
 
 class DeviceError(ValueError):
@@ -41,10 +44,11 @@ class DeviceError(ValueError):
 def check_device(value: Any, field: str = "device", *, available: bool = True) -> str:
     """The device name ``value``, stripped of surrounding spaces, checked: spelled as one of :data:`DEVICE_NAMES`
     and, with ``available`` and unless it is ``auto`` or ``cpu``, a device torch sees here (torch is imported only
-    then).
+    then). A ``torch.device`` is taken by its name (``torch.device("cuda", 1)`` is ``cuda:1``, ``mps:0`` is
+    ``mps``), as :meth:`agents.ppo_agent.PPOAgent.to` takes one.
 
     Args:
-        value: the name, e.g. ``"auto"``, ``"cuda:1"``.
+        value: the name, e.g. ``"auto"``, ``"cuda:1"``, or a ``torch.device``.
         field: the option it came from, named first in the error message.
         available: check that torch sees the device (False: the spelling only).
 
@@ -52,10 +56,14 @@ def check_device(value: Any, field: str = "device", *, available: bool = True) -
         str: the name, stripped (``auto`` stays ``auto``: :func:`resolve_device` picks the device).
 
     Raises:
-        DeviceError: naming ``field``: not text, an unknown name (``gpu``, ``CUDA``, ``cuda:x``), or a device torch
-            does not see: no CUDA GPU (a CPU-only build of torch among the reasons), a GPU index past the last one,
-            no MPS device.
+        DeviceError: naming ``field``: not text (nor a ``torch.device``), an unknown name (``gpu``, ``CUDA``,
+            ``cuda:x``), or a device torch does not see: no CUDA GPU (a CPU-only build of torch among the reasons), a
+            GPU index past the last one (``cuda:99999``), no MPS device.
     """
+    torch = sys.modules.get("torch")  # a torch.device can only come from a process that imported torch
+    if torch is not None and isinstance(value, torch.device):
+        plain = value.index is None or value.type == "cpu" or (value.type == "mps" and value.index == 0)
+        value = value.type if plain else f"{value.type}:{value.index}"
     if not isinstance(value, str):
         raise DeviceError(f"{field}: must be a device name ({', '.join(DEVICE_NAMES)}), got {type(value).__name__} "
                           f"{excerpt(value)}")
@@ -77,15 +85,16 @@ def _check_available(name: str, field: str) -> None:
             raise DeviceError(f"{field}: 'mps': torch sees no MPS device (an Apple-silicon GPU) on this machine; give "
                               "cpu, or auto to use a GPU where there is one")
         return
+    shown = excerpt(name)
     if not torch.cuda.is_available():
         why = ("this torch is a CPU-only build" if torch.version.cuda is None
                else "torch.cuda.is_available() is False")
-        raise DeviceError(f"{field}: {name!r}: torch sees no CUDA GPU on this machine ({why}); give cpu, or auto to "
+        raise DeviceError(f"{field}: {shown}: torch sees no CUDA GPU on this machine ({why}); give cpu, or auto to "
                           "use a GPU where there is one")
-    index = int(name.partition(":")[2] or 0)
+    digits = name.partition(":")[2] or "0"
     count = torch.cuda.device_count()
-    if index >= count:
-        raise DeviceError(f"{field}: {name!r}: torch sees {count} CUDA GPU{'s' if count != 1 else ''} here "
+    if len(digits) > _MAX_INDEX_DIGITS or int(digits) >= count:
+        raise DeviceError(f"{field}: {shown}: torch sees {count} CUDA GPU{'s' if count != 1 else ''} here "
                           f"(cuda:0 .. cuda:{count - 1})")
 
 

@@ -16,7 +16,8 @@ field             meaning
 ``stage``         the trainer's stage that made the network (:mod:`train.recipe`: ``ppo``, ``last_round``, ...)
 ``wall_s``        seconds of the run's wall clock when the network was made (trainers)
 ``device``        the torch device the network trained on, ``cpu`` or ``cuda:0`` (trainers; the file's tensors are
-                  on the CPU whatever it was)
+                  on the CPU whatever it was); a run resumed on another device names each in turn,
+                  ``cuda:0, then cpu`` (:func:`devices_in_turn`)
 ================  ==================================================================================================
 """
 
@@ -84,6 +85,34 @@ def make_provenance(**fields: Any) -> dict[str, Any]:
     out.update(fields)
     check_provenance(out)
     return out
+
+
+#: How :func:`devices_in_turn` joins the devices of a run's parts; MAX_DEVICES: the most it names (the first, then
+#: the latest ones).
+DEVICE_JOIN = ", then "
+MAX_DEVICES = 8
+
+
+def devices_in_turn(before: Any, now: str) -> str:
+    """The ``device`` field of a checkpoint of a run now training on ``now``, whose earlier parts trained on
+    ``before`` (the resumed checkpoint's ``device`` field; None, empty or not text: unknown, a fresh run): ``now``
+    alone, ``before`` itself when its last device is ``now``, else ``before`` and ``now`` in turn. Past
+    :data:`MAX_DEVICES` devices the first is kept and the middle ones are dropped (``...``).
+
+    >>> devices_in_turn(None, "cpu"), devices_in_turn("cpu", "cpu"), devices_in_turn("cuda:0", "cpu")
+    ('cpu', 'cpu', 'cuda:0, then cpu')
+    >>> devices_in_turn("cuda:0, then cpu", "cuda:0")
+    'cuda:0, then cpu, then cuda:0'
+    """
+    if not isinstance(before, str) or not before.strip():
+        return now
+    parts = [part.strip() for part in before.split(DEVICE_JOIN)]
+    if parts[-1] == now:
+        return before
+    parts.append(now)
+    if len(parts) > MAX_DEVICES:
+        parts = [parts[0], "...", *parts[-(MAX_DEVICES - 2):]]
+    return DEVICE_JOIN.join(parts)
 
 
 def check_provenance(value: Any, where: str = "provenance") -> None:

@@ -99,6 +99,34 @@ def test_mps_is_refused_where_torch_sees_none() -> None:
         check_device("mps")
 
 
+def test_a_torch_device_is_taken_by_its_name_wherever_a_name_is() -> None:
+    """Hostile: ``PPOAgent.to`` took ``torch.device("cpu")`` but ``make_agent``, ``evaluate`` and ``play_session``
+    refused it ('got device device(type='cpu')')."""
+    assert check_device(torch.device("cpu")) == "cpu" and check_device(torch.device("cpu", 0)) == "cpu"
+    assert check_device(torch.device("cuda", 2), available=False) == "cuda:2"
+    assert check_device(torch.device("mps", 0), available=False) == "mps"
+    with pytest.raises(DeviceError, match="^device: 'meta' is not a device"):
+        check_device(torch.device("meta"))
+    agent = make_agent("pretrained:classic", make_rules("classic"), device=torch.device("cpu"))
+    assert agent.device == torch.device("cpu")
+
+
+def test_a_gpu_index_past_every_gpu_is_named_as_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile: ``--device cuda:99999`` was 'not a device; choose ... cuda:N', as if cuda:N were spelled wrong."""
+    if not HAS_CUDA:
+        with pytest.raises(DeviceError, match="^device: 'cuda:99999': torch sees no CUDA GPU"):
+            check_device("cuda:99999")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert check_device("cuda:1") == "cuda:1"
+    for name in ("cuda:2", "cuda:99999", "cuda:" + "9" * 5000):
+        with pytest.raises(DeviceError, match=r"^device: 'cuda:.*: torch sees 2 CUDA GPUs here \(cuda:0 .. cuda:1\)$"):
+            check_device(name)
+    with pytest.raises(DeviceError) as info:
+        check_device("cuda:" + "9" * 5000)
+    assert len(str(info.value)) < 300  # the name cut in the middle, not 5,000 digits
+
+
 # --- the options ----------------------------------------------------------------------------------------------------
 
 
@@ -156,6 +184,19 @@ def test_eval_and_play_refuse_a_device_with_one_line_and_exit_2(device: str, tmp
     assert cli.main(["play", "--device", device]) == 2  # before the table is shown or a move is asked for
     assert one_error_line(capsys).startswith(f"error: device: {device!r}")
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("device", ["gpu", *([] if HAS_CUDA else ["cuda"])])
+def test_exploit_and_proxy_take_and_check_a_device_as_every_network_command(device: str, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Hostile: cassino exploit (a PPO trainer and an evaluation) and cassino proxy (networks scored) had no
+    --device: exploit trained on auto's device with no say, and both refused the option as unrecognized."""
+    run_dir = tmp_path / "probe"
+    assert cli.main(["exploit", "random", "--minutes", "0.01", "--device", device, "--run-dir", str(run_dir)]) == 2
+    assert one_error_line(capsys).startswith(f"error: device: {device!r}")
+    assert capsys.readouterr().out == "" and not run_dir.exists()  # refused before its first line
+    assert cli.main(["proxy", "--agents", "greedy", "--device", device, "--path", str(tmp_path / "none.npz")]) == 2
+    assert one_error_line(capsys).startswith(f"error: device: {device!r}")  # before the file is looked for
 
 
 def test_serve_refuses_a_device_before_it_listens(capsys: pytest.CaptureFixture[str]) -> None:
@@ -234,6 +275,38 @@ def test_eval_provenance_says_where_a_network_trained() -> None:
     assert "trained on" not in describe({"stage": "ppo"})  # a file written before the field
 
 
+def test_a_run_resumed_on_another_device_names_each_in_turn(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    """Hostile: a run trained on a GPU and resumed on the CPU wrote checkpoints that said 'trained on cpu' alone.
+    The GPU's file is simulated: the CPU run's middle checkpoint with its record saying cuda:0."""
+    from agents.provenance import describe
+
+    data = torch.load(pair[0].parent / "step_00000000768.pt", weights_only=True)
+    data["provenance"]["device"] = "cuda:0"
+    gpu = tmp_path / "gpu" / "checkpoints" / "step_00000000768.pt"
+    gpu.parent.mkdir(parents=True)
+    torch.save(data, gpu)
+    resumed = read_checkpoint(train(tiny_args(tmp_path / "cpu", resume=str(gpu), device="cpu")))
+    assert resumed["provenance"]["device"] == "cuda:0, then cpu"
+    assert "trained on cuda:0, then cpu" in describe(resumed["provenance"])
+    again = read_checkpoint(train(tiny_args(tmp_path / "cpu", resume=str(tmp_path / "cpu" / "checkpoints" /
+                                                                        "latest.pt"), device="cpu",
+                                            total_timesteps=3 * 768)))
+    assert again["provenance"]["device"] == "cuda:0, then cpu"  # on the same device again: not named twice
+    assert read_checkpoint(pair[0])["provenance"]["device"] == "cpu"  # a run on one device names it alone
+
+
+def test_devices_in_turn_keeps_the_first_and_the_latest() -> None:
+    from agents.provenance import MAX_DEVICES, devices_in_turn
+
+    assert devices_in_turn(None, "cuda:0") == "cuda:0" and devices_in_turn(7, "cpu") == "cpu"
+    assert devices_in_turn("", "cpu") == "cpu" and devices_in_turn("cuda:1", "cuda:1") == "cuda:1"
+    text = "cpu"
+    for i in range(20):
+        text = devices_in_turn(text, f"cuda:{i % 2}")
+    parts = text.split(", then ")
+    assert len(parts) == MAX_DEVICES and parts[:2] == ["cpu", "..."] and parts[-1] == "cuda:1"
+
+
 def test_the_first_progress_line_names_the_device(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     train(tiny_args(tmp_path / "run", device="cpu", checkpoint_every=0))
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
@@ -290,7 +363,8 @@ def test_a_gpu_run_writes_cpu_checkpoints_that_resume_and_load_on_the_cpu(tmp_pa
     assert {t.device.type for t in tensors(data).values()} == {"cpu"}
     mid = tmp_path / "gpu" / "checkpoints" / "step_00000000768.pt"
     resumed = read_checkpoint(train(tiny_args(tmp_path / "cpu", resume=str(mid), device="cpu")))
-    assert resumed["provenance"]["device"] == "cpu" and resumed["train"]["global_step"] == 2 * 768
+    assert resumed["provenance"]["device"] == f"{data['provenance']['device']}, then cpu"  # each part's device
+    assert resumed["train"]["global_step"] == 2 * 768
     rules = make_rules("classic")
     env = CassinoVectorEnv(8, rules, seed=2, with_view=True)
     obs, _ = env.reset()

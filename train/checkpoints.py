@@ -45,7 +45,8 @@ def read_training_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def save_training_checkpoint(path: Path, policy: torch.nn.Module, rules: Any, optimizer: torch.optim.Optimizer,
-                             train_state: dict[str, Any], blocks: tuple[str, ...] | None = None) -> Path:
+                             train_state: dict[str, Any], blocks: tuple[str, ...] | None = None,
+                             devices_before: str | None = None) -> Path:
     """Write a training checkpoint to ``path`` and copy it to ``latest.pt`` beside it, each atomically (a temporary
     file in the same folder, synced, then renamed: never half-written); returns ``path``.
 
@@ -54,23 +55,26 @@ def save_training_checkpoint(path: Path, policy: torch.nn.Module, rules: Any, op
         policy: the network. rules: the run's rules. optimizer: its optimiser.
         train_state: the ``train`` entry (module docstring).
         blocks: the observation blocks the policy reads (None: the default list), recorded as ``obs_blocks``.
+        devices_before: a resumed run's: the device (or devices) its earlier parts trained on, the resumed
+            checkpoint's provenance ``device`` (None: a fresh run, or unknown).
 
     The file's ``provenance`` (:mod:`agents.provenance`) records the command, the code's commit, the run's seed,
     its wall time (``train_state["elapsed_s"]``), the stage (``train_state["stage"]``, else its ``algo``) and the
-    device the network trained on (``cpu``, ``cuda:0``); its tensors are on the CPU whatever that device was.
+    device the network trained on (``cpu``, ``cuda:0``; ``cuda:0, then cpu`` for a run resumed on another device,
+    :func:`agents.provenance.devices_in_turn`); its tensors are on the CPU whatever that device was.
 
     Raises:
         OSError: the file could not be written (the previous files are left as they were).
     """
     from agents.device import device_of
     from agents.ppo_agent import atomic_copy, save_checkpoint
-    from agents.provenance import make_provenance
+    from agents.provenance import devices_in_turn, make_provenance
 
     cfg = train_state.get("config") if isinstance(train_state.get("config"), dict) else {}
     wall = train_state.get("elapsed_s")
     provenance = make_provenance(seed=cfg.get("seed"), stage=train_state.get("stage", train_state.get("algo", "ppo")),
                                  wall_s=float(wall) if isinstance(wall, (int, float)) else None,
-                                 device=str(device_of(policy)))
+                                 device=devices_in_turn(devices_before, str(device_of(policy))))
     path = save_checkpoint(path, policy, rules, optimizer=optimizer, train=train_state, blocks=blocks,
                            provenance=provenance)
     atomic_copy(path, path.parent / "latest.pt")

@@ -586,7 +586,7 @@ def score(agent: Any, proxy: Proxy, seed: int = 0, chunk: int = 512) -> dict[str
 
 
 def main(agents: str, path: str | None = None, preset: str = "classic", num_players: int | None = None,
-         limit: int | None = None, seed: int = 0, json: bool = False) -> int:
+         limit: int | None = None, seed: int = 0, json: bool = False, device: str = "auto") -> int:
     """Score agents on the development proxy set: regret per decision (points) and top-1 agreement.
 
     Args:
@@ -600,13 +600,17 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
             times the positions).
         seed: the agents' random generator.
         json: print one JSON object per agent instead of the table.
+        device: where the trained agents' networks run: auto (a GPU where torch sees one, else the CPU), cpu, cuda,
+            cuda:N or mps; the positions, bots and searches' rollouts stay on the CPU.
     """
     import json as _json
 
+    from agents.device import check_device
     from agents.registry import make_agent
     from train.errors import agent_specs, bad_input, named_rules, spec_errors
 
     with bad_input() as failed:
+        device = check_device(device)  # a device torch cannot see: one error line, before any file is read
         if limit is not None and limit < 1:
             raise ProxyError(f"--limit must be >= 1, got {limit}")
         if path is not None and not path.strip():  # Path("") is ".", a folder: say what is wrong instead
@@ -626,7 +630,7 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
                              f"{num_players if num_players is not None else 'its default'} players; leave the "
                              "options out to score it under its own rules")
         try:
-            built = [make_agent(s, proxy.rules) for s in specs]
+            built = [make_agent(s, proxy.rules, device=device) for s in specs]
         except spec_errors() as exc:  # named as the option it came from (an UnknownAgentError stays one)
             raise type(exc)(f"agents: {exc}") from None
     if failed.code:

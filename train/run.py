@@ -127,6 +127,8 @@ class Run:
         interrupt_requested: Ctrl-C was pressed once (:func:`guard`): the run stops after the iteration, saved.
         budget_note: for a stage of ``cassino train`` (:mod:`train.recipe`), what is used and left of the recipe's
             budget, shown in the progress lines instead of the time left (:func:`time_left`); None otherwise.
+        devices_before: a resumed run's earlier devices (the resumed checkpoint's provenance ``device``), so that a
+            checkpoint of a run resumed on another device names both (``cuda:0, then cpu``); None for a fresh run.
     """
 
     #: The command that resumes a run of this trainer (in the messages of a run that stops).
@@ -154,6 +156,7 @@ class Run:
     remove_if_unsaved: bool = False
     interrupt_requested: bool = False
     budget_note: typing.Callable[[], str] | None = None
+    devices_before: str | None = None
 
     @property
     def ckpt_dir(self) -> Path:
@@ -201,7 +204,7 @@ class Run:
         before = _identity(path)
         try:
             save_training_checkpoint(path, self.policy, self.rules, self.optimizer, train_state,
-                                     blocks=getattr(self.args, "obs_blocks", None))
+                                     blocks=getattr(self.args, "obs_blocks", None), devices_before=self.devices_before)
         except OSError as exc:  # a full disk, a folder gone: the files written before are intact
             if name != "latest.pt" and _identity(path) not in (before, None):  # NAME written, latest.pt not
                 with contextlib.suppress(OSError):
@@ -534,7 +537,8 @@ def restore(run: TrainingRun, ckpt: dict[str, Any]) -> None:
 
 def load_train_state(run: Run, ckpt: dict[str, Any]) -> None:
     """Resume, once every field of the checkpoint has been checked (:mod:`train.checkpoints`): the optimiser's
-    state, the counters, the wall time of the earlier parts, and the file resumed as the last checkpoint. The
+    state, the counters, the wall time of the earlier parts, the devices they trained on (``devices_before``) and
+    the file resumed as the last checkpoint. The
     generators are :func:`load_generators`' (a trainer loads them once its set-up has drawn what it draws); the
     trainer's own parts (pool, games) are its own.
 
@@ -551,6 +555,8 @@ def load_train_state(run: Run, ckpt: dict[str, Any]) -> None:
     run.iteration, run.global_step = int(tr["iteration"]), int(tr["global_step"])
     run.start_iteration, run.elapsed_before = run.iteration, float(tr.get("elapsed_s", 0.0))
     run.last_checkpoint, run.last_checkpoint_at = Path(run.args.resume), run.position()
+    before = (ckpt.get("provenance") or {}).get("device")  # where the earlier parts trained (checked plain text)
+    run.devices_before = before if isinstance(before, str) else None
 
 
 def load_generators(run: Run, tr: dict[str, Any]) -> None:
