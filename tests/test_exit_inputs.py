@@ -245,6 +245,27 @@ def test_ctrl_c_at_the_command_line_is_one_line(tmp_path: Path, monkeypatch: pyt
     assert err.startswith("interrupted") and list((tmp_path / "runs").iterdir()) == []
 
 
+def test_a_truncated_latest_pt_is_one_line_naming_the_checkpoint_beside_it(run: Path, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Hostile: a corrupt or truncated latest.pt (a disk's fault: the writers never leave one) is one line that names
+    the newest checkpoint beside it; nothing in the folder changes, and that checkpoint copied over resumes."""
+    from train.cli import main
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    latest, final = copy / "checkpoints" / "latest.pt", copy / "checkpoints" / "final.pt"
+    latest.write_bytes(final.read_bytes()[:1000])
+    before = sorted((p.relative_to(copy), p.stat().st_mtime_ns) for p in copy.rglob("*"))
+    assert main(["exit", "--resume", str(latest)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: resume: {latest}: not a readable checkpoint"), err
+    assert err[0].endswith("; the newest other checkpoint beside it, final.pt, may be whole: copy it over latest.pt "
+                           "to resume from it")
+    assert sorted((p.relative_to(copy), p.stat().st_mtime_ns) for p in copy.rglob("*")) == before
+    shutil.copyfile(final, latest)
+    assert resume(latest, 2) == final  # the run had ended: it writes its final checkpoint again
+
+
 def test_ctrl_c_while_final_pt_is_written_is_not_called_nothing_written(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:

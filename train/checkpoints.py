@@ -30,6 +30,8 @@ def read_training_checkpoint(path: str | Path) -> dict[str, Any]:
 
     Raises:
         agents.ppo_agent.CheckpointError: an unreadable file, or an evaluation-only checkpoint (no training state).
+            For a run folder's ``latest.pt`` (missing, corrupt or truncated) the message names the newest other
+            checkpoint beside it, which may be whole (:func:`other_checkpoint`).
     """
     from agents.ppo_agent import CheckpointError, read_checkpoint
     from cassino_env.errors import shown_name
@@ -37,11 +39,27 @@ def read_training_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         ckpt = read_checkpoint(path)
     except CheckpointError as exc:  # named as the option it came from
-        raise CheckpointError(f"resume: {exc}") from None
+        other = other_checkpoint(Path(path))
+        hint = (f"; the newest other checkpoint beside it, {other.name}, may be whole: copy it over latest.pt to "
+                "resume from it" if other is not None else "")
+        raise CheckpointError(f"resume: {exc}{hint}") from None
     if not isinstance(ckpt.get("train"), dict) or ckpt.get("optimizer") is None:
         raise CheckpointError(f"resume: {shown_name(path)}: an evaluation-only checkpoint; --resume needs a training "
                               "checkpoint")
     return ckpt
+
+
+def other_checkpoint(path: Path) -> Path | None:
+    """For ``RUN/checkpoints/latest.pt``: the newest other ``.pt`` file in that folder (by modification time), a
+    checkpoint ``latest.pt`` was a copy of; None for another file, or when there is none."""
+    if path.name != "latest.pt" or path.parent.name != "checkpoints":
+        return None
+    try:
+        others = [(f.stat().st_mtime_ns, f.name, f) for f in path.parent.glob("*.pt")
+                  if f.name != "latest.pt" and f.is_file()]
+    except OSError:
+        return None
+    return max(others)[2] if others else None
 
 
 def save_training_checkpoint(path: Path, policy: torch.nn.Module, rules: Any, optimizer: torch.optim.Optimizer,
