@@ -563,8 +563,9 @@ def test_an_empty_agent_entry_is_refused(command: str, agents: str, capsys: pyte
 
 
 def test_a_json_field_given_twice_is_one_message_in_the_file_reader_and_the_web_app(tmp_path: Path) -> None:
-    """train.errors.fields_once is the one duplicate-field hook: the position reader raises its InputError and the
-    web app's body parser its RequestError, with the same words, at any depth; a field named once passes."""
+    """train.errors.fields_once is the one duplicate-field hook: the position reader raises its InputError, the
+    web app's body parser its RequestError and the game-record reader its RecordError (it had a third copy of the
+    hook), with the same words, at any depth; a field named once passes."""
     from train.errors import fields_once
     from train.serve_state import RequestError, parse_json
 
@@ -577,6 +578,10 @@ def test_a_json_field_given_twice_is_one_message_in_the_file_reader_and_the_web_
     assert parse_json(b'{"a": {"b": 1}, "b": 2}') == {"a": {"b": 1}, "b": 2}
     with pytest.raises(LookupError, match="the field is given twice"):
         json.loads('[{"x": 1}, {"y": 1, "y": 1}]', object_pairs_hook=fields_once(LookupError))
+    from train.records import RecordError, parse_line  # the game-record reader (cassino replay, the web app's viewer)
+
+    with pytest.raises(RecordError, match=r"^game 3 \(line 3\): 'to': the field is given twice \(a record names"):
+        parse_line(3, '{"format": "cassino-game", "seats": [{"name": "a", "to": 1, "to": 2}]}')
 
 
 @pytest.mark.parametrize("where", ["import", "run"])

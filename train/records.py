@@ -47,6 +47,7 @@ from cassino_env.interchange import game_to_position, move_from_dict, move_to_di
 from cassino_env.reference import Game, Move, match_winner
 from cassino_env.rules import RuleSet, make_rules
 from cassino_env.session import Session, check_session_wins
+from train.errors import fields_once
 
 #: The ``format`` tag and ``version`` of the records this module writes and reads.
 FORMAT = "cassino-game"
@@ -528,17 +529,9 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _Duplicate(k)
-        out[k] = v
-    return out
-
-
-class _Duplicate(Exception):
-    """A JSON object's key given twice (raised inside ``json.loads``, reported by :func:`parse_line`)."""
+class _Duplicate(ValueError):
+    """A JSON object's key given twice (raised inside ``json.loads`` by :func:`train.errors.fields_once`, the one
+    duplicate-field hook of the position reader and the web app; reported by :func:`parse_line`)."""
 
 
 def _lone_surrogate(value: Any) -> str | None:
@@ -574,10 +567,9 @@ def parse_line(n: int, line: str) -> Any:
     if not line.strip():
         raise RecordError(f"{where}: empty line; every line holds one record")
     try:
-        rec = json_module.loads(line, object_pairs_hook=_no_duplicates)
-    except _Duplicate as exc:
-        raise RecordError(f"{where}: {excerpt(exc.args[0])}: the field is given twice (a record names each field "
-                          "once)") from None
+        rec = json_module.loads(line, object_pairs_hook=fields_once(_Duplicate))
+    except _Duplicate as exc:  # "'KEY': the field is given twice", as the web app and cassino moves say it
+        raise RecordError(f"{where}: {exc} (a record names each field once)") from None
     except RecursionError:
         raise RecordError(f"{where}: not valid JSON: nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, or an integer of over 4300 digits
