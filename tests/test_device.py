@@ -207,6 +207,18 @@ def test_serve_refuses_a_device_before_it_listens(capsys: pytest.CaptureFixture[
                                       "index) or mps")
 
 
+def test_the_web_apps_server_refuses_a_device_when_made_not_per_game() -> None:
+    """Hostile: ``Server(device="gpu")`` (the API under cassino serve) was taken, then every game started was a 400
+    blaming the page's ``opponent`` for the operator's device."""
+    pytest.importorskip("starlette")
+    from train.serve_state import Server
+
+    with pytest.raises(DeviceError, match="^device: 'gpu' is not a device"):
+        Server(device="gpu")
+    assert Server(device=" cpu").device == "cpu" and Server().device is None
+    assert Server(device=torch.device("cpu")).device == "cpu"
+
+
 # --- cpu changes nothing ----------------------------------------------------------------------------------------------
 
 

@@ -523,9 +523,16 @@ class Server:
         ``max_games``, ``game_idle_seconds``: games kept, and how long untouched before one in play may be dropped
         (:data:`MAX_GAMES`, :data:`GAME_IDLE_SECONDS`). ``max_uploads``: record files received at once
         (:data:`MAX_UPLOADS`); beyond it 503. ``device``: where the trained agents' networks run
-        (:func:`agents.registry.make_agent`; None: the CPU), checked by the caller."""
+        (:func:`agents.registry.make_agent`; None: the CPU), checked here, before any request.
+
+        Raises:
+            agents.device.DeviceError: a device that is no device name or that torch cannot see (a ``ValueError``
+                naming ``device``; it was a 400 naming the page's ``opponent`` on every game started).
+        """
+        from agents.device import check_device
+
+        self.device = None if device is None else check_device(device)  # torch imported only for a GPU's name
         self.allowed = tuple(s.strip() for s in allow)
-        self.device = device
         self.served = served
         self.max_moves_in_flight = int(max_moves_in_flight)
         self.moves_in_flight = threading.BoundedSemaphore(self.max_moves_in_flight)
