@@ -23,7 +23,8 @@ from agents.registry import make_agent
 from cassino_env.rules import make_rules
 from train.config import ConfigError
 from train.errors import error
-from train.recipe import best_at, gate_match
+from train.recipe import gate_match
+from train.recipe_state import best_at
 
 
 def main(argv: list[str]) -> int:

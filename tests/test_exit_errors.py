@@ -234,7 +234,7 @@ def test_init_refuses_a_network_of_other_observation_blocks(tmp_path: Path) -> N
 
 def test_a_diverged_update_raises_before_the_step(run: Path) -> None:
     from agents.ppo_agent import policy_from_checkpoint
-    from train.run import Diverged
+    from train.stopping import Diverged
 
     net = policy_from_checkpoint(read_checkpoint(run / "checkpoints" / "final.pt"))
     data = Labels.load(run / "labels" / "iter_00002.npz")

@@ -343,3 +343,18 @@ def test_only_the_core_reads_a_states_packed_arrays(repo_root: Path) -> None:
                  for path in files for text in [path.read_text(encoding="utf-8")]
                  for m in _STATE_PACKED.finditer(text)]
     assert offenders == [], "modules outside the core read a State's packed arrays:\n" + "\n".join(offenders)
+
+
+#: The longest a module of ``train/`` or ``agents/`` may grow, in lines (past it a module holds more than one room).
+MAX_MODULE_LINES = 800
+
+
+@pytest.mark.parametrize("package", ["train", "agents"])
+def test_no_module_is_over_the_line_limit(repo_root: Path, package: str) -> None:
+    """Every source file of ``train/`` and ``agents/`` has at most :data:`MAX_MODULE_LINES` lines: a module that
+    grows past it is split by what it does (as ``train/stopping.py`` and ``train/recipe_state.py`` were)."""
+    files = sorted((repo_root / package).rglob("*.py"))
+    assert len(files) > CIRCLE_FREE[package]
+    long = {str(p.relative_to(repo_root)): n for p in files
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

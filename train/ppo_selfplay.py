@@ -144,7 +144,6 @@ from train.rollout import (  # noqa: F401 (re-exported: the rollout's parts live
 )
 from train.run import (  # noqa: F401 (EVAL_ABOUT, final_evaluation: re-exported)
     EVAL_ABOUT,
-    Diverged,
     RunInterrupted,
     RunStopped,
     TrainingRun,
@@ -156,6 +155,7 @@ from train.run import (  # noqa: F401 (EVAL_ABOUT, final_evaluation: re-exported
     log_rollout,
     setup,
 )
+from train.stopping import Diverged
 
 if typing.TYPE_CHECKING:  # torch is imported where it is used, so `cassino train --help` stays quick
     import torch
@@ -329,8 +329,8 @@ def ppo_update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, ro: Ro
     about 1.4 times as fast as one pass with two torch threads (docs/training.md, Throughput).
 
     Raises:
-        train.run.Diverged: a loss or gradient norm that is not finite (before that minibatch's step is applied), or
-            a weight that is not finite after the update.
+        train.stopping.Diverged: a loss or gradient norm that is not finite (before that minibatch's step is applied),
+            or a weight that is not finite after the update.
     """
     import copy
     from concurrent.futures import ThreadPoolExecutor

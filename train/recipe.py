@@ -85,6 +85,7 @@ import yaml
 
 from train import config
 from train.config import Args, ConfigError, TrainOptions
+from train.recipe_state import STATE_VERSION, RecipeState, best_at  # noqa: F401 (best_at, STATE_VERSION: re-exported)
 
 #: The stages of the recipe, in order (module docstring).
 STAGES = config.RECIPE_STAGES
@@ -96,106 +97,6 @@ GATE_SEED = 60_000_000
 CURVE_DEALS = 1000
 #: Last-round label files kept while the stage runs (its replay window, 6 in configs/stage_last_round.yaml, and more).
 KEEP_LABELS = 12
-#: The state file's format version.
-STATE_VERSION = 1
-
-
-@dataclasses.dataclass
-class RecipeState:
-    """The recipe's state between stages and across resumes (``RUN/recipe.json``).
-
-    Attributes:
-        elapsed_s: wall seconds the run has used (its earlier parts included).
-        stage_index: the current stage's number (0 the PPO stage, then the expert stages in turns).
-        stage_dir: the current stage's folder, relative to the run folder (None: not started).
-        stall: gates in a row without a gain in the current stage.
-        best: the best network's checkpoint, relative to the run folder (None before the first gate).
-        best_stage: the stage that made it. gates: one record a gate. last_gate_s: elapsed_s at the last gate.
-        done: True when the budget was spent and final.pt written.
-    """
-
-    elapsed_s: float = 0.0
-    stage_index: int = 0
-    stage_dir: str | None = None
-    stall: int = 0
-    best: str | None = None
-    best_stage: str | None = None
-    gates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    last_gate_s: float = 0.0
-    done: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object written to ``recipe.json``."""
-        return {"version": STATE_VERSION, **dataclasses.asdict(self)}
-
-    @classmethod
-    def load(cls, path: Path) -> RecipeState:
-        """Read ``recipe.json``.
-
-        Raises:
-            ConfigError: a missing, unreadable or malformed file (naming it and the field; field ``resume``).
-        """
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"resume: {path} is missing: not the run folder of a cassino train run with hours > 0 "
-                              "(a PPO-only run resumes from its checkpoint: --resume RUN/checkpoints/latest.pt "
-                              "--hours 0)", field="resume") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"resume: {path}: not readable JSON ({exc})", field="resume") from None
-        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-            raise ConfigError(f"resume: {path}: not a recipe state of version {STATE_VERSION}", field="resume")
-        kinds = {"elapsed_s": (int, float), "stage_index": int, "stage_dir": (str, type(None)), "stall": int,
-                 "best": (str, type(None)), "best_stage": (str, type(None)), "gates": list,
-                 "last_gate_s": (int, float), "done": bool}
-        for name, kind in kinds.items():
-            if name not in data or not isinstance(data[name], kind) or (
-                    isinstance(data[name], bool) and kind in (int, (int, float))):
-                raise ConfigError(f"resume: {path}: field {name!r} missing or of the wrong type", field="resume")
-        gate_kinds = {"n": int, "stage": str, "stage_index": int, "at_s": (int, float), "promoted": bool,
-                      "margin": (int, float, type(None)), "se": (int, float, type(None))}
-        for i, gate in enumerate(data["gates"]):
-            bad = not isinstance(gate, dict) or any(
-                key not in gate or not isinstance(gate[key], kind) or (isinstance(gate[key], bool) and kind is not bool)
-                for key, kind in gate_kinds.items())
-            if bad:
-                raise ConfigError(f"resume: {path}: gates[{i}] is not a gate record (n, stage, stage_index, at_s, "
-                                  "promoted, margin, se)", field="resume")
-        for name, top in (("elapsed_s", 10_000 * 3600.0), ("stage_index", 1_000_000), ("stall", 1_000_000)):
-            if not 0 <= data[name] <= top:  # NaN fails too
-                raise ConfigError(f"resume: {path}: {name} must be 0 .. {top:g}, got {data[name]!r:.40}",
-                                  field="resume")
-        for name in ("stage_dir", "best"):  # paths inside the run folder only
-            value = data[name]
-            if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
-                raise ConfigError(f"resume: {path}: {name} must be a path inside the run folder, got {value!r:.80}",
-                                  field="resume")
-        return cls(**{k: data[k] for k in kinds})
-
-
-def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] | None:
-    """The run's best network at ``seconds`` of the run (its wall clock, as ``recipe.json`` counts it): the
-    ``checkpoints/best_gate_NNNN.pt`` of the last gate promoted at or before then, with that gate's record; None
-    before the first gate or when the run has not reached ``seconds`` (the anytime curve: docs/recipe.md).
-
-    Raises:
-        ConfigError: ``run_dir`` is not a recipe run (field ``resume``), or a promoted gate's checkpoint is missing.
-    """
-    run = Path(run_dir)
-    state = RecipeState.load(run / "recipe.json")
-    if seconds > state.elapsed_s:
-        return None
-    promoted = [g for g in state.gates if g["promoted"] and g["at_s"] <= seconds]
-    if not promoted:
-        return None
-    gate = promoted[-1]
-    path = run / "checkpoints" / f"best_gate_{gate['n']:04d}.pt"
-    if not path.is_file():
-        raise ConfigError(f"resume: {path} is missing: the best network of gate {gate['n']} (every best of a run is "
-                          "kept in its checkpoints/ folder)", field="resume")
-    return path, gate
-
-
 def gate_match(candidate: Any, best: Any, rules: Any, deals: int, seed: int, max_moves: int = 64) -> dict[str, Any]:
     """The gate's match (module docstring): ``candidate`` and ``best`` on ``deals`` duplicate deals seeded ``seed``
     onward, seated as ``cassino eval`` seats a pair (:func:`train.arena.pair_deals`: every seat arrangement of the
@@ -328,7 +229,7 @@ def train(args: Args, explicit: set[str] | None = None) -> Path:
     Raises:
         ConfigError: a bad option, a run folder that may not be written to, a run to resume that is not one.
         agents.ppo_agent.CheckpointError: a stage checkpoint that cannot be resumed.
-        train.run.RunInterrupted: Ctrl-C (the state is saved; the message gives the resume command).
+        train.stopping.RunInterrupted: Ctrl-C (the state is saved; the message gives the resume command).
     """
     runner = Recipe(args, explicit)
     try:

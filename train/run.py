@@ -38,13 +38,9 @@ checked before anything is written; the run folder is then locked, and the lock 
 from __future__ import annotations
 
 import contextlib
-import errno
 import shutil
-import signal
-import threading
 import time
 import typing
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +54,9 @@ from train import config
 from train.checkpoints import check_train_state, read_training_checkpoint, save_training_checkpoint
 from train.config import Args, ConfigError, args_to_dict, check_options, eval_interval
 from train.rollout import SELF, SnapshotPool, make_bots, rng_state, set_rng_state
+from train.run_folder import remove_stale_temporaries
 from train.stats import wilson_interval
+from train.stopping import RunInterrupted, RunStopped, guard, stop_if_interrupted
 
 if typing.TYPE_CHECKING:
     import torch
@@ -76,21 +74,6 @@ EVAL_ABOUT = ("eval/winrate_vs_BOT: the share of {deals} duplicate deals (each t
               "eval/winrate_ci_high_vs_BOT: its Wilson 95% interval over the games. eval/points_vs_BOT: the "
               "mean deal margin (points). Logged at step 0, every {every:,} env steps (0: none) and at the end. "
               "These are deal win rates; the table printed after training gives match win rates.")
-
-
-class RunStopped(RuntimeError):
-    """A run that cannot go on (its losses are no longer finite, a checkpoint cannot be written): the message names
-    the step and the last checkpoint written whole, which is left intact (``cassino train`` prints it as one
-    ``error:`` line and exits with 1)."""
-
-
-class Diverged(RunStopped):
-    """The PPO update met a loss or a gradient that is not a finite number; no weights of it were applied."""
-
-
-class RunInterrupted(RunStopped):
-    """Ctrl-C (SIGINT): the message says what is saved and how to resume (``cassino train`` prints it as one line and
-    exits with 130)."""
 
 
 def fmt_time(s: float) -> str:
@@ -630,29 +613,6 @@ def write_run_folder(run: Run, fresh: bool) -> None:
         run.writer.add_text("hyperparameters", config.hparams_table(run.args))
 
 
-#: The temporary files :func:`agents.files.atomic_write` makes for a run's files (``.NAME.RANDOM.tmp`` beside NAME),
-#: by folder of the run: config.yaml's in the run folder, any in checkpoints/ and (expert iteration) labels/.
-TEMPORARIES = (("", ".config.yaml.*.tmp"), ("checkpoints", ".*.tmp"), ("labels", ".*.tmp"))
-
-
-def remove_stale_temporaries(run_dir: Path) -> int:
-    """Remove the temporary files a killed run left in ``run_dir`` (:data:`TEMPORARIES`: files being written,
-    never renamed into place); called with the folder's lock held, so no other run is writing them. Returns how
-    many were removed (and says so when any)."""
-    gone = 0
-    for sub, pattern in TEMPORARIES:
-        folder = run_dir / sub
-        for f in folder.glob(pattern) if folder.is_dir() else ():
-            if f.is_file() and not f.is_symlink():
-                with contextlib.suppress(OSError):
-                    f.unlink()
-                    gone += 1
-    if gone:
-        print(f"removed {gone} temporary file{'s' if gone != 1 else ''} left in {run_dir} by a run that was killed "
-              "while writing", flush=True)
-    return gone
-
-
 # ----------------------------------------------------------------------------------------------------------------------
 # Collect, log, evaluate and checkpoint, finish
 # ----------------------------------------------------------------------------------------------------------------------
@@ -719,76 +679,6 @@ def end_iteration(run: TrainingRun, t_done: float, progress: str = "") -> bool:
     if not last_iter:  # Ctrl-C: saved here, between iterations, on a deal boundary
         stop_if_interrupted(run, f"step_{step:011d}.pt")
     return over_time
-
-
-def stop_if_interrupted(run: Run, name: str) -> None:
-    """Between two iterations: when Ctrl-C was pressed once (:func:`guard`), save the run (``checkpoints/NAME``,
-    unless this iteration's checkpoint was just written) and raise :class:`RunInterrupted` with the command that
-    resumes it; otherwise nothing. Not called after the last iteration: :func:`finish` writes the final checkpoint
-    and then stops the run."""
-    if not run.interrupt_requested:
-        return
-    if run.written and run.last_checkpoint_at == run.position():
-        path = run.last_checkpoint
-    else:
-        path = run.checkpoint(name)
-    if not run.resumable:
-        raise RunInterrupted(f"interrupted at {run.position()}: {path} holds the network (this run is not resumed)")
-    raise RunInterrupted(f"interrupted at {run.position()}: nothing is lost, {path} holds the run: resume with: "
-                         f"{run.command} --resume {run.ckpt_dir / 'latest.pt'}")
-
-
-#: The errors of writing a file that may come without its name (a full disk or quota, a read-only or failing one).
-DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
-
-
-@contextlib.contextmanager
-def guard(run: Run, first: str = "stopping after this iteration, with a checkpoint") -> Iterator[None]:
-    """Every trainer's guard around its loop (and :func:`finish`'s around ``final.pt``). The first Ctrl-C (SIGINT)
-    asks the run to stop after the current iteration, with a checkpoint (:func:`stop_if_interrupted` raises
-    :class:`RunInterrupted` saying how to resume; ``first``: what the line printed then says is done); a second
-    stops at once (the work since the last checkpoint is lost, and the message says so). A :class:`Diverged`
-    update is given where the run is and the last checkpoint; a file that cannot be written (an ``OSError`` naming
-    a file, or one of :data:`DISK_ERRORS`) becomes a :class:`RunStopped` naming it; other errors pass as they are.
-    Whatever stops the run, a folder it made and saved nothing in is removed (:meth:`Run.abandon`, said in the
-    message). The previous SIGINT handler is restored on the way out; outside the main thread (no signals there) only
-    the messages are added."""
-    previous = None
-
-    def on_sigint(signum: int, frame: Any) -> None:
-        if run.interrupt_requested:
-            raise KeyboardInterrupt
-        run.interrupt_requested = True
-        print(f"Ctrl-C: {first} (Ctrl-C again: stop at once)", flush=True)
-
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield
-    except KeyboardInterrupt:
-        raise RunInterrupted(f"interrupted at {run.position()} (stopped at once, the work since the last checkpoint "
-                             f"is lost): {run.saved_so_far()}{run.abandon()}") from None
-    except Diverged as exc:
-        raise Diverged(f"training diverged at {run.position()}: {exc}; no weights of it were saved, "
-                       f"{run.saved_so_far()}{run.abandon()} ({run.diverged_hint})") from None
-    except RunStopped as exc:  # its message says what is saved (Run.checkpoint, RunInterrupted)
-        gone = run.abandon()
-        if not gone:
-            raise
-        raise type(exc)(f"{exc}{gone}") from None
-    except OSError as exc:
-        if exc.filename is None and exc.errno not in DISK_ERRORS:  # not a file's (a cluster gone): as it is
-            run.abandon()
-            raise
-        # a full disk, a folder gone: the files written before are intact
-        raise RunStopped(f"cannot write {exc.filename or run.run_dir} at {run.position()}: {exc.strerror or exc}; "
-                         f"{run.saved_so_far()}{run.abandon()}") from None
-    except BaseException:
-        run.abandon()
-        raise
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
 
 
 def time_left(run: Run, elapsed: float) -> str:

@@ -8,6 +8,7 @@ folder of its checkpoint (:func:`run_dir_of_checkpoint`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -174,3 +175,25 @@ def run_dir_of_checkpoint(path: str | Path) -> Path:
                           "told from its path; give --run-dir (where the resumed run writes)", field="run_dir")
     return path.parent.parent
 
+
+#: The temporary files :func:`agents.files.atomic_write` makes for a run's files (``.NAME.RANDOM.tmp`` beside NAME),
+#: by folder of the run: config.yaml's in the run folder, any in checkpoints/ and (expert iteration) labels/.
+TEMPORARIES = (("", ".config.yaml.*.tmp"), ("checkpoints", ".*.tmp"), ("labels", ".*.tmp"))
+
+
+def remove_stale_temporaries(run_dir: Path) -> int:
+    """Remove the temporary files a killed run left in ``run_dir`` (:data:`TEMPORARIES`: files being written,
+    never renamed into place); called with the folder's lock held, so no other run is writing them. Returns how
+    many were removed (and says so when any)."""
+    gone = 0
+    for sub, pattern in TEMPORARIES:
+        folder = run_dir / sub
+        for f in folder.glob(pattern) if folder.is_dir() else ():
+            if f.is_file() and not f.is_symlink():
+                with contextlib.suppress(OSError):
+                    f.unlink()
+                    gone += 1
+    if gone:
+        print(f"removed {gone} temporary file{'s' if gone != 1 else ''} left in {run_dir} by a run that was killed "
+              "while writing", flush=True)
+    return gone

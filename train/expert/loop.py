@@ -349,8 +349,8 @@ def train(args: ExitArgs, explicit: set[str] | None = None, hook: IterationHook 
     Raises:
         ConfigError: a bad option or run folder.
         agents.ppo_agent.CheckpointError: a checkpoint that cannot be resumed or warm-started from.
-        train.run.RunStopped: the run could not go on (a file that cannot be written, a diverged update; the message
-            says what is saved); train.run.RunInterrupted: Ctrl-C (the message gives the resume command).
+        train.stopping.RunStopped: the run could not go on (a file that cannot be written, a diverged update; the
+            message says what is saved); train.stopping.RunInterrupted: Ctrl-C (the message gives the resume command).
     """
     held: list[Any] = []
     try:

@@ -12,7 +12,7 @@ import numpy as np
 from train.config import ConfigError
 from train.expert.labels import Labels
 from train.expert.options import TARGETS, ExitArgs
-from train.run import Diverged
+from train.stopping import Diverged
 
 
 def policy_targets(q: np.ndarray, mask: np.ndarray, prior: np.ndarray, target: str, temperature: float) -> np.ndarray:

@@ -1,0 +1,114 @@
+"""The state of a ``cassino train`` run between its stages and across resumes: ``RUN/recipe.json``
+(:class:`RecipeState`), and the run's best network at any time of it (:func:`best_at`, the anytime curve).
+
+The recipe itself (stages, gate, switch rule, budget) is :mod:`train.recipe`; this module holds only what reads and
+writes its state file, so that tools reading a finished run (``scripts/anytime.py``) need nothing of the trainer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from train.config import ConfigError
+
+#: The state file's format version.
+STATE_VERSION = 1
+
+
+@dataclasses.dataclass
+class RecipeState:
+    """The recipe's state between stages and across resumes (``RUN/recipe.json``).
+
+    Attributes:
+        elapsed_s: wall seconds the run has used (its earlier parts included).
+        stage_index: the current stage's number (0 the PPO stage, then the expert stages in turns).
+        stage_dir: the current stage's folder, relative to the run folder (None: not started).
+        stall: gates in a row without a gain in the current stage.
+        best: the best network's checkpoint, relative to the run folder (None before the first gate).
+        best_stage: the stage that made it. gates: one record a gate. last_gate_s: elapsed_s at the last gate.
+        done: True when the budget was spent and final.pt written.
+    """
+
+    elapsed_s: float = 0.0
+    stage_index: int = 0
+    stage_dir: str | None = None
+    stall: int = 0
+    best: str | None = None
+    best_stage: str | None = None
+    gates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    last_gate_s: float = 0.0
+    done: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object written to ``recipe.json``."""
+        return {"version": STATE_VERSION, **dataclasses.asdict(self)}
+
+    @classmethod
+    def load(cls, path: Path) -> RecipeState:
+        """Read ``recipe.json``.
+
+        Raises:
+            ConfigError: a missing, unreadable or malformed file (naming it and the field; field ``resume``).
+        """
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"resume: {path} is missing: not the run folder of a cassino train run with hours > 0 "
+                              "(a PPO-only run resumes from its checkpoint: --resume RUN/checkpoints/latest.pt "
+                              "--hours 0)", field="resume") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"resume: {path}: not readable JSON ({exc})", field="resume") from None
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise ConfigError(f"resume: {path}: not a recipe state of version {STATE_VERSION}", field="resume")
+        kinds = {"elapsed_s": (int, float), "stage_index": int, "stage_dir": (str, type(None)), "stall": int,
+                 "best": (str, type(None)), "best_stage": (str, type(None)), "gates": list,
+                 "last_gate_s": (int, float), "done": bool}
+        for name, kind in kinds.items():
+            if name not in data or not isinstance(data[name], kind) or (
+                    isinstance(data[name], bool) and kind in (int, (int, float))):
+                raise ConfigError(f"resume: {path}: field {name!r} missing or of the wrong type", field="resume")
+        gate_kinds = {"n": int, "stage": str, "stage_index": int, "at_s": (int, float), "promoted": bool,
+                      "margin": (int, float, type(None)), "se": (int, float, type(None))}
+        for i, gate in enumerate(data["gates"]):
+            bad = not isinstance(gate, dict) or any(
+                key not in gate or not isinstance(gate[key], kind) or (isinstance(gate[key], bool) and kind is not bool)
+                for key, kind in gate_kinds.items())
+            if bad:
+                raise ConfigError(f"resume: {path}: gates[{i}] is not a gate record (n, stage, stage_index, at_s, "
+                                  "promoted, margin, se)", field="resume")
+        for name, top in (("elapsed_s", 10_000 * 3600.0), ("stage_index", 1_000_000), ("stall", 1_000_000)):
+            if not 0 <= data[name] <= top:  # NaN fails too
+                raise ConfigError(f"resume: {path}: {name} must be 0 .. {top:g}, got {data[name]!r:.40}",
+                                  field="resume")
+        for name in ("stage_dir", "best"):  # paths inside the run folder only
+            value = data[name]
+            if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
+                raise ConfigError(f"resume: {path}: {name} must be a path inside the run folder, got {value!r:.80}",
+                                  field="resume")
+        return cls(**{k: data[k] for k in kinds})
+
+
+def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] | None:
+    """The run's best network at ``seconds`` of the run (its wall clock, as ``recipe.json`` counts it): the
+    ``checkpoints/best_gate_NNNN.pt`` of the last gate promoted at or before then, with that gate's record; None
+    before the first gate or when the run has not reached ``seconds`` (the anytime curve: docs/recipe.md).
+
+    Raises:
+        ConfigError: ``run_dir`` is not a recipe run (field ``resume``), or a promoted gate's checkpoint is missing.
+    """
+    run = Path(run_dir)
+    state = RecipeState.load(run / "recipe.json")
+    if seconds > state.elapsed_s:
+        return None
+    promoted = [g for g in state.gates if g["promoted"] and g["at_s"] <= seconds]
+    if not promoted:
+        return None
+    gate = promoted[-1]
+    path = run / "checkpoints" / f"best_gate_{gate['n']:04d}.pt"
+    if not path.is_file():
+        raise ConfigError(f"resume: {path} is missing: the best network of gate {gate['n']} (every best of a run is "
+                          "kept in its checkpoints/ folder)", field="resume")
+    return path, gate
