@@ -15,11 +15,17 @@ For each decision of B games at once:
    the network instead (one forward pass per ply for every live rollout of every decision), which costs about 40
    times as much per rollout step on this machine (the move features dominate), so at equal time it gets far fewer
    rollouts (docs/search.md has the measurements).
-   **Critic leaves** (``leaf="critic"``, the default where the rules have two sides): a sampled line stops after
-   the candidate and ``depth`` (8) plies of the rollout bot (or of the network's most probable move, with
+   **Critic leaves** (``leaf="critic"``, the default with a bot's rollouts): a sampled line stops after the
+   candidate and ``depth`` (8) plies of the rollout bot (or of the network's most probable move, with
    ``rollout="net"`` and ``leaf="critic"`` given: docs/search.md has its cost), and the network's critic scores it
    (:meth:`agents.policy.CassinoPolicy.state_value`: the value of the seat to move, read from its observation and
    the full determinised state, which the critic was trained on; lines that end the deal sooner score exactly).
+   With two sides (two players, or two partnerships: a partner to move is the searcher's side) that value, or its
+   negative, is the searcher's. With more sides a seat's value (its side's points minus the mean of the others')
+   says nothing exact of another side's, so the line goes on, one ply of the rollout policy at a time, until a
+   seat of the searcher's side is to move (:func:`leaf_stops`; at most ``num_sides - 1`` plies more), and the
+   critic is read for that seat. Reading it from a seat that is not to move (its observation, the state turned to
+   it) is outside what it was trained on, and measurably biased (docs/search.md).
    A line costs about half a full rollout, and the critic knows the network's own play of the rest of the deal,
    which the scripted bot does not: in classic the critic leaves beat full rollouts of the ``advanced`` bot
    against both ``pimc`` and the network alone (docs/search.md). ``leaf="rollout"`` plays every line out.
@@ -57,9 +63,11 @@ DEFAULT_MARGIN = 0.0
 #: ``net`` (the network itself).
 ROLLOUTS = (*STYLES, "net")
 #: How a sampled line is scored: ``rollout`` plays it to the end of the deal, ``critic`` stops after ``depth``
-#: plies of the rollout policy and reads the network's critic.
+#: plies of the rollout policy (more than two sides: at the searcher's side's next turn from there) and reads the
+#: network's critic.
 LEAVES = ("rollout", "critic")
-#: Plies of the rollout policy before the critic reads a line (``leaf="critic"``, the default with two sides).
+#: Plies of the rollout policy before the critic reads a line (``leaf="critic"``; with more than two sides, at
+#: least: the line goes on to the searcher's side's turn).
 DEFAULT_DEPTH = 8
 
 
@@ -83,12 +91,13 @@ class SearchAgent:
         exact: play two-seat last rounds exactly.
         max_games: rollouts stepped together (larger batches are split).
         leaf: ``"rollout"`` (play every line to the end of the deal) or ``"critic"`` (stop after ``depth`` plies
-            and read the network's critic; two sides only); None (the default): ``"critic"`` where the rules have
-            two sides (and the rollouts are a bot's), else ``"rollout"``.
+            and read the network's critic; with more than two sides, at the first ply from there where the
+            searcher's side is to move); None (the default): ``"critic"`` where the rollouts are a bot's, else
+            ``"rollout"``.
         depth: plies of the rollout policy (the bot, or with ``rollout="net"`` the network's most probable move)
             after the candidate before the critic reads the position (0 .. 64); None (the default):
             :data:`DEFAULT_DEPTH`. Only critic leaves read it: a depth given with ``leaf="rollout"`` (or with no
-            ``leaf`` where that is what the rules and rollout resolve to) is refused.
+            ``leaf`` and ``rollout="net"``, which resolve to rollouts) is refused.
         value_scale: the reward scale the critic was trained at (``reward_scale``: its values are deal margins
             times it), so values are divided by it to get points; the critic must have been trained on the deal
             margin (``reward="points"``, ``objective="points"``, no ``shaping``, ``gamma=1``, the defaults of
@@ -97,7 +106,7 @@ class SearchAgent:
         name: its name in tables.
 
     Raises:
-        SearchSpecError: a bad argument.
+        SearchSpecError: a bad argument, or a network made for another count of seats or sides (its ``rules``).
     """
 
     def __init__(self, rules: RuleSet, net: Any, simulations: int = DEFAULT_SIMULATIONS, top_k: int = DEFAULT_TOP_K,
@@ -120,8 +129,12 @@ class SearchAgent:
             raise SearchSpecError(f"rollout: expected one of {', '.join(ROLLOUTS)}, got {rollout!r:.40}")
         if not callable(getattr(getattr(net, "policy", None), "logits", None)):
             raise SearchSpecError("search needs a trained network's agent (checkpoint:PATH or pretrained:NAME)")
+        own = getattr(net, "rules", None)
+        if isinstance(own, RuleSet) and (own.num_players, own.num_sides) != (rules.num_players, rules.num_sides):
+            raise SearchSpecError(f"net: a network of {own.num_players} seats in {own.num_sides} sides cannot search "
+                                  f"rules of {rules.num_players} seats in {rules.num_sides} sides")
         if leaf is None:
-            leaf = "critic" if rules.num_sides == 2 and rollout != "net" else "rollout"
+            leaf = "critic" if rollout != "net" else "rollout"
         if leaf not in LEAVES:
             raise SearchSpecError(f"leaf: expected one of {', '.join(LEAVES)}, got {leaf!r:.40}")
         if depth is not None and leaf != "critic":
@@ -133,9 +146,6 @@ class SearchAgent:
             raise SearchSpecError(f"depth: expected an integer 0..64 (plies before the critic), got {depth!r:.40}")
         if not (isinstance(value_scale, int | float) and np.isfinite(value_scale) and value_scale > 0):
             raise SearchSpecError(f"value_scale: expected a finite number > 0, got {value_scale!r:.40}")
-        if leaf == "critic" and rules.num_sides != 2:
-            raise SearchSpecError(f"leaf='critic' needs two sides (the critic scores the side to move against the "
-                                  f"other); these rules have {rules.num_sides}")
         self.rules = rules
         self.net = net
         self.simulations = int(simulations)
@@ -282,33 +292,61 @@ class SearchAgent:
         """float64[G]: play ``first`` and ``depth`` plies of the rollout policy in every game, then score it by the
         network's critic: its value for the seat to move, in points (divided by ``value_scale``, the reward scale
         the critic was trained at), from the side of ``me``; a deal that ends on the way scores its exact margin
-        (``match_bonus`` included, as a rollout)."""
+        (``match_bonus`` included, as a rollout).
+
+        With two sides the value of the seat to move is read wherever the line stops (the other side's value is its
+        negative). With more sides a seat's value (its side's points minus the mean of the others') does not give
+        another side's, so a line goes on past ``depth``, one ply of the rollout policy at a time, until a seat of
+        the side of ``me`` is to move (:func:`leaf_stops`: at most ``num_sides - 1`` more plies, as seats take
+        turns in order), and the critic is read for that seat: what it was trained on, from the searcher's side.
+        """
         import torch
 
         from agents.features import critic_state
         from cassino_env import core
 
+        S = self.rules.num_sides
         G = st.batch_size
         outcome = np.zeros(G, dtype=np.float64)
         live = np.arange(G)
         actions = first
-        for ply in range(self.depth + 1):
+        blocks = getattr(self.net, "blocks", None)
+        crit_dim = self.net.policy.shape.critic_dim
+        leaves: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]] = []  # games, obs, crit, movers
+        ply = 0
+        while True:  # ply 0 is the candidate, plies 1..depth the rollout policy's, then on to the stop
             res = core.step(st, actions)
             self._pimc.score_finished(res, live, me, outcome)
             keep = np.flatnonzero(st.current_player >= 0)
             if keep.size < len(live):
                 st, live = take(st, keep), live[keep]
+            if ply >= self.depth and live.size:
+                stop = leaf_stops(st.current_player, me[live], S)
+                if stop.any():  # the critic reads these positions (one forward pass for all, below)
+                    rows = np.flatnonzero(stop)
+                    at = st if rows.size == len(live) else take(st, rows)
+                    leaves.append((live[rows], state_obs(at, with_view=False, blocks=blocks)["observation"],
+                                   critic_state(at) if crit_dim else None,
+                                   np.asarray(at.current_player, dtype=np.int64)))
+                    if rows.size < len(live):
+                        rest = np.flatnonzero(~stop)
+                        st, live = take(st, rest), live[rest]
+                    else:
+                        live = live[:0]
             if not live.size:
-                return outcome
-            if ply < self.depth:
-                actions = self._net_state_policy(st) if self._bot is None else self._bot.act_state(st)
-        obs = state_obs(st, with_view=False, blocks=getattr(self.net, "blocks", None))
-        policy = self.net.policy
-        crit = torch.from_numpy(critic_state(st)) if policy.shape.critic_dim else None
+                break
+            actions = self._net_state_policy(st) if self._bot is None else self._bot.act_state(st)
+            ply += 1
+        if not leaves:
+            return outcome
+        games = np.concatenate([lf[0] for lf in leaves])
+        obs = torch.from_numpy(np.concatenate([lf[1] for lf in leaves]))
+        crit = torch.from_numpy(np.concatenate([lf[2] for lf in leaves])) if crit_dim else None
+        mover = np.concatenate([lf[3] for lf in leaves])
         with torch.no_grad():
-            v = policy.state_value(torch.from_numpy(obs["observation"]), crit).cpu().numpy().astype(np.float64)
-        mover = np.asarray(st.current_player, dtype=np.int64) % 2
-        outcome[live] = np.where(mover == me[live] % 2, v, -v) / self.value_scale
+            v = self.net.policy.state_value(obs, crit).cpu().numpy().astype(np.float64)
+        mine = mover % S == me[games] % S
+        outcome[games] = np.where(mine, v, -v) / self.value_scale  # -v: two sides only (leaf_stops)
         return outcome
 
     def _rollout_net(self, st: Any, first: np.ndarray, me: np.ndarray) -> np.ndarray:
@@ -324,6 +362,24 @@ class SearchAgent:
             return self._pimc.rollout(st, first, me, np.random.default_rng(0))
         finally:
             self._pimc.policy = saved
+
+
+def leaf_stops(current_player: np.ndarray, me: np.ndarray, num_sides: int) -> np.ndarray:
+    """bool[G]: the lines of critic leaves that stop here (``depth`` plies played) and are read by the critic.
+
+    Args:
+        current_player: int[G], the seat to move in each line (a deal that goes on: >= 0).
+        me: int[G], the searching seat of each line.
+        num_sides: the rules' sides (:attr:`cassino_env.rules.RuleSet.num_sides`; seat s is on side s % num_sides).
+
+    Returns:
+        with two sides every line (the critic's value for the seat to move is either side's, up to the sign); with
+        more, the lines where a seat of the side of ``me`` is to move, the only seats whose value is the searcher's.
+    """
+    cp = np.asarray(current_player, dtype=np.int64)
+    if num_sides == 2:
+        return np.ones(cp.shape, dtype=bool)
+    return cp % num_sides == np.asarray(me, dtype=np.int64) % num_sides
 
 
 def parse_search_arg(arg: str) -> tuple[str, int | None]:

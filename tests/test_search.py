@@ -147,12 +147,134 @@ def test_a_depth_without_critic_leaves_is_refused(kw):
         SearchAgent(RULES, make_agent("pretrained:classic", RULES), **kw)
 
 
-def test_critic_leaf_needs_two_sides():
+def test_a_network_of_other_seats_is_refused():
     from agents.search import SearchAgent, SearchSpecError
 
+    with pytest.raises(SearchSpecError, match="net: a network of 2 seats in 2 sides .* 3 seats in 3 sides"):
+        SearchAgent(make_rules("classic", 3), make_agent("pretrained:classic", RULES))
+
+
+def _tiny_net(rules, seed: int = 0):
+    """A small untrained network with a full-state critic for ``rules`` (no shipped network has more than two
+    sides)."""
+    import torch
+
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import PPOAgent
+    from cassino_env.obs import obs_size
+
+    torch.manual_seed(seed)
+    policy = CassinoPolicy(obs_dim=obs_size(rules.num_players, rules.num_sides), hidden=16, embed=8,
+                           move_features=NUM_MOVE_FEATURES, critic="separate",
+                           critic_dim=critic_state_size(rules.num_players))
+    return PPOAgent(policy, rules=rules)
+
+
+def _positions_of(rules, games: int, n_steps: int, seed: int = 11) -> dict:
+    env = CassinoVectorEnv(games, rules, seed=seed, with_view=True)
+    obs, _ = env.reset()
+    bot = make_agent("advanced", rules)
+    for _ in range(n_steps):
+        obs, *_ = env.step(bot.act(obs, np.random.default_rng(0)))
+    return obs
+
+
+def test_leaf_stops_where_a_seat_of_my_side_is_to_move():
+    from agents.search import leaf_stops
+
+    cp = np.array([0, 1, 2, 3, 4, 5])
+    # two sides (two players or two partnerships): every line stops, the critic's value is either side's
+    assert leaf_stops(cp, np.full(6, 1), 2).all()
+    # three seats alone: only where the searching seat itself is to move
+    assert (leaf_stops(np.array([0, 1, 2]), np.array([1, 1, 1]), 3) == [False, True, False]).all()
+    # six seats in three partnerships (seat p partners p + 3): the searcher's partner to move is a stop too
+    assert (leaf_stops(cp, np.full(6, 4), 3) == [False, True, False, False, True, False]).all()
+
+
+def test_critic_leaves_at_three_sides_play_legal_moves_deterministically():
+    """More than two sides: critic leaves are the default, play legal moves, and repeat for a seed."""
+    from agents.search import SearchAgent
+
     rules = make_rules("classic", 3)
-    with pytest.raises(SearchSpecError, match="two sides"):
-        SearchAgent(rules, make_agent("policy:pretrained:classic", RULES), leaf="critic")
+    net = _tiny_net(rules)
+    obs = _positions_of(rules, games=4, n_steps=7)
+    mask = np.asarray(obs["action_mask"]) != 0
+    agent = SearchAgent(rules, net, simulations=48, min_samples=2)
+    assert agent.leaf == "critic"
+    moves = agent.act(obs, np.random.default_rng(5))
+    assert mask[np.arange(len(mask)), moves].all()
+    assert (SearchAgent(rules, net, simulations=48, min_samples=2).act(obs, np.random.default_rng(5)) == moves).all()
+
+
+def test_critic_leaf_at_three_sides_stops_when_the_searcher_is_to_move():
+    """Three seats alone: after the candidate and ``depth`` plies a line goes on until the searching seat is to move
+    and reads the critic for it (its own value, with no sign): depths 0, 1 and 2 all stop after the candidate and two
+    plies of the bot; depth 3 goes on to the searcher's next turn after that."""
+    import torch
+
+    from agents.bots import make_bot
+    from agents.features import critic_state
+    from agents.gym_env import state_obs
+    from agents.search import SearchAgent
+    from cassino_env import core
+    from cassino_env.determinize import determinize, moves_of, take
+
+    rules = make_rules("classic", 3)
+    net = _tiny_net(rules, seed=1)
+    obs = _positions_of(rules, games=3, n_steps=4)
+    det = determinize(rules, obs["view"], moves_of(obs), np.array([2, 2, 2]), np.random.default_rng(0))
+    first = np.zeros(6, dtype=np.int64)
+    me = np.repeat(np.asarray(obs["view"]["viewer"]).astype(np.int64), 2)
+    got = {d: SearchAgent(rules, net, leaf="critic", depth=d, value_scale=0.1)._critic_leaf(
+        take(det, np.arange(6)), first, me) for d in (0, 1, 2, 3)}
+    bot = make_bot("advanced", rules)
+
+    def critic_after(plies: int) -> np.ndarray:
+        st = take(det, np.arange(6))
+        core.step(st, first)
+        for _ in range(plies):
+            core.step(st, bot.act_state(st))
+        assert (st.current_player == me).all()
+        with torch.no_grad():
+            return net.policy.state_value(torch.from_numpy(state_obs(st, with_view=False)["observation"]),
+                                          torch.from_numpy(critic_state(st))).numpy() / 0.1
+
+    np.testing.assert_allclose(got[0], critic_after(2), rtol=1e-5)
+    np.testing.assert_array_equal(got[1], got[0])
+    np.testing.assert_array_equal(got[2], got[0])
+    np.testing.assert_allclose(got[3], critic_after(5), rtol=1e-5)
+
+
+@pytest.mark.parametrize(("depth", "partner"), [(0, False), (1, True)])
+def test_critic_leaf_with_partnerships_counts_the_partner_as_my_side(depth, partner):
+    """Four seats in two partnerships (seats 0+2 against 1+3): a line that stops with the searcher's partner to move
+    scores the critic's value as it is; with an opponent to move, its negative."""
+    import torch
+
+    from agents.features import critic_state
+    from agents.gym_env import state_obs
+    from agents.search import SearchAgent
+    from cassino_env import core
+    from cassino_env.determinize import determinize, moves_of, take
+
+    rules = make_rules("classic", 4)
+    net = make_agent("pretrained:classic-4p", rules)
+    obs = _positions_of(rules, games=3, n_steps=5)
+    det = determinize(rules, obs["view"], moves_of(obs), np.array([2, 2, 2]), np.random.default_rng(0))
+    first = np.zeros(6, dtype=np.int64)
+    me = np.repeat(np.asarray(obs["view"]["viewer"]).astype(np.int64), 2)
+    agent = SearchAgent(rules, net, leaf="critic", depth=depth, value_scale=0.1)
+    got = agent._critic_leaf(take(det, np.arange(6)), first, me)
+    st = take(det, np.arange(6))
+    core.step(st, first)
+    for _ in range(depth):
+        core.step(st, agent._bot.act_state(st))
+    assert ((st.current_player == (me + 2) % 4) if partner else (st.current_player == (me + 1) % 4)).all()
+    with torch.no_grad():
+        v = net.policy.state_value(torch.from_numpy(state_obs(st, with_view=False)["observation"]),
+                                   torch.from_numpy(critic_state(st))).numpy()
+    np.testing.assert_allclose(got, (v if partner else -v) / 0.1, rtol=1e-5)
 
 
 def test_critic_leaf_scores_the_position_after_the_move_by_the_critic():
@@ -262,14 +384,15 @@ def test_search_over_a_network_of_other_observation_blocks(kw):
     assert mask[np.arange(len(mask)), moves].all()
 
 
-def test_the_default_leaf_is_the_critic_with_two_sides_and_rollouts_otherwise():
+def test_the_default_leaf_is_the_critic_at_any_sides_and_rollouts_with_the_network():
     from agents.search import DEFAULT_DEPTH, SearchAgent
 
     agent = make_agent("search:pretrained:classic", RULES)
     assert (agent.leaf, agent.depth) == ("critic", DEFAULT_DEPTH)
     assert SearchAgent(RULES, make_agent("pretrained:classic", RULES), rollout="net").leaf == "rollout"
     three = make_rules("classic", 3)
-    assert SearchAgent(three, make_agent("policy:pretrained:classic", RULES)).leaf == "rollout"
+    assert SearchAgent(three, _tiny_net(three)).leaf == "critic"
+    assert SearchAgent(three, _tiny_net(three), rollout="net").leaf == "rollout"
 
 
 def test_a_huge_search_budget_is_one_search_spec_error() -> None:
