@@ -15,8 +15,8 @@ For each decision of B games at once:
    the network instead (one forward pass per ply for every live rollout of every decision), which costs about 40
    times as much per rollout step on this machine (the move features dominate), so at equal time it gets far fewer
    rollouts (docs/search.md has the measurements).
-   **Critic leaves** (``leaf="critic"``, the default with a bot's rollouts): a sampled line stops after the
-   candidate and ``depth`` (8) plies of the rollout bot (or of the network's most probable move, with
+   **Critic leaves** (``leaf="critic"``, the default with two sides and a bot's rollouts): a sampled line stops
+   after the candidate and ``depth`` (8) plies of the rollout bot (or of the network's most probable move, with
    ``rollout="net"`` and ``leaf="critic"`` given: docs/search.md has its cost), and the network's critic scores it
    (:meth:`agents.policy.CassinoPolicy.state_value`: the value of the seat to move, read from its observation and
    the full determinised state, which the critic was trained on; lines that end the deal sooner score exactly).
@@ -92,8 +92,9 @@ class SearchAgent:
         max_games: rollouts stepped together (larger batches are split).
         leaf: ``"rollout"`` (play every line to the end of the deal) or ``"critic"`` (stop after ``depth`` plies
             and read the network's critic; with more than two sides, at the first ply from there where the
-            searcher's side is to move); None (the default): ``"critic"`` where the rollouts are a bot's, else
-            ``"rollout"``.
+            searcher's side is to move); None (the default): ``"critic"`` where the rules have two sides and the
+            rollouts are a bot's, else ``"rollout"`` (with more sides critic leaves measured level with full
+            rollouts at equal time, docs/search.md).
         depth: plies of the rollout policy (the bot, or with ``rollout="net"`` the network's most probable move)
             after the candidate before the critic reads the position (0 .. 64); None (the default):
             :data:`DEFAULT_DEPTH`. Only critic leaves read it: a depth given with ``leaf="rollout"`` (or with no
@@ -134,7 +135,8 @@ class SearchAgent:
             raise SearchSpecError(f"net: a network of {own.num_players} seats in {own.num_sides} sides cannot search "
                                   f"rules of {rules.num_players} seats in {rules.num_sides} sides")
         if leaf is None:
-            leaf = "critic" if rollout != "net" else "rollout"
+            # with more than two sides critic leaves were level with full rollouts at equal time (docs/search.md)
+            leaf = "critic" if rules.num_sides == 2 and rollout != "net" else "rollout"
         if leaf not in LEAVES:
             raise SearchSpecError(f"leaf: expected one of {', '.join(LEAVES)}, got {leaf!r:.40}")
         if depth is not None and leaf != "critic":

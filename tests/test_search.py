@@ -193,18 +193,19 @@ def test_leaf_stops_where_a_seat_of_my_side_is_to_move():
 
 
 def test_critic_leaves_at_three_sides_play_legal_moves_deterministically():
-    """More than two sides: critic leaves are the default, play legal moves, and repeat for a seed."""
+    """More than two sides: critic leaves (asked for: the default there is rollouts) play legal moves and repeat
+    for a seed."""
     from agents.search import SearchAgent
 
     rules = make_rules("classic", 3)
     net = _tiny_net(rules)
     obs = _positions_of(rules, games=4, n_steps=7)
     mask = np.asarray(obs["action_mask"]) != 0
-    agent = SearchAgent(rules, net, simulations=48, min_samples=2)
-    assert agent.leaf == "critic"
+    agent = SearchAgent(rules, net, simulations=48, min_samples=2, leaf="critic")
     moves = agent.act(obs, np.random.default_rng(5))
     assert mask[np.arange(len(mask)), moves].all()
-    assert (SearchAgent(rules, net, simulations=48, min_samples=2).act(obs, np.random.default_rng(5)) == moves).all()
+    again = SearchAgent(rules, net, simulations=48, min_samples=2, leaf="critic")
+    assert (again.act(obs, np.random.default_rng(5)) == moves).all()
 
 
 def test_critic_leaf_at_three_sides_stops_when_the_searcher_is_to_move():
@@ -384,15 +385,16 @@ def test_search_over_a_network_of_other_observation_blocks(kw):
     assert mask[np.arange(len(mask)), moves].all()
 
 
-def test_the_default_leaf_is_the_critic_at_any_sides_and_rollouts_with_the_network():
+def test_the_default_leaf_is_the_critic_with_two_sides_and_rollouts_otherwise():
     from agents.search import DEFAULT_DEPTH, SearchAgent
 
     agent = make_agent("search:pretrained:classic", RULES)
     assert (agent.leaf, agent.depth) == ("critic", DEFAULT_DEPTH)
     assert SearchAgent(RULES, make_agent("pretrained:classic", RULES), rollout="net").leaf == "rollout"
     three = make_rules("classic", 3)
-    assert SearchAgent(three, _tiny_net(three)).leaf == "critic"
-    assert SearchAgent(three, _tiny_net(three), rollout="net").leaf == "rollout"
+    assert SearchAgent(three, _tiny_net(three)).leaf == "rollout"
+    assert SearchAgent(make_rules("classic", 4), make_agent("pretrained:classic-4p", make_rules("classic", 4))
+                       ).leaf == "critic"
 
 
 def test_a_huge_search_budget_is_one_search_spec_error() -> None:
