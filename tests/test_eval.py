@@ -236,6 +236,19 @@ def test_checkpoint_agents_are_named_by_their_path(tmp_path, monkeypatch) -> Non
         assert make_agent(name, rules).name == name
 
 
+def test_a_table_for_one_agent_counts_only_the_pairs_it_leaves_out() -> None:
+    """format_table(only=NAME) shows NAME's pairs and counts the rest; a name in no pair shows every pair and counts
+    none (it said "(and 3 pairs ... not shown)" under all three: a new-user trial, train/run.py final_evaluation)."""
+    r = evaluate(["beginner", "random", "greedy"], "classic", deals=4, seed=0)
+    mine = format_table(r, only="beginner")
+    assert "(and 1 pair of the other agents against each other, not shown" in mine
+    assert not any(line.split()[:2] == ["random", "greedy"] for line in mine.splitlines())
+    assert sum(line.split()[:1] == ["beginner"] for line in mine.splitlines()) == 3  # 2 pairs and its rating
+    every = format_table(r, only="checkpoint:elsewhere.pt")
+    assert "not shown" not in every
+    assert every.splitlines()[:7] == format_table(r).splitlines()[:7]  # the head line, the header and the 3 pairs
+
+
 def test_versus_first_plays_only_the_first_agent_against_the_others() -> None:
     r = evaluate(["beginner", "random", "greedy"], "classic", deals=20, seed=0, versus_first=True)
     assert [(e["a"], e["b"]) for e in r["pairs"]] == [("beginner", "random"), ("beginner", "greedy")]

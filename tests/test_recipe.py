@@ -263,3 +263,32 @@ def test_the_anytime_script_plays_each_best_against_the_one_before(tmp_path: Pat
     assert anytime.main([str(run), "--out", str(tmp_path / "nosuch" / "a.json")]) == 2
     assert capsys.readouterr().err.count("error: ") == 2
 
+
+
+def test_the_table_after_training_names_a_checkpoint_below_the_current_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new-user trial: ``cassino train --run-dir /tmp/x/p3`` run from /tmp/x printed every bot-against-bot pair
+    under the checkpoint's name line and then "(and 15 pairs ... not shown)": the report named the checkpoint by its
+    path relative to the current folder (``checkpoint:p3/checkpoints/final.pt``), so the short name matched no pair."""
+    from agents.policy import CassinoPolicy
+    from cassino_env.obs import obs_size
+    from cassino_env.rules import make_rules
+    from train.run import final_evaluation
+
+    rules = make_rules("classic", 2)
+    final = tmp_path / "p3" / "checkpoints" / "final.pt"
+    final.parent.mkdir(parents=True)
+    save_checkpoint(final, CassinoPolicy(obs_dim=obs_size(2, 2), hidden=8, embed=4), rules)
+    monkeypatch.chdir(tmp_path)
+    args = Args(final_eval_deals=4, final_eval_opponents=["random", "greedy"], device="cpu")
+    final_evaluation(final, rules, args)
+    lines = capsys.readouterr().out.splitlines()
+    assert f"checkpoint:final.pt below is checkpoint:{final}" in lines
+    names = {"checkpoint:final.pt", "random", "greedy"}
+    pairs = [line.split()[:2] for line in lines if len(line.split()) > 2 and set(line.split()[:2]) <= names]
+    assert pairs == [["checkpoint:final.pt", "random"], ["checkpoint:final.pt", "greedy"]], lines
+    assert "(and 1 pair of the other agents against each other, not shown: they place the ratings below; every pair " \
+           "is in the saved report)" in lines
+    saved = json.loads((tmp_path / "p3" / "eval_after_training" / "eval.json").read_text())
+    assert saved["agents"][0] == "checkpoint:final.pt" and len(saved["pairs"]) == 3
+    assert saved["specs"] == {"checkpoint:final.pt": f"checkpoint:{final}"}

@@ -71,9 +71,9 @@ def format_table(report: dict[str, Any], only: str | None = None, legend: bool =
     sessions = report.get("session_wins", 1) > 1
     hidden, full = 0, report
     if only is not None:
-        shown = [e for e in report["pairs"] if only in (e["a"], e["b"])]
+        shown = [e for e in report["pairs"] if only in (e["a"], e["b"])] or report["pairs"]  # none: every pair
         hidden = len(report["pairs"]) - len(shown)
-        report = {**report, "pairs": shown or report["pairs"]}
+        report = {**report, "pairs": shown}
     lines = [f"{report['rules']} ({report['num_players']} players), {_format(report)}, seed {report['seed']}, "
              f"at least {report['deals']} deals per pair, {report['seconds']:.1f} s "
              f"({report['deals_per_minute']:,.0f} deals/min)", ""]

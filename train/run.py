@@ -764,11 +764,13 @@ def final_evaluation(path: Path, rules: Any, args: Args, network_alone: bool = F
           "match win rates (not the deal win rates of the progress line) ...", flush=True)
     result = evaluate([spec, *opponents], rules, deals=args.final_eval_deals, seed=(args.seed + 20_000_000) % 2**31,
                       device=args.device)
-    if short != spec and short not in result["agents"]:  # the table names it shortly, its whole spec once here
-        result = rename_agent(result, spec, short)
+    named = result["agents"][0]  # the report's name: the path relative to here when the run folder lies below it
+    if short != named and short not in result["agents"]:  # the table names it shortly, its whole spec once here
+        result = rename_agent(result, named, short)
+        result["specs"][short] = spec  # the whole path: the saved report works from any folder
         print(f"{short} below is {spec}")
     else:
-        short = spec
+        short = named
     print(format_table(result, only=short, legend=True), flush=True)
     # saved beside the checkpoints, as cassino eval saves its report (RUN/checkpoints/final.pt: RUN/eval_...)
     out_dir = Path(path).parent.parent / ("eval_after_training" + ("_network_alone" if network_alone else ""))
