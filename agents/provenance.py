@@ -18,6 +18,11 @@ field             meaning
 ``device``        the torch device the network trained on, ``cpu`` or ``cuda:0`` (trainers; the file's tensors are
                   on the CPU whatever it was); a run resumed on another device names each in turn,
                   ``cuda:0, then cpu`` (:func:`devices_in_turn`)
+``preset``        the rule preset the network was trained at, e.g. ``classic`` (``cassino train``'s best network)
+``num_players``   the seats of its games (``cassino train``'s best network)
+``stage_index``   the stage's position in the run (``cassino train``: 0 for the first ``ppo``)
+``hours``         the run's budget in hours (``cassino train``)
+``recipe``        the trainer that made it (``cassino train``: ``"cassino train (train/recipe.py)"``)
 ================  ==================================================================================================
 """
 
@@ -140,12 +145,17 @@ def describe(value: dict[str, Any] | None) -> str:
     >>> describe({"command": "cassino train", "commit": "0123456789abcdef", "dirty": False, "seed": 1,
     ...           "stage": "ppo", "wall_s": 600.0, "saved_at": "2026-12-06T08:00:00Z"})
     'stage ppo, seed 1, 10.0 min of the run, commit 0123456789ab, saved 2026-12-06T08:00:00Z, command: cassino train'
+    >>> describe({"preset": "classic", "num_players": 3, "stage": "ppo", "seed": 1, "device": "cpu"})
+    'classic at 3 seats, stage ppo, seed 1, trained on cpu'
     """
     if not value:
         return "no record (made before checkpoints recorded their provenance)"
     # a record is the file author's text: shown one line, control characters escaped (no terminal codes pass)
     value = {k: (v if not isinstance(v, str) or v.isprintable() else repr(v)) for k, v in value.items()}
     parts = []
+    if value.get("preset") is not None:  # what the network plays: cassino train's best network says it
+        seats = value.get("num_players")
+        parts.append(f"{value['preset']}" + (f" at {seats} seats" if seats is not None else ""))
     if value.get("stage") is not None:
         parts.append(f"stage {value['stage']}")
     if value.get("seed") is not None:

@@ -246,6 +246,26 @@ def test_the_num_players_help_says_what_none_means(command: str, capsys: pytest.
     assert "None" in text and "default: the preset's first allowed count" in text, text
 
 
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+def test_every_option_help_is_one_paragraph(name: str) -> None:
+    """A new-user trial: ``cassino play --help`` broke the --device text after "cuda," and ``cassino eval --help``
+    broke most options where the docstring's source lines ended (tyro keeps a function's line breaks), leaving
+    half-empty lines. The command line joins each parameter's lines; the summary and the sections after are kept."""
+    import docstring_parser
+
+    command = cli._load(cli.COMMANDS[name][0])
+    doc = command.__doc__ or ""
+    joined = cli.one_line_args(doc)
+    before, after = docstring_parser.parse(doc), docstring_parser.parse(joined)
+    assert [p.arg_name for p in after.params] == [p.arg_name for p in before.params]
+    for old, new in zip(before.params, after.params, strict=True):
+        assert "\n" not in (new.description or ""), new.arg_name
+        assert (new.description or "").split() == (old.description or "").split()  # the same words
+    assert after.short_description == before.short_description
+    assert after.long_description == before.long_description
+    assert cli.one_line_args(joined) == joined
+
+
 def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib import metadata
 

@@ -194,6 +194,45 @@ def bench(
 _HELP_FIELDS = re.compile(r"\{(?:agent_specs|agent_list_specs|ladder|bots|presets)\}")
 
 
+def one_line_args(doc: str | None) -> str | None:
+    """``doc`` with each parameter's description in its ``Args:`` section on one line. tyro keeps the line breaks of
+    a function's docstring, so ``cassino eval --help`` (every command that is a function) broke an option's text where
+    the source wrapped it, leaving ragged half-empty lines. A line indented deeper than the parameter lines is joined
+    to the line before it; every other line (the summary, ``Returns:``, ``Raises:``, examples) is kept. None stays
+    None.
+
+    >>> doc = "Play.\\n\\n    Args:\\n        seed: seed\\n            of the deals.\\n        deals: how many.\\n    "
+    >>> print(one_line_args(doc).strip())
+    Play.
+    <BLANKLINE>
+        Args:
+            seed: seed of the deals.
+            deals: how many.
+    """
+    if doc is None:
+        return None
+    out: list[str] = []
+    header: int | None = None  # the indent of "Args:" while inside that section
+    param: int | None = None  # the indent of its parameter lines
+    for line in doc.split("\n"):
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        if header is not None and text and indent <= header:
+            header = param = None  # the section has ended (Returns:, Raises:, ...)
+        if header is None:
+            if text == "Args:":
+                header = indent
+            out.append(line)
+        elif not text:
+            out.append(line)
+        elif param is None or indent <= param:
+            param = indent if param is None else param
+            out.append(line)
+        else:
+            out[-1] = f"{out[-1].rstrip()} {text}"
+    return "\n".join(out)
+
+
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = [
@@ -342,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from agents.registry import agent_help
 
             agent_help(command)  # its help's agent lists (the agent table) and presets (PRESETS): agents.registry
+        command.__doc__ = one_line_args(command.__doc__)  # its options' help unbroken: tyro keeps a function's breaks
         result = _parse(command, name, rest)
     except _UsageError as failure:
         return error(f"{failure} (cassino {name} --help lists the options)")

@@ -463,8 +463,9 @@ def draw_recipe(scalars: dict[str, tuple[np.ndarray, np.ndarray]], recipe: dict[
     names = {s[0] for s in spans}
     shown = [n for n in STAGES if n in names] + sorted(names - set(STAGES))
     after = [g for g in gates if g["margin"] is not None]  # the first gate makes the first best: no margin
+    promoted = sum(bool(g["promoted"]) for g in after)
     heading = (f"{title + ': ' if title else ''}the recipe's {len(gates)} gates, "
-               f"{sum(bool(g['promoted']) for g in after)} promotions after the first")
+               f"{promoted} promotion{'' if promoted == 1 else 's'} after the first")
     hours = config.get("hours")
     if (not recipe.get("done", True) and isinstance(hours, (int, float)) and not isinstance(hours, bool)
             and recipe["elapsed_s"] < hours * 3600 - 1):

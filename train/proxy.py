@@ -590,12 +590,12 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
     """Score agents on the development proxy set: regret per decision (points) and top-1 agreement.
 
     Args:
-        agents: comma-separated agent specs (``cassino eval``'s), e.g. ``greedy,advanced,pretrained:classic``.
-        path: the proxy file (default ``~/.cache/cassino-rl/proxy/<preset>-<P>p.npz``, built by
-            ``python scripts/make_proxy.py``).
-        preset: rule preset of the default path; with ``path``, a preset other than the default must be the file's.
+        agents: comma-separated agent specs (as cassino eval takes them), e.g. greedy,advanced,pretrained:classic.
+        path: the proxy file (default ~/.cache/cassino-rl/proxy/PRESET-Np.npz, N the seats, built by python
+            scripts/make_proxy.py).
+        preset: rule preset of the default path; with --path, a preset other than the default must be the file's.
         num_players: seats of the default path (None, the default: the preset's first allowed count, 2 or 4 for
-            cicera); with ``path``, when given, the file's.
+            cicera); with --path, when given, the file's.
         limit: score on the first N positions only (a uniform subset; search agents cost their time per move
             times the positions).
         seed: the agents' random generator.

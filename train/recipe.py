@@ -579,7 +579,7 @@ class Recipe:
         if promoted:
             self.promote(candidate, name)
             record.update(self.curve_point(step))
-            line += f" | best alone vs advanced {record['winrate_vs_advanced']:.3f} deals, " \
+            line += f" | best alone vs advanced: deal win rate {record['winrate_vs_advanced']:.3f}, " \
                     f"{record['points_vs_advanced']:+.2f} a deal"
         record["gate_s"] = round(time.time() - t0, 1)
         self.state.gates.append(record)
@@ -686,7 +686,8 @@ class Recipe:
         self.state.done = self.left() <= 0 or self.state.done
         self.save_state()
         promoted = sum(1 for g in self.state.gates if g["promoted"] and g["margin"] is not None)  # as cassino plot
-        print(f"recipe done in {fmt_time(self.elapsed())}: {len(self.state.gates)} gates, {promoted} promotions after "
+        promotions = f"{promoted} promotion{'' if promoted == 1 else 's'}"
+        print(f"recipe done in {fmt_time(self.elapsed())}: {len(self.state.gates)} gates, {promotions} after "
               f"the first; the best network (from stage {self.state.best_stage}) is {final}; go on with: "
               f"{self.go_on()}", flush=True)
         return final
