@@ -353,7 +353,8 @@ class Recipe:
         text = yaml.safe_dump(config.args_to_dict(self.args), sort_keys=False).encode("utf-8")
         atomic_write(self.run_dir / "config.yaml", lambda f: f.write(text))
         self.writer = SummaryWriter(str(self.run_dir))
-        self.say(f"run folder {self.run_dir}: the recipe ({', '.join(self.args.stages)}) in {fmt_time(self.budget_s)}"
+        stages = ", ".join(s for s in self.args.stages if not self.skipped_for_seats(s))  # what runs at these seats
+        self.say(f"run folder {self.run_dir}: the recipe ({stages}) in {fmt_time(self.budget_s)}"
                  f" for {self.rules.preset} at {self.rules.num_players} seats, a gate every {fmt_time(self.gate_every)}"
                  f" ({self.args.gate_deals:,} duplicate deals{self.seatings})")
         for note in self.notes:

@@ -702,11 +702,15 @@ def progress_line(run: TrainingRun, elapsed: float, extra: str = "") -> str:
     the latest evaluation."""
     step = run.global_step
     wins = " ".join(f"{k} {v:.2f}" for k, v in run.last_eval.items())
-    wins = f"deal win rate (argmax play) at step {run.last_eval_step:,} vs {wins}" if wins else ""
+    sides = run.rules.num_sides
+    level = f" (level play: {1 / sides:.2f}, one seat against {sides - 1} sides of the bot)" if sides > 2 else ""
+    wins = f"deal win rate (argmax play) at step {run.last_eval_step:,} vs {wins}{level}" if wins else ""
     sps = int(step / max(elapsed, 1e-9))
     left = time_left(run, elapsed)
-    return (f"step {step:>11,}/{run.num_iterations * run.batch_steps:,} "
-            f"({100 * run.iteration / run.num_iterations:3.0f}%) | SPS {sps:,} | {fmt_time(elapsed)} elapsed"
+    cap = run.num_iterations * run.batch_steps
+    done = (f"step {step:>11,} (stage cap {cap:,})" if run.budget_note is not None  # a stage: the budget ends it
+            else f"step {step:>11,}/{cap:,} ({100 * run.iteration / run.num_iterations:3.0f}%)")
+    return (f"{done} | SPS {sps:,} | {fmt_time(elapsed)} elapsed"
             + (f", {left}" if left else "") + (f" | {extra}" if extra else "") + (f" | {wins}" if wins else ""))
 
 

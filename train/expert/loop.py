@@ -560,7 +560,8 @@ def _run(run: ExitRun, hook: IterationHook | None) -> None:
         over_time = args.max_train_seconds > 0 and elapsed >= args.max_train_seconds
         last = iteration >= args.iterations or over_time
         left = time_left(run, elapsed)  # a stage of cassino train: the recipe's budget used and left
-        line = (f"iteration {iteration}/{args.iterations} | step {step:,} | {len(labels):,} labels "
+        of = "" if run.budget_note is not None else f"/{args.iterations}"  # a stage: the budget ends it, not a count
+        line = (f"iteration {iteration}{of} | step {step:,} | {len(labels):,} labels "
                 f"({run.labels_total:,} in all, {len(labels) / max(labels.label_s, 1e-9):,.0f}/s) | network agrees "
                 f"with the search {before['agreement']:.3f}, regret {before['regret']:.3f} pts | "
                 + (f"policy loss {losses['policy_loss']:.3f} value loss {losses['value_loss']:.3f}" if args.epochs
