@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from agents.ppo_agent import CheckpointError, read_checkpoint, save_checkpoint
 from agents.provenance import check_provenance, describe, make_provenance
@@ -90,6 +91,57 @@ def test_state_round_trip(tmp_path: Path) -> None:
                                last_gate_s=10.0)
     (tmp_path / "recipe.json").write_text(json.dumps(state.to_dict()))
     assert recipe.RecipeState.load(tmp_path / "recipe.json") == state
+    state.first_iteration_s = {"last_round": 93.0}
+    (tmp_path / "recipe.json").write_text(json.dumps(state.to_dict()))
+    assert recipe.RecipeState.load(tmp_path / "recipe.json") == state
+    older = state.to_dict()  # a state file written before first_iteration_s: loads with none measured
+    del older["first_iteration_s"]
+    (tmp_path / "recipe.json").write_text(json.dumps(older))
+    assert recipe.RecipeState.load(tmp_path / "recipe.json").first_iteration_s == {}
+    (tmp_path / "recipe.json").write_text(json.dumps({**older, "first_iteration_s": {"last_round": "slow"}}))
+    with pytest.raises(ConfigError, match="first_iteration_s"):
+        recipe.RecipeState.load(tmp_path / "recipe.json")
+
+
+def test_an_expert_stage_starts_only_with_room_for_its_first_iteration() -> None:
+    # the user's case: last_round's first iteration took 93 s earlier in the run; 68 s left does not start it again
+    assert not recipe.room_for_stage(68.0, 93.0)
+    assert recipe.room_for_stage(93.0, 93.0) and recipe.room_for_stage(400.0, 93.0)
+    assert recipe.room_for_stage(68.0, None)  # never measured in this run: it starts, and measures it
+    assert not recipe.room_for_stage(0.0, None) and not recipe.room_for_stage(-1.0, 5.0)
+
+
+def test_a_resumed_run_warms_the_same_kernels_as_a_fresh_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, list[str]]] = []
+
+    def fake_warm_up(rules: object, stages: tuple = ()) -> None:
+        calls.append((f"{rules.preset} {rules.num_players}", sorted(a.exp_name for a in stages)))
+
+    monkeypatch.setattr(recipe, "warm_up", fake_warm_up)
+    args = tiny_args(tmp_path, hours=0.01)
+    fresh = recipe.Recipe(args, None)
+    fresh.save_state()
+    (fresh.run_dir / "config.yaml").write_text(yaml.safe_dump(config.args_to_dict(fresh.args), sort_keys=False))
+    fresh.release()
+    resumed = recipe.Recipe(config.make_args(Args, {**config.args_to_dict(args), "resume": str(tmp_path / "run"),
+                                                    "run_dir": None, "hours": 0.02}), {"hours"})
+    resumed.release()
+    assert len(calls) == 2 and calls[0] == calls[1], calls
+    # every expert stage's kernels (its games and labels) compile before the clock starts, not only the core's
+    assert calls[0][1] == sorted(f"{args.exp_name}_{n}" for n in recipe.EXPERT_STAGES), calls
+
+
+def test_the_stage_warm_up_plays_and_labels_without_reading_init(tmp_path: Path) -> None:
+    from cassino_env.rules import make_rules
+    from train.exit import ExitArgs
+    from train.expert.loop import warm_up
+
+    rules = make_rules("classic", 2)
+    for name in ("last_round", "early_rounds"):
+        values = config.load_config(ExitArgs, ROOT / "configs" / "tiny_stages" / f"stage_{name}.yaml")
+        values.update(init=f"checkpoint:{tmp_path / 'no_such.pt'}", run_dir=str(tmp_path / name))
+        warm_up(config.make_args(ExitArgs, values), rules)  # the missing init is not read: no error
+        assert not (tmp_path / name).exists()  # nothing saved
 
 
 def test_provenance_fields_and_checks() -> None:

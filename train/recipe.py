@@ -151,18 +151,32 @@ def one_round_values(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def warm_up(rules: Any) -> None:
-    """Compile the numba kernels the recipe's stages use before its clock starts: the rules core, the environment and
-    the exact last round (:func:`train.arena.warm_kernels`) and the scripted bots' (one deal between ``advanced``
-    bots, the search's rollout policy). Cached on disk after a machine's first run, when this takes about a second."""
+def warm_up(rules: Any, stages: tuple[Any, ...] = ()) -> None:
+    """Compile the numba kernels the recipe's stages use before its clock starts, on a fresh run and on a resumed
+    one alike: the rules core, the environment and the exact last round (:func:`train.arena.warm_kernels`), the
+    scripted bots' (one deal between ``advanced`` bots, the search's rollout policy), and for each expert stage
+    in ``stages`` (their :class:`train.exit.ExitArgs`) one tiny iteration of its games and labels
+    (:func:`train.expert.loop.warm_up`: the observation, the move features, the search, the threaded exact
+    solves). Cached on disk after a machine's first run, when this takes seconds."""
     import numpy as np
 
     from agents.bots import make_bot
     from train.arena import play_games, warm_kernels
+    from train.expert.loop import warm_up as warm_stage
 
     warm_kernels(rules)
     play_games([make_bot("advanced", rules)], rules, np.array([0], dtype=np.int64),
                np.zeros((1, rules.num_players), dtype=np.int64), np.random.default_rng(0), until="deal")
+    for stage_args in stages:
+        warm_stage(stage_args, rules)
+
+
+def room_for_stage(left_s: float, first_iteration_s: float | None) -> bool:
+    """Whether an expert stage may start with ``left_s`` seconds of the budget left: its first iteration (start-up
+    included) ends after the budget if it is as long as the one measured when this kind of stage last started in the
+    run (``first_iteration_s``, :attr:`RecipeState.first_iteration_s`; None: never measured, the stage starts and
+    measures it). A stage started anyway would run past the budget by the rest of that iteration and its gate."""
+    return left_s > 0 and (first_iteration_s is None or left_s >= first_iteration_s)
 
 
 def stage_name(index: int) -> str:
@@ -273,9 +287,10 @@ class Recipe:
         self.args = args
         self.rules = make_rules(args.preset, args.num_players)
         self.notes: list[str] = []  # lines said once when the run starts: what these rules change in the recipe
+        warm: list[Any] = []  # the expert stages' options, their kernels compiled before the clock starts
         for name in EXPERT_STAGES:  # the stage files are read and checked against these rules now, not when the
             if name in args.stages and not self.skipped_for_seats(name):  # stage starts hours later
-                self.expert_args(name, Path("."), None, check_only=True)
+                warm.append(self.expert_args(name, Path("."), None, check_only=True))
         if one_round(self.rules) and any(n in args.stages for n in ("early_rounds", "consolidate")):
             self.notes.append(f"a deal of {self.rules.preset} at {self.rules.num_players} seats is one round (the "
                               "stock is empty from the first move): early_rounds and consolidate train the last-round "
@@ -292,7 +307,7 @@ class Recipe:
         self._proxy_looked = False
         self.budget_s = args.hours * 3600.0
         self.gate_every = gate_interval(args)
-        warm_up(self.rules)  # the one-off numba compile is not the budget's (minutes on a first run)
+        warm_up(self.rules, tuple(warm))  # the one-off numba compile is not the budget's (minutes on a first run)
         self.lock = config.claim_run_dir(self.run_dir, resuming=resuming, reuse=args.reuse_run_dir)
         self.writer: Any = None
         self.t_start = time.time()
@@ -301,6 +316,7 @@ class Recipe:
         self._curve_bot: Any = None
         self.stopped_by_gate = False
         self.last_hook_s: float | None = None  # elapsed() at the stage's last iteration (None: none yet)
+        self.stage_start_s = 0.0  # elapsed() when the current stage started or resumed
 
     # --- bookkeeping ------------------------------------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -368,6 +384,14 @@ class Recipe:
                     why = f" ({self.rules.num_players} seats: the exact last round is two seats')" \
                         if self.skipped_for_seats(name) else ""
                     self.next_stage(f"{name} skipped{why}")
+                    if skipped >= len(EXPERT_STAGES):
+                        self.state.done = True
+                    continue
+                need = self.state.first_iteration_s.get(name)
+                if name != "ppo" and self.state.stage_dir is None and not room_for_stage(self.left(), need):
+                    skipped += 1  # the stage's first iteration would end past the budget: the next kind may fit
+                    self.next_stage(f"{name} not started: {fmt_time(self.left())} left, under its first iteration "
+                                    f"earlier in this run ({fmt_time(need or 0.0)})")
                     if skipped >= len(EXPERT_STAGES):
                         self.state.done = True
                     continue
@@ -442,6 +466,7 @@ class Recipe:
         resume = str(latest) if latest.is_file() else None
         self.say(("resuming" if resume else "starting") + f" the stage in {folder}")
         self.last_hook_s = None
+        self.stage_start_s = self.elapsed()  # the first iteration's hook measures from here (start-up included)
         if name == "ppo":
             final = self.ppo_stage(folder, resume)
         else:
@@ -529,8 +554,11 @@ class Recipe:
         (its rule, or the budget: spent, or too short for another iteration as long as the last one)."""
         now = self.elapsed()
         last, self.last_hook_s = self.last_hook_s, now
+        if last is None:  # the stage's first iteration: from the stage's start, its start-up included
+            last = self.stage_start_s
+            self.state.first_iteration_s[stage_name(self.state.stage_index)] = round(now - last, 1)
         # the budget is spent, or will be before another iteration like the last one ends: stop here, not past it
-        over = self.left() <= 0 or (last is not None and self.left() < now - last)
+        over = self.left() <= 0 or self.left() < now - last
         if not over and now - self.state.last_gate_s < self.gate_every:
             return None
         n = len(self.state.gates)

@@ -30,6 +30,9 @@ class RecipeState:
         best: the best network's checkpoint, relative to the run folder (None before the first gate).
         best_stage: the stage that made it. gates: one record a gate. last_gate_s: elapsed_s at the last gate.
         done: True when the budget was spent and final.pt written.
+        first_iteration_s: stage name -> wall seconds from the start of its latest stage to its first iteration's end
+            (start-up included), measured in this run; what starting that kind of stage again costs at least
+            (:func:`train.recipe.room_for_stage`). Absent in older files: empty.
     """
 
     elapsed_s: float = 0.0
@@ -41,6 +44,7 @@ class RecipeState:
     gates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     last_gate_s: float = 0.0
     done: bool = False
+    first_iteration_s: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to ``recipe.json``."""
@@ -88,7 +92,13 @@ class RecipeState:
             if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
                 raise ConfigError(f"resume: {path}: {name} must be a path inside the run folder, got {value!r:.80}",
                                   field="resume")
-        return cls(**{k: data[k] for k in kinds})
+        first = data.get("first_iteration_s", {})
+        if not isinstance(first, dict) or any(
+                not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1e9
+                for k, v in first.items()):
+            raise ConfigError(f"resume: {path}: field 'first_iteration_s' must map stage names to seconds",
+                              field="resume")
+        return cls(**{k: data[k] for k in kinds}, first_iteration_s={k: float(v) for k, v in first.items()})
 
 
 def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] | None:

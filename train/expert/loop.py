@@ -142,6 +142,23 @@ def _init_network(args: ExitArgs, rules: RuleSet) -> Any:
     return net
 
 
+def warm_up(args: ExitArgs, rules: RuleSet) -> None:
+    """Compile the numba kernels one iteration of this run's games and labels uses (the environment's observation and
+    move features, the search's determinisations and rollouts, the exact last round, on numba's threads where
+    ``args.threads`` > 1), so that a budgeted run (``cassino train``: :func:`train.recipe.warm_up`) does not pay the
+    compile inside its budget: 2 games of one deal with a fresh network of ``args``' widths, labelled by a search of
+    few simulations; nothing is saved and ``args.init`` is not read. Compiled kernels are cached on disk, so after a
+    machine's first run this takes seconds. A run of passes alone (``iterations: 0``) labels nothing: no-op."""
+    from train.expert.collect import LabelCollector
+
+    if args.iterations == 0:
+        return
+    small = dataclasses.replace(args, init=None, deals_per_iteration=1, simulations=min(args.simulations, 4),
+                                min_samples=1)
+    net = _init_network(small, rules)
+    LabelCollector(small, rules, num_envs=2, env_seed=0).collect(net, np.random.default_rng(0), 0)
+
+
 def _classes(args: ExitArgs, rules: RuleSet) -> tuple[Any, Any] | None:
     """What a new earlier-rounds head sums its cards by (agents.policy.add_early_rounds_head), or None (by id)."""
     if args.early_rounds_input == "cards":
