@@ -47,13 +47,16 @@ gain, and the next stage starts from the best network; an expert stage's first g
 new head starts silent). Why this rule: the hand-run stages of docs/expert_iteration_history.md each gained most
 early and then flattened (PPO after about 1M steps, the heads after 15-20 iterations), and a stage whose candidate
 cannot beat the best by more than the gate's noise is spending the budget where nothing measured comes back. A stage
-also ends when the budget is spent (then it is gated once more).
+also ends when the budget is spent, or when the budget left is shorter than its last iteration (its first counted
+from the stage's start), and then it is gated once more; an expert stage does not start when the budget left is
+shorter than its first iteration measured earlier in the run (:func:`room_for_stage`).
 
 Budget. ``hours`` counts the whole run's wall clock (the gates, the stages' start-up and the resumed parts included;
-the evaluation table after training is not counted, nor the numba kernels' one-off compile, done before the clock
-starts: :func:`warm_up`). A run stopped by Ctrl-C, a crash or its budget resumes with
-``--resume RUN`` (or any checkpoint in it) and a ``--hours`` larger than the time it has used: the current stage goes
-on from its last checkpoint, the best network and the gate's history from ``RUN/recipe.json``.
+the evaluation table after training is not counted, nor the numba kernels' one-off compile of every stage, done
+before the clock starts on a fresh run and on a resumed one: :func:`warm_up`). A run stopped by Ctrl-C, a crash or
+its budget resumes with ``--resume RUN`` (or any checkpoint in it) and a ``--hours`` larger than the time it has
+used: the current stage goes on from its last checkpoint, the best network and the gate's history from
+``RUN/recipe.json``.
 
 Files: ``RUN/config.yaml`` (the options), ``RUN/recipe.json`` (the state: stage, best, gates, time used),
 ``RUN/checkpoints/best.pt`` (the best network; ``best_gate_NNNN.pt`` each best in turn, NNNN the gate that
