@@ -109,6 +109,14 @@ def test_an_expert_stage_starts_only_with_room_for_its_first_iteration() -> None
     assert recipe.room_for_stage(93.0, 93.0) and recipe.room_for_stage(400.0, 93.0)
     assert recipe.room_for_stage(68.0, None)  # never measured in this run: it starts, and measures it
     assert not recipe.room_for_stage(0.0, None) and not recipe.room_for_stage(-1.0, 5.0)
+    # the estimate: the stage's own first iteration, else the shortest of the other expert stages', else none
+    measured = {"ppo": 12.0, "last_round": 35.0}
+    assert recipe.first_iteration_estimate("last_round", measured)[0] == 35.0
+    assert recipe.first_iteration_estimate("early_rounds", measured)[0] == 35.0  # PPO's is not an expert iteration
+    assert recipe.first_iteration_estimate("early_rounds", {**measured, "consolidate": 20.0})[0] == 20.0
+    assert recipe.first_iteration_estimate("early_rounds", {"ppo": 12.0})[0] is None
+    # the resumed run of the brief: early_rounds never ran, 4 s left, last_round's first iteration took 35 s
+    assert not recipe.room_for_stage(4.0, recipe.first_iteration_estimate("early_rounds", measured)[0])
 
 
 def test_a_resumed_run_warms_the_same_kernels_as_a_fresh_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,7 +49,8 @@ early and then flattened (PPO after about 1M steps, the heads after 15-20 iterat
 cannot beat the best by more than the gate's noise is spending the budget where nothing measured comes back. A stage
 also ends when the budget is spent, or when the budget left is shorter than its last iteration (its first counted
 from the stage's start), and then it is gated once more; an expert stage does not start when the budget left is
-shorter than its first iteration measured earlier in the run (:func:`room_for_stage`).
+shorter than its first iteration measured earlier in the run, or when it never ran, than the shortest first
+iteration of an expert stage in the run (:func:`first_iteration_estimate`, :func:`room_for_stage`).
 
 Budget. ``hours`` counts the whole run's wall clock (the gates, the stages' start-up and the resumed parts included;
 the evaluation table after training is not counted, nor the numba kernels' one-off compile of every stage, done
@@ -174,12 +175,24 @@ def warm_up(rules: Any, stages: tuple[Any, ...] = ()) -> None:
         warm_stage(stage_args, rules)
 
 
-def room_for_stage(left_s: float, first_iteration_s: float | None) -> bool:
-    """Whether an expert stage may start with ``left_s`` seconds of the budget left: its first iteration (start-up
-    included) ends after the budget if it is as long as the one measured when this kind of stage last started in the
-    run (``first_iteration_s``, :attr:`RecipeState.first_iteration_s`; None: never measured, the stage starts and
-    measures it). A stage started anyway would run past the budget by the rest of that iteration and its gate."""
-    return left_s > 0 and (first_iteration_s is None or left_s >= first_iteration_s)
+def first_iteration_estimate(name: str, measured: dict[str, float]) -> tuple[float | None, str]:
+    """The seconds the first iteration of expert stage ``name`` will take at least (start-up included), from the
+    run's own measures (:attr:`RecipeState.first_iteration_s`): that stage's when it started before, else the shortest
+    of the other expert stages' (each starts up alike: the network loaded, its iteration-0 evaluation, thousands of
+    decisions played and labelled), else None (nothing measured yet). Returns it and what it is, for the line."""
+    if name in measured:
+        return measured[name], "its first iteration earlier in this run"
+    others = [measured[k] for k in EXPERT_STAGES if k in measured]
+    if others:
+        return min(others), "the shortest first iteration of an expert stage in this run"
+    return None, "nothing measured"
+
+
+def room_for_stage(left_s: float, estimate_s: float | None) -> bool:
+    """Whether an expert stage may start with ``left_s`` seconds of the budget left: not when its first iteration,
+    as long as ``estimate_s`` (:func:`first_iteration_estimate`; None: nothing measured yet, it starts and measures
+    it), would end past the budget (it would overrun by the rest of that iteration and its gate)."""
+    return left_s > 0 and (estimate_s is None or left_s >= estimate_s)
 
 
 def stage_name(index: int) -> str:
@@ -390,11 +403,11 @@ class Recipe:
                     if skipped >= len(EXPERT_STAGES):
                         self.state.done = True
                     continue
-                need = self.state.first_iteration_s.get(name)
+                need, what = first_iteration_estimate(name, self.state.first_iteration_s)
                 if name != "ppo" and self.state.stage_dir is None and not room_for_stage(self.left(), need):
                     skipped += 1  # the stage's first iteration would end past the budget: the next kind may fit
-                    self.next_stage(f"{name} not started: {fmt_time(self.left())} left, under its first iteration "
-                                    f"earlier in this run ({fmt_time(need or 0.0)})")
+                    self.next_stage(f"{name} not started: {fmt_time(max(0.0, self.left()))} left, under {what} "
+                                    f"({fmt_time(need or 0.0)})")
                     if skipped >= len(EXPERT_STAGES):
                         self.state.done = True
                     continue
