@@ -242,7 +242,7 @@ def test_a_ctrl_c_of_the_last_iteration_stops_the_run_before_its_evaluation(tmp_
 def test_progress_line_in_a_stage_shows_the_cap_not_a_share_and_the_level_at_three_sides() -> None:
     """A PPO stage of ``cassino train`` is ended by the recipe's budget, so its progress line gives the step count
     as a cap (no percentage that would read as progress); at more than two sides the deal win rates vs the bots come
-    with what level play is (one seat against the other sides)."""
+    with what level play is (one side against the other sides)."""
     from types import SimpleNamespace
 
     from train.run import progress_line
@@ -255,7 +255,7 @@ def test_progress_line_in_a_stage_shows_the_cap_not_a_share_and_the_level_at_thr
 
     stage = progress_line(fake(3, lambda: "recipe: 1m00s of 18m00s used, 17m00s left"), 10.0)
     assert stage.startswith("step      98,304 (stage cap 9,977,856) | SPS 9,830 | 0m10s elapsed, recipe: 1m00s")
-    assert "vs advanced 0.31 (level play: 0.33, one seat against 2 sides of the bot)" in stage
+    assert "vs advanced 0.31 (level play: 0.33, one side against 2 sides of the bot)" in stage
     alone = progress_line(fake(2, None), 10.0)
     assert alone.startswith("step      98,304/9,977,856 (  1%) | SPS 9,830 | 0m10s elapsed, ~")
     assert alone.endswith("vs advanced 0.31")
