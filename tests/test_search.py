@@ -13,12 +13,7 @@ RULES = make_rules("classic")
 
 
 def _positions(n_steps: int = 6, games: int = 6) -> dict:
-    env = CassinoVectorEnv(games, RULES, seed=123, with_view=True)
-    obs, _ = env.reset()
-    bot = make_agent("advanced", RULES)
-    for _ in range(n_steps):
-        obs, *_ = env.step(bot.act(obs, np.random.default_rng(0)))
-    return obs
+    return _positions_of(RULES, games, n_steps, seed=123)
 
 
 def test_search_spec_plays_legal_moves_and_is_named():
