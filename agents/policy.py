@@ -386,7 +386,7 @@ class CassinoPolicy(nn.Module):
                 raise ValueError("this network's critic reads the full state: build the MoveBatch with critic_obs")
             pre_c = pre_c + torch.nn.functional.linear(batch.critic_obs, c1.weight[:, D:])
         h = self.torso[1:](pre_h)
-        return h, self.critic_net[1:](pre_c).squeeze(-1)
+        return h, _last_layer_fp32(self.critic_net[1:], pre_c)
 
     def logits(self, batch: MoveBatch) -> torch.Tensor:
         """float32[N, M]: the policy's logits alone (``-inf`` at illegal moves); what acting needs, so a critic
@@ -406,7 +406,7 @@ class CassinoPolicy(nn.Module):
             f = batch.feats[rows, cols]
             m = m + self.feat_mlp(f)
             skip = self.feat_skip(f).squeeze(-1)
-        scores = self.scorer(self.query(h)[rows] + m).squeeze(-1)
+        scores = _last_layer_fp32(self.scorer, self.query(h)[rows] + m)
         if skip is not None:
             scores = scores + skip
         if self.shape.last_round:
@@ -463,18 +463,18 @@ class CassinoPolicy(nn.Module):
         if self.shape.move_features:
             parts.append(batch.feats[r, c])
         head_move, head_scorer = getattr(self, f"{prefix}_move"), getattr(self, f"{prefix}_scorer")
-        s = head_scorer(g[at[r]] + head_move(torch.cat(parts, dim=-1))).squeeze(-1)
-        return sel, out.index_put((sel.nonzero().squeeze(-1),), s)
+        s = _last_layer_fp32(head_scorer, g[at[r]] + head_move(torch.cat(parts, dim=-1)))
+        return sel, out.index_put((sel.nonzero().squeeze(-1),), s.to(out.dtype))
 
     def _value(self, batch: MoveBatch, h: torch.Tensor | None = None) -> torch.Tensor:
         if self.shape.critic == "shared":
-            return self.value_head(self.torso(batch.obs) if h is None else h).squeeze(-1)
+            return _fp32_out(self.value_head, self.torso(batch.obs) if h is None else h)
         x = batch.obs
         if self.shape.critic_dim:
             if batch.critic_obs is None:
                 raise ValueError("this network's critic reads the full state: build the MoveBatch with critic_obs")
             x = torch.cat([x, batch.critic_obs], dim=-1)
-        return self.critic_net(x).squeeze(-1)
+        return _last_layer_fp32(self.critic_net, x)
 
     def value(self, batch: MoveBatch) -> torch.Tensor:
         """float32[N]: the value estimate alone (on the network's device, as :meth:`forward`)."""
@@ -498,6 +498,21 @@ class CassinoPolicy(nn.Module):
         batch = MoveBatch(obs=obs, kind=empty, card=empty, value=empty, cards=empty, mask=empty.bool(),
                           critic_obs=critic_obs)
         return self._value(batch.to(self.device))
+
+
+def _fp32_out(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """float32[K]: ``layer(x).squeeze(-1)`` computed in float32 whatever autocast is on (:mod:`agents.precision`).
+    ``layer`` maps to one number (a score, a value): logits of tens whose differences of a tenth matter, which a
+    bfloat16 output (8 bits of mantissa: steps of 0.125 at 16-32) would round away. Without autocast it is exactly
+    ``layer(x).squeeze(-1)``."""
+    with torch.autocast(x.device.type, enabled=False):
+        return layer(x.float()).squeeze(-1)
+
+
+def _last_layer_fp32(mlp: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """float32[K]: ``mlp(x).squeeze(-1)``, its layers but the last in the autocast type (they carry the arithmetic),
+    the last (a linear map to one number) in float32 (:func:`_fp32_out`)."""
+    return _fp32_out(mlp[-1], mlp[:-1](x))
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -45,6 +45,7 @@ from train.options import (
     optional,
     options_type,
     parse_flag,
+    precision,
     rates,
     resolve_args,
     resolve_run_device,
@@ -87,6 +88,7 @@ __all__ = [
     "boolean", "check_options", "check_run_dir", "check_run_path", "checked_rules", "claim_run_dir", "device",
     "default_run_dir", "eval_interval", "excerpt", "explicit_fields", "field_docs", "find_config", "given_options",
     "hparams_table", "integer", "load_config", "looked_at", "make_args", "names", "number", "optional",
-    "options_type", "parse_flag", "preset_config", "rates", "resolve_args", "resolve_run_device", "resume_args",
+    "options_type", "parse_flag", "precision", "preset_config", "rates", "resolve_args", "resolve_run_device",
+    "resume_args",
     "rollout_bytes", "run_dir_of_checkpoint", "shown_name", "text", "validate_fields",
 ]

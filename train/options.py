@@ -46,6 +46,7 @@ import tyro
 import yaml
 
 from agents.device import DeviceError, check_device
+from agents.precision import PrecisionError, check_precision
 from cassino_env.errors import excerpt, shown_name
 from cassino_env.rules import RuleSet, make_rules
 
@@ -174,6 +175,27 @@ def device() -> FieldRule:
         try:
             return check_device(value, name)
         except DeviceError as exc:
+            raise ConfigError(str(exc), field=name) from None
+
+    return rule
+
+
+def precision() -> FieldRule:
+    """A rule: a precision name (:func:`agents.precision.check_precision`: ``auto``, ``fp32``, ``bf16``); returned
+    stripped.
+
+    >>> precision()("precision", "bf16")
+    'bf16'
+    >>> precision()("precision", "fp16")
+    Traceback (most recent call last):
+    ...
+    train.options.ConfigError: precision: 'fp16' is not a precision; choose auto, fp32 or bf16
+    """
+
+    def rule(name: str, value: Any) -> str:
+        try:
+            return check_precision(value, name)
+        except PrecisionError as exc:
             raise ConfigError(str(exc), field=name) from None
 
     return rule
@@ -534,9 +556,10 @@ def explicit_fields(cls: type, options: Any) -> set[str]:
     return fields
 
 
-#: Fields a resumed run never takes from the checkpoint: where it reads and writes, and the device it runs on, are the
-#: command line's say (a run trained on a GPU goes on where there is none; its default, ``auto``, or the one given).
-RUN_CONTROL_FIELDS = ("resume", "run_dir", "reuse_run_dir", "device")
+#: Fields a resumed run never takes from the checkpoint: where it reads and writes, and the device and precision it
+#: runs at, are the command line's say (a run trained on a GPU goes on where there is none; its default, ``auto``,
+#: or the one given).
+RUN_CONTROL_FIELDS = ("resume", "run_dir", "reuse_run_dir", "device", "precision")
 
 
 def resume_args(args: _Args, saved: dict[str, Any], explicit: set[str] | None = None, *,

@@ -29,6 +29,7 @@ from train.options import (
     number,
     optional,
     options_type,
+    precision,
     rates,
     text,
     validate_fields,
@@ -271,7 +272,8 @@ MAX_TIMESTEPS = 10**12
 ARG_RULES: dict[str, FieldRule] = {
     # experiment
     "exp_name": text(no_slash=True), "seed": integer(0, 2**63 - 1, want="an integer 0 <= seed < 2**63"),
-    "threads": integer(1, 1024), "device": device(), "run_dir": optional(text()), "runs_root": text(),
+    "threads": integer(1, 1024), "device": device(), "precision": precision(), "run_dir": optional(text()),
+    "runs_root": text(),
     "resume": optional(text()),
     "reuse_run_dir": boolean(), "progress_every_s": number(0.0), "max_train_seconds": number(0.0),
     # the recipe

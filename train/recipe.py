@@ -537,7 +537,7 @@ class Recipe:
         best = "best.pt" if check_only else self.state.best
         values.update(run_dir=str(folder), resume=resume, seed=(a.seed * 1_000 + self.state.stage_index) % 2**63,
                       preset=a.preset, num_players=a.num_players, threads=a.threads, device=a.device,
-                      ray_address=a.ray_address,
+                      precision=a.precision, ray_address=a.ray_address,
                       num_workers=a.num_workers, init=f"checkpoint:{self.run_dir / best}",
                       max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None,
                       exp_name=f"{a.exp_name}_{name}")

@@ -24,7 +24,7 @@ NAME_MAX_BYTES = 255
 
 @dataclasses.dataclass
 class RunOptions:
-    """The options every trainer's run starts with: its name, seed, threads, device and run folder
+    """The options every trainer's run starts with: its name, seed, threads, device, precision and run folder
     (``train.ppo_args.Args`` and ``train.exit.ExitArgs`` extend it, each with its own ``exp_name``)."""
 
     # --- experiment -------------------------------------------------------------------------------------------------
@@ -40,6 +40,12 @@ class RunOptions:
     cuda, cuda:N or mps; the games, bots and searches stay on the CPU, and Ray workers play on their CPU. A resumed
     run takes the device given now (default auto), never the checkpoint's: it is where a run goes on, not what it
     learns"""
+    precision: str = "auto"
+    """the expert stages' arithmetic (agents.precision): auto (bf16 on a device that computes bfloat16 natively: a
+    CPU with AVX-512 BF16 or AMX, a CUDA GPU that supports it; else fp32), fp32, or bf16 (the forward passes of the
+    labelling and the update under torch.autocast; weights, gradients and the optimiser stay float32). PPO, the
+    gates and every evaluation run in float32 whatever it says. A resumed run takes the precision given now, as the
+    device"""
     run_dir: str | None = None
     """folder the run writes to; default runs_root/{preset}__{exp_name}__{seed}__{unix time}"""
     runs_root: str = "runs"

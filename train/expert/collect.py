@@ -126,7 +126,15 @@ class LabelCollector:
     def collect(self, policy: Any, rng: np.random.Generator, deals_done: int, progress: float = 0.0) -> Labels:
         """Play ``deals_per_iteration`` deals in every game, label the network's decisions (:mod:`train.expert`);
         ``progress`` > 0: print a line at most every that many seconds (the move reached, labels so far, their
-        rate)."""
+        rate). The network's forward passes, its play and the search's, run at ``args.precision``
+        (:mod:`agents.precision`); the exact last-round values do not use it."""
+        from agents.device import device_of
+        from agents.precision import autocast
+
+        with autocast(self.args.precision, device_of(policy)):
+            return self._collect(policy, rng, deals_done, progress)
+
+    def _collect(self, policy: Any, rng: np.random.Generator, deals_done: int, progress: float) -> Labels:
         import torch
 
         from agents.endgame import play_endgame

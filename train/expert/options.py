@@ -214,6 +214,7 @@ _PART_OF_FOLDER = text(no_slash=True)
 #: The rule of every :class:`ExitArgs` field.
 EXIT_RULES: dict[str, config.FieldRule] = {
     "exp_name": _folder_name, "seed": integer(0, 2**63 - 1), "threads": integer(1, 1024), "device": config.device(),
+    "precision": config.precision(),
     "run_dir": optional(text()), "runs_root": text(), "resume": optional(text()), "reuse_run_dir": boolean(),
     "max_train_seconds": number(0.0), "ray_address": optional(text()), "num_workers": integer(1, 4096),
     "preset": text(), "num_players": optional(integer(1)), "num_envs": integer(1, 2**20),

@@ -79,11 +79,13 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
     entropy. ``target="regret"``: the policy loss is the expected regret ``sum_a pi(a) (max q - q(a))`` (points:
     each decision weighs what is at stake in it) plus 0.1 times the cross-entropy to the best moves. The optimiser
     holds the parameters :func:`trained_parameters` gives (with ``train_params`` one of the heads neither the
-    rest of the network nor the critic moves, and the value loss is left out). Returns the last pass's mean losses."""
+    rest of the network nor the critic moves, and the value loss is left out). The forward passes run at
+    ``args.precision`` (:mod:`agents.precision`). Returns the last pass's mean losses."""
     import torch
 
     from agents.device import device_of
     from agents.policy import masked_entropy, masked_log_softmax
+    from agents.precision import autocast
 
     prior = network_probs(policy, data) if args.target == "awr" else data.prior
     target = policy_targets(data.q, data.mask, prior, args.target, args.temperature)
@@ -107,7 +109,8 @@ def update(policy: Any, optimizer: Any, data: Labels, args: ExitArgs, rng: np.ra
             idx = np.sort(perm[s:s + mb])
             batch = _batch(data, idx).to(device)
             W = batch.mask.shape[1]
-            logits, value = policy(batch)
+            with autocast(args.precision, device):  # the forward pass only (agents.precision)
+                logits, value = policy(batch)
             logp = masked_log_softmax(logits, batch.mask)
             tgt = torch.from_numpy(target[idx, :W]).to(device)
             pg = -(tgt * logp).sum(-1).mean()
