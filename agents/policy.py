@@ -504,7 +504,10 @@ def _fp32_out(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """float32[K]: ``layer(x).squeeze(-1)`` computed in float32 whatever autocast is on (:mod:`agents.precision`).
     ``layer`` maps to one number (a score, a value): logits of tens whose differences of a tenth matter, which a
     bfloat16 output (8 bits of mantissa: steps of 0.125 at 16-32) would round away. Without autocast it is exactly
-    ``layer(x).squeeze(-1)``."""
+    ``layer(x).squeeze(-1)``; on a device other than the CPU or CUDA (where :mod:`agents.precision` never turns
+    autocast on) it is that, with no autocast context."""
+    if x.device.type not in ("cpu", "cuda"):
+        return layer(x).squeeze(-1)
     with torch.autocast(x.device.type, enabled=False):
         return layer(x.float()).squeeze(-1)
 

@@ -80,7 +80,8 @@ def resolve_precision(name: str, device: torch.device) -> str:
 
 def autocast(name: str, device: torch.device) -> contextlib.AbstractContextManager[Any]:
     """A context in which the networks' forward passes on ``device`` run at precision ``name`` (``auto``, ``fp32``,
-    ``bf16``): ``torch.autocast`` with bfloat16 for ``bf16``, nothing for ``fp32``. Like ``torch.autocast`` it holds
+    ``bf16``): ``torch.autocast`` with bfloat16 for ``bf16`` on a CPU or a CUDA GPU, nothing for ``fp32`` or on any
+    other device (MPS runs float32). Like ``torch.autocast`` it holds
     for the calling thread only; wrap the forward pass and the loss, not the backward pass or the optimiser's step.
 
     Raises:
@@ -88,6 +89,6 @@ def autocast(name: str, device: torch.device) -> contextlib.AbstractContextManag
     """
     import torch
 
-    if resolve_precision(name, device) == "fp32":
-        return contextlib.nullcontext()
+    if resolve_precision(name, device) == "fp32" or device.type not in ("cpu", "cuda"):
+        return contextlib.nullcontext()  # elsewhere (MPS) bfloat16 autocast is not offered: float32
     return torch.autocast(device.type, dtype=torch.bfloat16)

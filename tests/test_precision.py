@@ -169,3 +169,8 @@ def test_a_tiny_expert_run_at_each_precision_trains_and_labels(precision: str, t
     labels = Labels.load(tmp_path / "run" / "labels" / "iter_00001.npz")
     assert len(labels) > 0 and np.isfinite(labels.q[labels.mask]).all()
     assert (tmp_path / "run" / "checkpoints" / "final.pt").is_file()
+
+
+def test_bf16_on_a_device_other_than_cpu_or_cuda_is_float32() -> None:
+    with autocast("bf16", torch.device("meta")):
+        assert not torch.is_autocast_enabled("cpu")
