@@ -159,6 +159,19 @@ def text(choices: tuple[str, ...] | None = None, *, no_slash: bool = False) -> F
     return rule
 
 
+def _checked_by(check: typing.Callable[[Any, str], str], error: type[ValueError]) -> FieldRule:
+    """A rule from a checker of ``agents`` (``check(value, field)``, raising ``error`` whose message names the field):
+    its ``error`` becomes a :class:`ConfigError` naming the field."""
+
+    def rule(name: str, value: Any) -> str:
+        try:
+            return check(value, name)
+        except error as exc:
+            raise ConfigError(str(exc), field=name) from None
+
+    return rule
+
+
 def device() -> FieldRule:
     """A rule: a device name (:func:`agents.device.check_device`: ``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``)
     that torch sees on this machine; returned stripped. Torch is imported only for a GPU's name.
@@ -171,13 +184,7 @@ def device() -> FieldRule:
     train.options.ConfigError: device: 'gpu' is not a device; choose auto, cpu, cuda, cuda:N (N a GPU's index) or mps
     """
 
-    def rule(name: str, value: Any) -> str:
-        try:
-            return check_device(value, name)
-        except DeviceError as exc:
-            raise ConfigError(str(exc), field=name) from None
-
-    return rule
+    return _checked_by(check_device, DeviceError)
 
 
 def precision() -> FieldRule:
@@ -192,13 +199,7 @@ def precision() -> FieldRule:
     train.options.ConfigError: precision: 'fp16' is not a precision; choose auto, fp32 or bf16
     """
 
-    def rule(name: str, value: Any) -> str:
-        try:
-            return check_precision(value, name)
-        except PrecisionError as exc:
-            raise ConfigError(str(exc), field=name) from None
-
-    return rule
+    return _checked_by(check_precision, PrecisionError)
 
 
 def resolve_run_device(args: Any) -> Any:
