@@ -78,7 +78,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from agents.base import Agent
 from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, NUM_CARDS, RANK, SPADE_MASK, SUIT_MASK
@@ -597,8 +597,36 @@ STYLES: dict[str, Style] = {
 }
 
 
+#: Most games per ``prange`` task of :func:`_score_chunks` (as the rules core's parallel driver).
+_CHUNK = 64
+
+
+@njit(cache=True, parallel=True)
+def _score_chunks(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bowner, captured, stock_size,
+                  mk, mc, mv, mcards, nmoves, last_trail, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w,
+                  flags, scores, feats, chunk):
+    """As :func:`_score_kernel`, chunks of ``chunk`` games spread over numba's threads (``prange``); each chunk is
+    scored by :func:`_score_kernel` on its rows (games are independent, so the result is the serial one)."""
+    B = viewer.shape[0]
+    fill = scores.shape[0] == B
+    want = feats.shape[0] == B
+    best = np.zeros(B, dtype=np.int64)
+    nch = (B + chunk - 1) // chunk
+    for ch in prange(nch):
+        s = ch * chunk
+        e = min(B, s + chunk)
+        sc = scores[s:e] if fill else scores[:0]
+        ft = feats[s:e] if want else feats[:0]
+        best[s:e] = _score_kernel(viewer[s:e], my_hand[s:e], hand_sizes[s:e], unseen[s:e], loose[s:e], bcards[s:e],
+                                  bvalue[s:e], bowner[s:e], captured[s:e], stock_size[s:e], mk[s:e], mc[s:e],
+                                  mv[s:e], mcards[s:e], nmoves[s:e], last_trail[s:e], cfg, cap_bits, same_cap,
+                                  item_val, pcards, pvals, wbase, w, flags, sc, ft)
+    return best
+
+
 def score_moves(tables: RuleTables, style: Style, inputs: tuple, with_scores: bool = True,
-                with_features: bool = False) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+                with_features: bool = False, parallel: bool = False,
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Score the listed moves of B games.
 
     Args:
@@ -607,6 +635,7 @@ def score_moves(tables: RuleTables, style: Style, inputs: tuple, with_scores: bo
         inputs: from :func:`state_inputs` or the observation (see :class:`ScriptedBot`).
         with_scores: also return every move's score (rollouts skip it: only the best move is needed).
         with_features: also return the raw features.
+        parallel: split the games over numba's threads (:func:`numba.get_num_threads`; the same result as serial).
 
     Returns:
         ``(best int64[B], scores float64[B, M] or None, features float64[B, M, F] or None)``; scores are ``-inf``
@@ -619,9 +648,15 @@ def score_moves(tables: RuleTables, style: Style, inputs: tuple, with_scores: bo
     flags = np.array([style.prob_mode, int(style.race_aware), int(style.needs_table or with_features),
                       int(style.weights[F_KEEP] != 0 or with_features)], dtype=np.int64)
     wbase = np.array([tables.w_cards, tables.w_spades], dtype=np.float64)
-    best = _score_kernel(*inputs, tables.cfg, tables.cap_bits, tables.same_cap, tables.item_val, tables.point_cards,
-                         tables.point_values, wbase, np.asarray(style.weights, dtype=np.float64), flags, scores,
-                         feats)
+    kernel_args = (*inputs, tables.cfg, tables.cap_bits, tables.same_cap, tables.item_val, tables.point_cards,
+                   tables.point_values, wbase, np.asarray(style.weights, dtype=np.float64), flags, scores, feats)
+    if parallel and B > _CHUNK:
+        import numba
+
+        chunk = max(1, min(_CHUNK, -(-B // (4 * numba.get_num_threads()))))  # about four chunks per thread
+        best = _score_chunks(*kernel_args, chunk)
+    else:
+        best = _score_kernel(*kernel_args)
     return best, (scores if scores.shape[0] == B else None), (feats if with_features else None)
 
 
@@ -652,10 +687,11 @@ class ScriptedBot:
         _, scores, feats = score_moves(self.tables, self.style, _view_inputs(obs), with_features=True)
         return scores, feats
 
-    def act_state(self, state) -> np.ndarray:
+    def act_state(self, state, parallel: bool = False) -> np.ndarray:
         """int64[B]: the move this bot plays for the seat to move in every game of a core State, from that seat's
-        knowledge only (search rollouts use this; 0 where nobody is to move)."""
-        best, _, _ = score_moves(self.tables, self.style, state_inputs(state), with_scores=False)
+        knowledge only (search rollouts use this; 0 where nobody is to move); ``parallel``: the games split over
+        numba's threads."""
+        best, _, _ = score_moves(self.tables, self.style, state_inputs(state), with_scores=False, parallel=parallel)
         return best
 
 

@@ -51,11 +51,15 @@ class PIMCAgent:
         match_bonus: points added to (subtracted from) a rollout that ends the match won (lost).
         max_games: rollouts stepped together; larger batches are split (memory: about 6 kB per game).
         name: the agent's name in tables.
+        parallel: step the rollouts (the rules core and the scripted bot's choice) over numba's threads; None (the
+            default): where numba has more than one (:func:`numba.get_num_threads`, read at each rollout; set
+            ``NUMBA_NUM_THREADS`` or call :func:`numba.set_num_threads` to change it). Either way the same moves and
+            outcomes (the games are independent).
     """
 
     def __init__(self, rules: RuleSet, simulations: int = DEFAULT_SIMULATIONS, min_samples: int = 8,
                  rollout: str = "advanced", match_bonus: float = 10.0, max_games: int = 16384,
-                 name: str | None = None) -> None:
+                 name: str | None = None, parallel: bool | None = None) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int | np.integer) \
                 or not 1 <= simulations <= MAX_SIMULATIONS:
             raise ValueError(f"simulations must be an integer 1..{MAX_SIMULATIONS} (agents.base.MAX_SIMULATIONS: "
@@ -66,6 +70,7 @@ class PIMCAgent:
         self.policy = make_bot(rollout, rules)
         self.match_bonus = float(match_bonus)
         self.max_games = int(max_games)
+        self.parallel = None if parallel is None else bool(parallel)
         self.name = name or ("pimc" if simulations == DEFAULT_SIMULATIONS else f"pimc:{simulations}")
 
     # -- Agent protocol ------------------------------------------------------------------------------------------
@@ -180,8 +185,9 @@ class PIMCAgent:
         live = np.arange(G)  # original game index of each game of st
         actions = first
         counters = rng.integers(0, 2**63, size=G, dtype=np.int64).astype(np.uint64)  # random rollouts only
+        parallel = self.threaded()
         while True:
-            res = core.step(st, actions)
+            res = core.step(st, actions, parallel=parallel)
             self.score_finished(res, live, me, outcome)
             alive = st.current_player >= 0
             if not alive.any():
@@ -194,7 +200,15 @@ class PIMCAgent:
             if isinstance(self.policy, RandomBot):
                 actions = core.random_actions(st, counters)  # advances the counters in place
             else:
-                actions = self.policy.act_state(st)
+                actions = self.policy.act_state(st, parallel=parallel)
+
+    def threaded(self) -> bool:
+        """Whether the rollouts step over numba's threads now (``parallel``, or when None: numba has more than one)."""
+        if self.parallel is not None:
+            return self.parallel
+        import numba
+
+        return numba.get_num_threads() > 1
 
 
 #: The agent's first name, kept so code written against it runs (it is PIMC, not ISMCTS: it builds no tree).

@@ -473,7 +473,12 @@ class CassinoPolicy(nn.Module):
         if self.shape.critic_dim:
             if batch.critic_obs is None:
                 raise ValueError("this network's critic reads the full state: build the MoveBatch with critic_obs")
-            x = torch.cat([x, batch.critic_obs], dim=-1)
+            # its first layer over [obs, critic_obs] as two products, without copying the two into one input (the
+            # search's critic leaves read tens of thousands of rows a call)
+            first, d = self.critic_net[0], x.shape[-1]
+            h = nn.functional.linear(x, first.weight[:, :d], first.bias) \
+                + nn.functional.linear(batch.critic_obs, first.weight[:, d:])
+            return _last_layer_fp32(self.critic_net[1:], h)
         return _last_layer_fp32(self.critic_net, x)
 
     def value(self, batch: MoveBatch) -> torch.Tensor:

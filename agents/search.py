@@ -105,6 +105,9 @@ class SearchAgent:
             :class:`train.config.Args`), which is the case for ``pretrained:classic``. Lines of one decision all
             have the same length, so every candidate's lines end the deal (and earn ``match_bonus``) or none do.
         name: its name in tables.
+        parallel: step the lines (the rules core and the rollout bot's choice) over numba's threads; None (the
+            default): where numba has more than one (:class:`agents.pimc.PIMCAgent`'s ``parallel``). The same
+            values either way.
 
     Raises:
         SearchSpecError: a bad argument, or a network made for another count of seats or sides (its ``rules``).
@@ -114,7 +117,7 @@ class SearchAgent:
                  margin: float = DEFAULT_MARGIN, rollout: str = "advanced", halving: bool = False,
                  min_samples: int = 8, match_bonus: float = 10.0, exact: bool = True, max_games: int = 16384,
                  leaf: str | None = None, depth: int | None = None, value_scale: float = 0.1,
-                 name: str | None = None) -> None:
+                 name: str | None = None, parallel: bool | None = None) -> None:
         from agents.bots import make_bot
         from agents.pimc import PIMCAgent
 
@@ -167,7 +170,7 @@ class SearchAgent:
         self._trace: list[tuple[np.ndarray, np.ndarray]] | None = None
         # pimc's batched rollout loop (its policy replaced when the network plays the rollouts)
         self._pimc = PIMCAgent(rules, simulations=1, rollout="advanced" if rollout == "net" else rollout,
-                               match_bonus=match_bonus, max_games=max_games)
+                               match_bonus=match_bonus, max_games=max_games, parallel=parallel)
 
     # -- the network -------------------------------------------------------------------------------------------------
     def to(self, device: Any) -> SearchAgent:
@@ -316,8 +319,9 @@ class SearchAgent:
         crit_dim = self.net.policy.shape.critic_dim
         leaves: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]] = []  # games, obs, crit, movers
         ply = 0
+        parallel = self._pimc.threaded()
         while True:  # ply 0 is the candidate, plies 1..depth the rollout policy's, then on to the stop
-            res = core.step(st, actions)
+            res = core.step(st, actions, parallel=parallel)
             self._pimc.score_finished(res, live, me, outcome)
             keep = np.flatnonzero(st.current_player >= 0)
             if keep.size < len(live):
@@ -337,7 +341,7 @@ class SearchAgent:
                         live = live[:0]
             if not live.size:
                 break
-            actions = self._net_state_policy(st) if self._bot is None else self._bot.act_state(st)
+            actions = self._net_state_policy(st) if self._bot is None else self._bot.act_state(st, parallel=parallel)
             ply += 1
         if not leaves:
             return outcome
@@ -355,7 +359,7 @@ class SearchAgent:
         """As :meth:`agents.pimc.PIMCAgent.rollout`, every seat played by the network's most probable move."""
 
         class _Net:
-            def act_state(_self, state: Any) -> np.ndarray:  # noqa: N805 - a small adapter
+            def act_state(_self, state: Any, parallel: bool = False) -> np.ndarray:  # noqa: N805, ARG002 - an adapter
                 return self._net_state_policy(state)
 
         saved = self._pimc.policy

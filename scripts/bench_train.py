@@ -70,6 +70,19 @@ def machine() -> str:
             f"{torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
 
+def parse_sets(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, object]:
+    """The ``--set FIELD=VALUE`` options as a dict (each value read as YAML); a malformed one is the parser's error."""
+    import yaml
+
+    sets = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep:
+            parser.error(f"--set {item!r}: expected FIELD=VALUE")
+        sets[k] = yaml.safe_load(v)
+    return sets
+
+
 def run_once(tree: Path, iterations: int, sets: dict[str, object]) -> dict[str, float]:
     """One benchmark run of ``tree`` in a fresh process; returns its figures."""
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
@@ -98,14 +111,7 @@ def main() -> int:
     a = p.parse_args()
     if a.iterations < 1 or a.repeat < 1:
         p.error("--iterations and --repeat must be >= 1")
-    import yaml
-
-    sets = {}
-    for item in a.set:
-        k, sep, v = item.partition("=")
-        if not sep:
-            p.error(f"--set {item!r}: expected FIELD=VALUE")
-        sets[k] = yaml.safe_load(v)
+    sets = parse_sets(p, a.set)
     trees = [a.tree] + ([a.alternate] if a.alternate else [])
     print(f"machine: {machine()}", flush=True)
     best: dict[Path, dict[str, float]] = {}

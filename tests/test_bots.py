@@ -334,3 +334,29 @@ def test_the_ladder_is_one_list() -> None:
     assert [make_agent(n, rules).name for n in LADDER] == list(LADDER)
     assert expand_specs(["pimc:8", " ladder ", "greedy"]) == ["pimc:8", *LADDER, "greedy"]
     assert expand_specs([]) == []
+
+
+@pytest.mark.parametrize(("preset", "players"), [("classic", 2), ("cicera", 4), ("royal", 3)])
+def test_bot_scores_split_over_threads_are_the_serial_ones(preset, players):
+    """``score_moves(parallel=True)`` (chunks of games over numba's threads) gives the serial kernel's best moves,
+    scores and features, bit for bit, on hundreds of positions of a game in progress."""
+    from agents.bots import score_moves, state_inputs
+
+    rules = make_rules(preset, players)
+    st = core.init(rules, np.arange(300, dtype=np.int64))
+    core.rollout(st, 5, np.arange(300, dtype=np.uint64))  # random moves: positions of all kinds
+    tables = RuleTables.of(rules)
+    for name in ("advanced", "intermediate"):
+        serial = score_moves(tables, STYLES[name], state_inputs(st), with_features=True)
+        threaded = score_moves(tables, STYLES[name], state_inputs(st), with_features=True, parallel=True)
+        for a, b in zip(serial, threaded, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert (make_bot(name, rules).act_state(st, parallel=True) == serial[0]).all()
+
+
+def test_pimc_rollouts_over_threads_choose_as_serial_ones():
+    """A PIMC agent stepping its rollouts over numba's threads plays the moves of one that steps them serially."""
+    env = CassinoVectorEnv(num_envs=8, seed=4, with_view=True)
+    obs, _ = env.reset()
+    moves = [PIMCAgent(env.rules, simulations=64, parallel=p).act(obs, np.random.default_rng(3)) for p in (False, True)]
+    np.testing.assert_array_equal(*moves)

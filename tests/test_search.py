@@ -400,3 +400,23 @@ def test_a_huge_search_budget_is_one_search_spec_error() -> None:
         parse_search_arg("pretrained:classic:" + "9" * 5000)
     assert len(str(caught.value)) < 200
     assert parse_search_arg("pretrained:classic:0007") == ("pretrained:classic", 7)
+
+
+@pytest.mark.parametrize("leaf", ["critic", "rollout"])
+def test_search_lines_over_threads_are_the_serial_ones(leaf):
+    """The search stepping its lines over numba's threads (``parallel=True``) measures every candidate as the serial
+    one does: the same traced means, so the same moves and labels."""
+    from agents.search import SearchAgent
+
+    net = make_agent("pretrained:classic", RULES)
+    obs = _positions(n_steps=4, games=12)
+    traces = []
+    for parallel in (False, True):
+        agent = SearchAgent(RULES, net, simulations=96, leaf=leaf, exact=False, parallel=parallel)
+        agent._trace = []
+        moves = agent.act(obs, np.random.default_rng(2))
+        traces.append((moves, agent._trace))
+    np.testing.assert_array_equal(traces[0][0], traces[1][0])
+    for (o1, m1), (o2, m2) in zip(traces[0][1], traces[1][1], strict=True):
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(m1, m2)

@@ -92,8 +92,8 @@ class LabelCollector:
                                 rollout=args.rollout, match_bonus=args.match_bonus)
         self.ctrl = split_games(num_envs, 0.0, args.bot_rates) if ctrl is None else np.asarray(ctrl, np.int64)
         self.games = np.arange(num_envs)
-        # the exact last-round labels' solves on numba's threads when the run has more than one (the same values);
-        # a Ray worker, one CPU each, solves on its own thread
+        # the exact last-round labels' solves and the search's lines on numba's threads when the run has more than
+        # one (the same values); a Ray worker, one CPU each, runs them on its own thread
         self.solve_parallel = args.threads > 1
 
     def search_over(self, policy: Any) -> Any:
@@ -106,7 +106,7 @@ class LabelCollector:
         a = self.args
         return SearchAgent(self.rules, PPOAgent(policy, rules=self.rules), simulations=a.simulations, top_k=a.top_k,
                            min_samples=a.min_samples, rollout=a.rollout, match_bonus=a.match_bonus, exact=False,
-                           value_scale=a.reward_scale)
+                           value_scale=a.reward_scale, parallel=self.solve_parallel)
 
     def env_state(self) -> dict[str, torch.Tensor]:
         """The games' state (``train.env_state`` of a checkpoint)."""
@@ -151,6 +151,7 @@ class LabelCollector:
         obs = self.obs
         policy.eval()
         searcher = self.search_over(policy) if args.search == "search" else None
+        self.search.parallel = self.solve_parallel
         t_start = t_said = time.time()
         n_labels = 0
         for d in range(args.deals_per_iteration):
