@@ -31,7 +31,6 @@ capturing card into the owner's hand). Nothing else (e.g. what an opponent's pas
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -58,24 +57,12 @@ def moves_of(source: Any) -> dict[str, np.ndarray]:
     return out
 
 
-def _array_fields(state: core.State) -> list[str]:
-    """Public per-game array fields of a core State (every array whose first axis is the batch)."""
-    B = state.batch_size
-    return [f.name for f in dataclasses.fields(state) if not f.name.startswith("_")
-            and isinstance(getattr(state, f.name), np.ndarray) and getattr(state, f.name).shape[:1] == (B,)]
-
-
 def take(state: core.State, index: np.ndarray) -> core.State:
     """A new State whose game g is a copy of game ``index[g]`` of ``state`` (clone and replicate games).
 
-    Written through the State's public arrays (views into its packed storage).
+    Same as :meth:`cassino_env.core.State.take`: one gather per packed array, every field copied.
     """
-    index = np.asarray(index, dtype=np.int64)
-    out = core.init(state.rules, np.zeros(len(index), dtype=np.int64), max_moves=state.max_moves,
-                    prune=state.prune, auto_reset=state.auto_reset)
-    for name in _array_fields(state):
-        getattr(out, name)[...] = getattr(state, name)[index]
-    return out
+    return state.take(index)
 
 
 def capture_values(rules: RuleSet) -> np.ndarray:
@@ -180,7 +167,7 @@ def determinize(rules: RuleSet, view: dict[str, np.ndarray], moves: dict[str, np
     G = int(ks.sum())
     row = np.repeat(np.arange(B), ks)
     M = moves["move_kind"].shape[1]
-    st = core.init(rules, np.zeros(G, dtype=np.int64), max_moves=M, prune=prune, auto_reset=False)
+    st = core.blank(rules, G, max_moves=M, prune=prune, auto_reset=False)  # every field below is written
     # what the seat knows, copied to each of its samples
     me = view["viewer"].astype(np.int64)
     st.loose[:] = view["loose"][row]

@@ -171,3 +171,56 @@ def test_take_clones_games_independently() -> None:
     core.step(c, np.zeros(3, dtype=np.int64))
     assert core.position(st, 2) == before  # the source is untouched
     assert core.position(c, 0) != before
+
+
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
+def test_take_copies_every_public_field(preset: str, num_players: int) -> None:
+    st = mid_deal_states(num_players, games=6, steps=7, preset=preset)
+    index = np.array([5, 0, 0, 3])
+    c = take(st, index)
+    assert (c.max_moves, c.prune, c.auto_reset, c.batch_size) == (st.max_moves, st.prune, st.auto_reset, 4)
+    names = [n for n in vars(st) if not n.startswith("_") and isinstance(getattr(st, n), np.ndarray)
+             and getattr(st, n).shape[:1] == (st.batch_size,)]
+    assert len(names) > 20
+    for name in names:
+        np.testing.assert_array_equal(getattr(c, name), getattr(st, name)[index], err_msg=name)
+
+
+@pytest.mark.parametrize("index", [np.zeros((2, 2), dtype=np.int64), np.array([0.5]), np.array([0, 6]), [-1]])
+def test_take_refuses_indices_that_name_no_game(index) -> None:
+    st = mid_deal_states(2, games=6, steps=3)
+    with pytest.raises(ValueError, match="index"):
+        st.take(index)
+
+
+@pytest.mark.parametrize(("preset", "num_players"), PRESET_PLAYERS, ids=PRESET_IDS)
+def test_samples_on_blank_storage_are_the_samples_on_a_dealt_state(preset: str, num_players: int,
+                                                                     monkeypatch) -> None:
+    """determinize writes every field of its State: storage from core.blank gives the same packed arrays as storage
+    that core.init dealt first, and the same games when played on."""
+    rules = make_rules(preset, num_players)
+    st = mid_deal_states(num_players, games=8, steps=9, preset=preset)
+    view, moves = public_view(st), moves_of(st)
+    fast = determinize(rules, view, moves, 3, np.random.default_rng(5))
+
+    def dealt(rules, batch_size, **options):
+        return core.init(rules, np.zeros(batch_size, dtype=np.int64), **options)
+
+    monkeypatch.setattr(det_module.core, "blank", dealt)
+    slow = determinize(rules, view, moves, 3, np.random.default_rng(5))
+    for _ in range(12):
+        for a, b in zip((fast._u64, fast._i8, fast._i16, fast._i64, fast._m8, fast._mvc),
+                        (slow._u64, slow._i8, slow._i16, slow._i64, slow._m8, slow._mvc), strict=True):
+            np.testing.assert_array_equal(a, b)
+        live = fast.current_player >= 0
+        if not live.any():
+            break
+        actions = np.where(live, np.arange(fast.batch_size) % np.maximum(fast.num_moves, 1), 0)
+        core.step(fast, actions)
+        core.step(slow, actions)
+
+
+@pytest.mark.parametrize("batch_size", [-1, 2.0, True])
+def test_blank_refuses_a_batch_size_that_is_not_a_count(batch_size) -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        core.blank(make_rules("classic"), batch_size)

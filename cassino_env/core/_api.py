@@ -154,6 +154,22 @@ class State:
         return _wrap(self.rules, self._u64.copy(), self._i8.copy(), self._i16.copy(), self._i64.copy(),
                      self._m8.copy(), self._mvc.copy(), self._cfg.copy())
 
+    def take(self, index: np.ndarray | Sequence[int]) -> State:
+        """A new, independent State whose game g is a copy of game ``index[g]`` of this one (games cloned and
+        replicated: int[G] indices, repeats allowed); every field is copied, move tables and options included.
+
+        Raises:
+            ValueError: ``index`` is not a 1-D integer array of game numbers 0..batch_size-1.
+        """
+        index = np.asarray(index)
+        if index.ndim != 1 or not (np.issubdtype(index.dtype, np.integer) or index.size == 0):
+            raise ValueError(f"index must be a 1-D integer array (int[G]), got shape {index.shape} {index.dtype}")
+        index = index.astype(np.int64)
+        if index.size and (index.min() < 0 or index.max() >= self.batch_size):
+            raise ValueError(f"index must hold game numbers 0..{self.batch_size - 1}, got {index.min()}..{index.max()}")
+        return _wrap(self.rules, self._u64[index], self._i8[index], self._i16[index], self._i64[index],
+                     self._m8[index], self._mvc[index], self._cfg.copy())
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickle and ``copy.deepcopy`` by the packed arrays, so the copy's public fields view its own arrays as the
         original's view the original's (a field-by-field copy would break those views)."""
@@ -323,6 +339,22 @@ def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 
     st._i64[:, SEED] = seeds.astype(np.int64)
     _run(st, K.MODE_INIT)
     return st
+
+
+def blank(rules: RuleSet, batch_size: int, *, max_moves: int = 256, prune: bool = True,
+          auto_reset: bool = True) -> State:
+    """``batch_size`` games with nothing dealt (no cards anywhere, no moves listed, nobody's turn set): storage for
+    a caller that writes every field of a position itself (:func:`cassino_env.determinize.determinize`), without
+    the deal :func:`init` makes. Options as :func:`init`.
+
+    Raises:
+        TypeError: ``rules`` is not a RuleSet.
+        ValueError: ``batch_size`` is not a non-negative integer, or ``max_moves`` is outside 1..32767.
+    """
+    _check_rules(rules)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 0:
+        raise ValueError(f"batch_size must be a non-negative integer, got {batch_size!r}")
+    return _alloc(rules, int(batch_size), max_moves, prune, auto_reset)
 
 
 def step(state: State, actions: np.ndarray | Sequence[int], *, parallel: bool = False) -> StepResult:
