@@ -35,7 +35,11 @@ from agents.registry import make_agent
 from cassino_env.rules import make_rules
 from train import config
 from train.exit import ExitArgs
-from train.expert.collect import LabelCollector
+import os
+if os.path.exists(os.path.join(tree, "train", "expert", "collect.py")):
+    from train.expert.collect import LabelCollector
+else:  # checkouts before the expert stage's package (e.g. b24101b) kept it in train/exit.py
+    from train.exit import LabelCollector
 values = {**yaml.safe_load(open(config_path)), "init": init, **sets}
 args = config.make_args(ExitArgs, values)
 torch.set_num_threads(args.threads)
