@@ -52,9 +52,15 @@ class PIMCAgent:
         max_games: rollouts stepped together; larger batches are split (memory: about 6 kB per game).
         name: the agent's name in tables.
         parallel: step the rollouts (the rules core and the scripted bot's choice) over numba's threads; None (the
-            default): where numba has more than one (:func:`numba.get_num_threads`, read at each rollout; set
-            ``NUMBA_NUM_THREADS`` or call :func:`numba.set_num_threads` to change it). Either way the same moves and
-            outcomes (the games are independent).
+            default): when called from the main thread where numba has more than one (:func:`numba.get_num_threads`
+            of the calling thread, read at each rollout: ``NUMBA_NUM_THREADS`` for the process, or
+            :func:`numba.set_num_threads` in that thread), and never from another thread (``cassino serve`` plays
+            several games' moves at once on worker threads; numba's ``workqueue`` layer aborts the process when two
+            threads run parallel code together, and the others would oversubscribe the cores). Either way the same
+            moves and outcomes (the games are independent).
+
+    Raises:
+        ValueError: ``simulations`` is outside 1..MAX_SIMULATIONS, or ``parallel`` is not None, True or False.
     """
 
     def __init__(self, rules: RuleSet, simulations: int = DEFAULT_SIMULATIONS, min_samples: int = 8,
@@ -70,7 +76,7 @@ class PIMCAgent:
         self.policy = make_bot(rollout, rules)
         self.match_bonus = float(match_bonus)
         self.max_games = int(max_games)
-        self.parallel = None if parallel is None else bool(parallel)
+        self.parallel = checked_parallel(parallel)
         self.name = name or ("pimc" if simulations == DEFAULT_SIMULATIONS else f"pimc:{simulations}")
 
     # -- Agent protocol ------------------------------------------------------------------------------------------
@@ -203,12 +209,22 @@ class PIMCAgent:
                 actions = self.policy.act_state(st, parallel=parallel)
 
     def threaded(self) -> bool:
-        """Whether the rollouts step over numba's threads now (``parallel``, or when None: numba has more than one)."""
+        """Whether the rollouts step over numba's threads now (``parallel``; when None: on the main thread where numba
+        has more than one)."""
         if self.parallel is not None:
             return self.parallel
+        import threading
+
         import numba
 
-        return numba.get_num_threads() > 1
+        return threading.current_thread() is threading.main_thread() and numba.get_num_threads() > 1
+
+
+def checked_parallel(parallel: object, error: type[ValueError] = ValueError) -> bool | None:
+    """``parallel`` as None, True or False (numpy booleans accepted); anything else raises ``error`` naming it."""
+    if parallel is None or isinstance(parallel, bool | np.bool_):
+        return None if parallel is None else bool(parallel)
+    raise error(f"parallel must be None, True or False, got {parallel!r:.40}")
 
 
 #: The agent's first name, kept so code written against it runs (it is PIMC, not ISMCTS: it builds no tree).

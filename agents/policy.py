@@ -384,6 +384,7 @@ class CassinoPolicy(nn.Module):
         if self.shape.critic_dim:
             if batch.critic_obs is None:
                 raise ValueError("this network's critic reads the full state: build the MoveBatch with critic_obs")
+            _check_critic_rows(batch.critic_obs, batch.obs)
             pre_c = pre_c + torch.nn.functional.linear(batch.critic_obs, c1.weight[:, D:])
         h = self.torso[1:](pre_h)
         return h, _last_layer_fp32(self.critic_net[1:], pre_c)
@@ -475,6 +476,7 @@ class CassinoPolicy(nn.Module):
                 raise ValueError("this network's critic reads the full state: build the MoveBatch with critic_obs")
             # its first layer over [obs, critic_obs] as two products, without copying the two into one input (the
             # search's critic leaves read tens of thousands of rows a call)
+            _check_critic_rows(batch.critic_obs, x)
             first, d = self.critic_net[0], x.shape[-1]
             h = nn.functional.linear(x, first.weight[:, :d], first.bias) \
                 + nn.functional.linear(batch.critic_obs, first.weight[:, d:])
@@ -503,6 +505,14 @@ class CassinoPolicy(nn.Module):
         batch = MoveBatch(obs=obs, kind=empty, card=empty, value=empty, cards=empty, mask=empty.bool(),
                           critic_obs=critic_obs)
         return self._value(batch.to(self.device))
+
+
+def _check_critic_rows(critic_obs: torch.Tensor, obs: torch.Tensor) -> None:
+    """The separate critic's full-state input has a row per observation row (a first layer computed as two products
+    would otherwise broadcast one game's state over every row)."""
+    if critic_obs.shape[:-1] != obs.shape[:-1]:
+        raise ValueError(f"critic_obs must have a row per observation row: {tuple(critic_obs.shape)} against obs "
+                         f"{tuple(obs.shape)}")
 
 
 def _fp32_out(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -106,8 +106,8 @@ class SearchAgent:
             have the same length, so every candidate's lines end the deal (and earn ``match_bonus``) or none do.
         name: its name in tables.
         parallel: step the lines (the rules core and the rollout bot's choice) over numba's threads; None (the
-            default): where numba has more than one (:class:`agents.pimc.PIMCAgent`'s ``parallel``). The same
-            values either way.
+            default): from the main thread where numba has more than one, never from another thread
+            (:class:`agents.pimc.PIMCAgent`'s ``parallel``). The same values either way.
 
     Raises:
         SearchSpecError: a bad argument, or a network made for another count of seats or sides (its ``rules``).
@@ -119,8 +119,9 @@ class SearchAgent:
                  leaf: str | None = None, depth: int | None = None, value_scale: float = 0.1,
                  name: str | None = None, parallel: bool | None = None) -> None:
         from agents.bots import make_bot
-        from agents.pimc import PIMCAgent
+        from agents.pimc import PIMCAgent, checked_parallel
 
+        parallel = checked_parallel(parallel, SearchSpecError)
         if isinstance(simulations, bool) or not isinstance(simulations, int | np.integer) \
                 or not 1 <= simulations <= MAX_SIMULATIONS:
             raise SearchSpecError(f"search budget: expected an integer 1..{MAX_SIMULATIONS} (rollouts per decision), "

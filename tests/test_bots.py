@@ -360,3 +360,31 @@ def test_pimc_rollouts_over_threads_choose_as_serial_ones():
     obs, _ = env.reset()
     moves = [PIMCAgent(env.rules, simulations=64, parallel=p).act(obs, np.random.default_rng(3)) for p in (False, True)]
     np.testing.assert_array_equal(*moves)
+
+
+def test_pimc_threads_by_default_only_on_the_main_thread():
+    """parallel=None: numba's threads from the main thread where numba has several, never from a worker thread
+    (cassino serve plays moves on worker threads; numba's workqueue layer aborts on two parallel regions at once)."""
+    import threading
+
+    import numba
+
+    agent = PIMCAgent(make_rules("classic"))
+    assert agent.threaded() == (numba.get_num_threads() > 1)
+    seen: list[bool] = []
+    worker = threading.Thread(target=lambda: seen.append(agent.threaded()))
+    worker.start()
+    worker.join()
+    assert seen == [False]
+    assert PIMCAgent(make_rules("classic"), parallel=True).threaded() is True
+
+
+@pytest.mark.parametrize("parallel", ["no", 2, [0], 0.0])
+def test_pimc_and_search_refuse_a_parallel_that_is_not_a_bool(parallel):
+    from agents.search import SearchAgent, SearchSpecError
+
+    rules = make_rules("classic")
+    with pytest.raises(ValueError, match="parallel must be None, True or False"):
+        PIMCAgent(rules, parallel=parallel)
+    with pytest.raises(SearchSpecError, match="parallel must be None, True or False"):
+        SearchAgent(rules, make_agent("pretrained:classic", rules), parallel=parallel)

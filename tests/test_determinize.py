@@ -224,3 +224,13 @@ def test_samples_on_blank_storage_are_the_samples_on_a_dealt_state(preset: str, 
 def test_blank_refuses_a_batch_size_that_is_not_a_count(batch_size) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         core.blank(make_rules("classic"), batch_size)
+
+
+def test_a_blank_state_has_nobody_to_move_and_a_step_plays_nothing() -> None:
+    st = core.blank(make_rules("classic"), 3, auto_reset=True)
+    assert (st.current_player == -1).all() and (st.num_moves == 0).all() and (st.hand == 0).all()
+    before = st.copy()
+    res = core.step(st, np.zeros(3, dtype=np.int64))
+    assert (res.actor == -1).all()
+    np.testing.assert_array_equal(st._u64, before._u64)
+    np.testing.assert_array_equal(st._i8, before._i8)

@@ -144,6 +144,32 @@ def test_forward_with_a_separate_critic_equals_logits_and_value():
                                    value.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_a_separate_critic_refuses_full_states_that_are_not_a_row_per_observation():
+    """critic_obs of another row count would broadcast one game's state over every row: refused by every pass."""
+    import torch
+
+    from agents.features import critic_state
+    from agents.policy import MoveBatch
+    from agents.registry import make_agent
+    from cassino_env.rules import make_rules
+    from cassino_env.vector import CassinoVectorEnv
+
+    rules = make_rules("classic")
+    agent = make_agent("pretrained:classic", rules)
+    env = CassinoVectorEnv(4, rules, seed=5, with_view=True)
+    obs, _ = env.reset()
+    batch = MoveBatch.from_obs(obs, agent.featurizer(obs))
+    full = torch.from_numpy(critic_state(env.state))
+    for wrong in (full[:1], full[0]):
+        batch.critic_obs = wrong
+        with torch.no_grad(), pytest.raises(ValueError, match="critic_obs must have a row per observation"):
+            agent.policy.value(batch)
+        with torch.no_grad(), pytest.raises(ValueError, match="critic_obs must have a row per observation"):
+            agent.policy(batch)
+        with torch.no_grad(), pytest.raises(ValueError, match="critic_obs must have a row per observation"):
+            agent.policy.state_value(batch.obs, wrong)
+
+
 def _deal_batches(num_envs: int = 64, seed: int = 5) -> list[tuple[dict, np.ndarray]]:
     """(observation, move features) of every turn of one deal of random play, the last round included."""
     import copy

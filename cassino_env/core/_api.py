@@ -164,9 +164,10 @@ class State:
         index = np.asarray(index)
         if index.ndim != 1 or not (np.issubdtype(index.dtype, np.integer) or index.size == 0):
             raise ValueError(f"index must be a 1-D integer array (int[G]), got shape {index.shape} {index.dtype}")
+        if index.size and (int(index.min()) < 0 or int(index.max()) >= self.batch_size):
+            names = f"game numbers 0..{self.batch_size - 1}" if self.batch_size else "no game numbers (0 games)"
+            raise ValueError(f"index must hold {names}, got {int(index.min())}..{int(index.max())}")
         index = index.astype(np.int64)
-        if index.size and (index.min() < 0 or index.max() >= self.batch_size):
-            raise ValueError(f"index must hold game numbers 0..{self.batch_size - 1}, got {index.min()}..{index.max()}")
         return _wrap(self.rules, self._u64[index], self._i8[index], self._i16[index], self._i64[index],
                      self._m8[index], self._mvc[index], self._cfg.copy())
 
@@ -343,9 +344,10 @@ def init(rules: RuleSet, seeds: np.ndarray | Sequence[int], *, max_moves: int = 
 
 def blank(rules: RuleSet, batch_size: int, *, max_moves: int = 256, prune: bool = True,
           auto_reset: bool = True) -> State:
-    """``batch_size`` games with nothing dealt (no cards anywhere, no moves listed, nobody's turn set): storage for
-    a caller that writes every field of a position itself (:func:`cassino_env.determinize.determinize`), without
-    the deal :func:`init` makes. Options as :func:`init`.
+    """``batch_size`` games with nothing dealt (no cards anywhere, no moves listed, ``current_player`` -1: nobody to
+    move, so a step plays nothing, as after a deal's end with ``auto_reset=False``): storage for a caller that writes
+    every field of a position itself (:func:`cassino_env.determinize.determinize`), without the deal :func:`init`
+    makes. Options as :func:`init`.
 
     Raises:
         TypeError: ``rules`` is not a RuleSet.
@@ -354,7 +356,9 @@ def blank(rules: RuleSet, batch_size: int, *, max_moves: int = 256, prune: bool 
     _check_rules(rules)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 0:
         raise ValueError(f"batch_size must be a non-negative integer, got {batch_size!r}")
-    return _alloc(rules, int(batch_size), max_moves, prune, auto_reset)
+    st = _alloc(rules, int(batch_size), max_moves, prune, auto_reset)
+    st.current_player[:] = -1  # nobody to move: a step before the caller writes a position plays nothing
+    return st
 
 
 def step(state: State, actions: np.ndarray | Sequence[int], *, parallel: bool = False) -> StepResult:
