@@ -75,6 +75,9 @@ def check_options(engine: str, batch: Iterable[int], seconds: float, threads: in
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= top:
             raise BenchError(f"batch: expected batch sizes 1..{top:,} (games stepped together, engine {engine}), got "
                              f"{excerpt(b)}")
+    if engine == "aec" and 1 not in sizes:  # the other sizes are skipped: nothing would be timed
+        raise BenchError(f"batch: the aec engine plays one game at a time, so only batch 1 is timed; got "
+                         f"{', '.join(str(int(b)) for b in sizes[:8])}")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.floating, np.integer)) or not (
             0 < float(seconds) <= MAX_SECONDS):
         raise BenchError(f"seconds: expected a number of seconds in (0, {MAX_SECONDS:g}] per batch size, got "

@@ -75,11 +75,12 @@ def fmt(tree: Path, r: dict[str, float]) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--config", type=Path, default=ROOT / "configs" / "stage_early_rounds.yaml",
                    help="the expert stage's options (a YAML file of train.exit.ExitArgs fields)")
     p.add_argument("--init", default="pretrained:classic", help="the network searched (an agent spec)")
-    p.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run (default: this one)")
+    p.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run")
     p.add_argument("--alternate", type=Path, default=None, help="a second checkout, run in turn with --tree")
     p.add_argument("--repeat", type=int, default=1, help="runs of each tree (best of them is reported)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -91,6 +92,9 @@ def main() -> int:
         p.error(f"--config {a.config}: no such file")
     sets = parse_sets(p, a.set)
     trees = [a.tree] + ([a.alternate] if a.alternate else [])
+    for name, tree in zip(("--tree", "--alternate"), trees, strict=False):
+        if not (tree / "train").is_dir():
+            p.error(f"{name} {tree}: not a checkout of this project (no train/ folder)")
     print(f"machine: {machine()}", flush=True)
     best: dict[Path, dict[str, float]] = {}
     for i in range(a.repeat):

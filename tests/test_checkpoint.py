@@ -120,6 +120,19 @@ class NotData:
     """An object: weights_only loading must refuse to unpickle it."""
 
 
+def test_resume_from_a_run_folder_goes_on_from_its_latest_checkpoint(uninterrupted: Path, tmp_path: Path) -> None:
+    """``--resume RUN`` (the README's form, which a recipe run takes) works for a PPO-only run too: RUN's
+    checkpoints/latest.pt."""
+    data = torch.load(uninterrupted / "checkpoints" / "step_00000001536.pt", weights_only=True)
+    data["train"]["config"]["total_timesteps"] = 3 * 768
+    latest = tmp_path / "run" / "checkpoints" / "latest.pt"
+    latest.parent.mkdir(parents=True)
+    torch.save(data, latest)
+    final = train(Args(resume=str(tmp_path / "run")), explicit={"resume"})
+    assert final == tmp_path / "run" / "checkpoints" / "final.pt"
+    assert torch.load(final, weights_only=True)["train"]["global_step"] == 3 * 768
+
+
 @pytest.mark.parametrize("kind", ["missing", "folder", "garbage", "truncated", "pickled_object", "not_a_checkpoint",
                                   "env_version", "format_version", "preset", "players", "rule_switch", "shape"])
 def test_bad_checkpoints_give_clear_errors(tmp_path: Path, kind: str) -> None:

@@ -409,6 +409,7 @@ CLI_CASES = [
     (["bench", "--batch", "-5"], "batch: expected batch sizes"),
     (["bench", "--batch", "100000000000"], "batch: expected batch sizes"),
     (["bench", "--engine", "vector", "--batch", "100000"], "batch: expected batch sizes 1..65,536"),
+    (["bench", "--engine", "aec", "--batch", "64"], "batch: the aec engine plays one game at a time"),
     (["bench", "--batch", "4", "0"], "batch: expected"),
     (["bench", "--seconds", "inf"], r"seconds: expected a number of seconds in \(0, 3600\]"),
     (["bench", "--seconds", "nan"], "seconds: expected"),

@@ -220,3 +220,35 @@ def test_cassino_proxy_refuses_options_naming_other_rules_than_the_files(good: A
     assert err.getvalue().startswith("error: preset / num_players: ") and "classic with 2 players" in err.getvalue()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         assert cli.main(["proxy", "--agents", "random", "--path", str(path), "--num-players", "2"]) == 0
+
+
+def test_cassino_proxy_default_file_missing_names_the_build_command(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new user's report: the hint built a classic set under the cicera name (make_proxy.py's default preset)."""
+    from train import cli
+
+    monkeypatch.setenv("CASSINO_PROXY_DIR", str(tmp_path))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["proxy", "--agents", "random", "--preset", "cicera"])
+    assert code == 2 and out.getvalue() == ""
+    assert "cicera-4p.npz: no proxy file" in err.getvalue()
+    assert "scripts/make_proxy.py --preset cicera --num-players 4" in err.getvalue(), err.getvalue()
+
+
+def test_cassino_proxy_refuses_a_default_file_of_other_rules(good: Any, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A classic set under the default name of cicera at 4 seats is refused, not scored as cicera's."""
+    from train import cli
+
+    monkeypatch.setenv("CASSINO_PROXY_DIR", str(tmp_path))
+    _write(tmp_path / "cicera-4p.npz", *good)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["proxy", "--agents", "random", "--preset", "cicera"])
+    assert code == 2 and out.getvalue() == "", out.getvalue()
+    assert "holds positions of classic with 2 players, not of cicera with 4" in err.getvalue(), err.getvalue()
+    assert err.getvalue().count("\n") == 1
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # its own name scores it
+        _write(tmp_path / "classic-2p.npz", *good)
+        assert cli.main(["proxy", "--agents", "random"]) == 0

@@ -585,6 +585,11 @@ def score(agent: Any, proxy: Proxy, seed: int = 0, chunk: int = 512) -> dict[str
             "seconds_per_decision": dt / max(N, 1)}
 
 
+def _cell(value: float, width: int) -> str:
+    """A regret in the table: three decimals, or ``-`` where the set has no position of that kind (NaN)."""
+    return f"{'-':>{width}}" if np.isnan(value) else f"{value:>{width}.3f}"
+
+
 def main(agents: str, path: str | None = None, preset: str = "classic", num_players: int | None = None,
          limit: int | None = None, seed: int = 0, json: bool = False, device: str = "auto") -> int:
     """Score agents on the development proxy set: regret per decision (points) and top-1 agreement.
@@ -616,12 +621,27 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
         if path is not None and not path.strip():  # Path("") is ".", a folder: say what is wrong instead
             raise ProxyError("path: the file name is empty; name a proxy file, or leave --path out for the "
                              "preset's default file")
+        want = None
         if path is None:
-            named_rules(preset, num_players)  # the default file's rules: an unknown preset or count named as its option
+            want = named_rules(preset, num_players)  # the default file's rules: an unknown preset or count named
+            build_it = f"python scripts/make_proxy.py --preset {want.preset} --num-players {want.num_players}"
+            file = default_path(preset, num_players)
+            try:
+                found = file.is_file()
+            except OSError:
+                found = False
+            if not found:
+                raise ProxyError(f"{shown_name(file)}: no proxy file for {want.preset} at {want.num_players} seats "
+                                 f"(build one with: {build_it})")
         specs = agent_specs(agents)
         if not specs:
             raise ProxyError("--agents: give at least one agent spec")
         proxy = load(path if path is not None else default_path(preset, num_players)).head(limit)
+        if want is not None and (proxy.rules.preset, proxy.rules.num_players) != (want.preset, want.num_players):
+            # a file at the default name built for other rules: scoring it would report another game's figures
+            raise ProxyError(f"{shown_name(default_path(preset, num_players))} holds positions of "
+                             f"{proxy.rules.preset} with {proxy.rules.num_players} players, not of {want.preset} with "
+                             f"{want.num_players}: rebuild it with {build_it}")
         if path is not None and ((preset != "classic" and preset != proxy.rules.preset)
                                  or (num_players is not None and num_players != proxy.rules.num_players)):
             # the file's own rules score it; options that say otherwise are a mistake, not a request to rescore
@@ -647,5 +667,5 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
             print(_json.dumps(r))
         else:
             print(f"{r['agent']:<34} {r['regret']:>9.3f} ± {1.96 * r['regret_se']:.3f} {r['top1']:>7.1%} "
-                  f"{r['regret_exact']:>11.3f} {r['regret_search']:>7.3f} {r['seconds_per_decision']:>11.4f}")
+                  f"{_cell(r['regret_exact'], 11)} {_cell(r['regret_search'], 7)} {r['seconds_per_decision']:>11.4f}")
     return 0

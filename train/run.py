@@ -41,7 +41,7 @@ import contextlib
 import shutil
 import time
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +337,10 @@ def resume_options(args: Any, explicit: set[str] | None,
         return args, None
     from agents.ppo_agent import CheckpointError
 
+    latest = Path(args.resume) / "checkpoints" / "latest.pt"
+    with contextlib.suppress(OSError):  # a run folder (as a recipe run takes it): its latest checkpoint
+        if Path(args.resume).is_dir() and latest.is_file():
+            args = replace(args, resume=str(latest))
     ckpt = read_training_checkpoint(args.resume)
     if check is not None:
         check(ckpt, args.resume)
