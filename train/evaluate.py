@@ -337,10 +337,19 @@ def evaluate(agent_specs: Sequence[str | Agent], rules: RuleSet | str = "classic
     }
 
 
+def _one_cpu() -> None:
+    """A Ray task holds one CPU: the search agents' lines stay on one numba thread there (their default, numba's
+    thread count, is the machine's cores, which the other tasks hold)."""
+    import numba
+
+    numba.set_num_threads(1)
+
+
 def _pair_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, deals: int, seed: int, k: int,
                batch_games: int, session_wins: int) -> tuple[PairRecord, Timing]:
     """Pair ``k`` of :func:`evaluate`, as its local loop plays it (specs are made into agents where it runs), and
     its agents' timings (:data:`Timing`, wall seconds on the worker that played it)."""
+    _one_cpu()
     from agents.registry import make_agent
 
     a, b = (_Timed(make_agent(p, rules) if isinstance(p, str) else p) for p in (player_a, player_b))
@@ -383,6 +392,7 @@ def _chunk_task(player_a: str | Agent, player_b: str | Agent, rules: RuleSet, se
                 boards_per_task: int, batch_games: int, session_wins: int) -> tuple[PairRecord, Timing]:
     """Chunk ``chunk`` of pair ``k`` of :func:`evaluate`, as its local loop plays it (:func:`train.arena.play_chunk`;
     specs are made into agents where it runs), and its agents' timings (:data:`Timing`)."""
+    _one_cpu()
     from agents.registry import make_agent
 
     a, b = (_Timed(make_agent(p, rules) if isinstance(p, str) else p) for p in (player_a, player_b))
