@@ -192,6 +192,21 @@ def _value(mask, cw, sw, pcards, pvals):
 
 
 @njit(cache=True)
+def _value_bits(mask, cw, sw, pmask, ptv):
+    """:func:`_value` by the set bits of ``mask & pmask`` (``ptv``: float64[64], each point card's points by card
+    id): the same sum in the same order where the point cards are listed in ascending id order (as
+    :class:`RuleTables` lists them), so bit for bit the same value, without a pass over every point card."""
+    v = cw * popcount(mask) + sw * popcount(mask & SPADE_MASK)
+    x = mask & pmask
+    one = np.uint64(1)
+    while x:
+        low = x & (~x + one)
+        v += ptv[popcount(low - one)]
+        x ^= low
+    return v
+
+
+@njit(cache=True)
 def _p_hit(s, unseen, h, mode):
     """P(a hand of h cards drawn from ``unseen`` cards holds at least one of ``s`` given cards)."""
     if s <= 0 or h <= 0 or unseen <= 0:
@@ -326,6 +341,11 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
     tb_val = np.zeros(K + 1, dtype=np.int64)
     one = np.uint64(1)
     f = np.zeros(NF, dtype=np.float64)
+    ptv = np.zeros(64, dtype=np.float64)  # each point card's points by card id, for _value_bits
+    pmask = np.uint64(0)
+    for j in range(pcards.shape[0]):  # listed in ascending id order (RuleTables), as _value_bits sums them
+        ptv[pcards[j]] = pvals[j]
+        pmask |= one << np.uint64(pcards[j])
     for b in range(B):
         if fill:
             for i in range(M):
@@ -417,10 +437,10 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
             for j in range(NF):
                 f[j] = 0.0
             if kind == 1:
-                f[F_GAIN] = _value(cards | cbit, cw, sw, pcards, pvals)
+                f[F_GAIN] = _value_bits(cards | cbit, cw, sw, pmask, ptv)
                 for k in range(K):
                     if bcards[b, k] != 0 and (bcards[b, k] & cards) != 0 and bowner[b, k] % S != my_side:
-                        f[F_STEAL] += _value(bcards[b, k], cw, sw, pcards, pvals)
+                        f[F_STEAL] += _value_bits(bcards[b, k], cw, sw, pmask, ptv)
                 if (table_now & ~cards) == 0 and (cfg[_C_SWEEP_LAST] != 0 or not last_play):
                     f[F_SWEEP] = sweep_pts
                 if cfg[_C_IN_PLAY] != 0:  # docs/rules.md 5.3 in-play points other than the sweep
@@ -432,13 +452,14 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                     if popcount(cards) >= 3:
                         f[F_BONUS] += 1.0
             elif kind == 0:
-                f[F_TRAIL] = _value(cbit, cw, sw, pcards, pvals)
+                f[F_TRAIL] = _value_bits(cbit, cw, sw, pmask, ptv)
             if kind != 1 and need_keep and (rest & same_cap[c]) == 0:
                 # keep: points among unseen cards that only this card (of the hand) could capture
-                for j in range(pcards.shape[0]):
-                    u = pcards[j]
-                    if u != c and (unseen[b] >> np.uint64(u)) & one and (same_cap[c] >> np.uint64(u)) & one:
-                        f[F_KEEP] += pvals[j]
+                x = unseen[b] & np.uint64(same_cap[c]) & pmask & ~cbit  # point cards, ascending ids as pcards
+                while x:
+                    low = x & (~x + one)
+                    f[F_KEEP] += ptv[popcount(low - one)]
+                    x ^= low
             if table_feats:
                 # the table after the move: loose cards ids[:nl] and builds tb_*[:nbld]; vals[:n] their values
                 loose2 = loose[b] | cbit if kind == 0 else loose[b] & ~cards
@@ -462,7 +483,7 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                         vals[n] = bvalue[b, k]
                         n += 1
                         if bowner[b, k] % S == my_side:
-                            bval = _value(bcards[b, k], cw, sw, pcards, pvals) + cw
+                            bval = _value_bits(bcards[b, k], cw, sw, pmask, ptv) + cw
                             f[F_OWN_BUILDS] += (1.0 - pv[bvalue[b, k]]) * bval
                 if kind == 2:
                     tb_cards[nbld] = cards | cbit
@@ -470,7 +491,7 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                     nbld += 1
                     vals[n] = val
                     n += 1
-                    f[F_OWN_BUILDS] += (1.0 - pv[val]) * (_value(cards | cbit, cw, sw, pcards, pvals) + cw)
+                    f[F_OWN_BUILDS] += (1.0 - pv[val]) * (_value_bits(cards | cbit, cw, sw, pmask, ptv) + cw)
                 sv = np.uint32(0)
                 if h > 0 and n > 0:
                     sv = _sweep_values(vals, n, cfg, order, bins, choice)
@@ -485,19 +506,19 @@ def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
                         f[F_EXPOSE] += pv[item_val[c]]
                     # what the threat could take: builds, loose cards, pairs of loose numerals, by value
                     for k in range(nbld):
-                        f[F_EXPOSE] += pv[tb_val[k]] * (_value(tb_cards[k], cw, sw, pcards, pvals) + cw)
+                        f[F_EXPOSE] += pv[tb_val[k]] * (_value_bits(tb_cards[k], cw, sw, pmask, ptv) + cw)
                     for a in range(nl):
                         ca = ids[a]
                         va = item_val[ca]
                         got = one << np.uint64(ca)
-                        f[F_EXPOSE] += pv[va] * (_value(got, cw, sw, pcards, pvals) + cw)
+                        f[F_EXPOSE] += pv[va] * (_value_bits(got, cw, sw, pmask, ptv) + cw)
                         if va > COURT_BIT:
                             continue
                         for a2 in range(a + 1, nl):
                             vb = item_val[ids[a2]]
                             if vb < COURT_BIT and va + vb <= cfg[_C_MAXV]:
                                 pair = got | (one << np.uint64(ids[a2]))
-                                f[F_EXPOSE] += pv[va + vb] * _value(pair, cw, sw, pcards, pvals)
+                                f[F_EXPOSE] += pv[va + vb] * _value_bits(pair, cw, sw, pmask, ptv)
             sc = 0.0
             for j in range(NF):
                 sc += w[j] * f[j]

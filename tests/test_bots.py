@@ -388,3 +388,22 @@ def test_pimc_and_search_refuse_a_parallel_that_is_not_a_bool(parallel):
         PIMCAgent(rules, parallel=parallel)
     with pytest.raises(SearchSpecError, match="parallel must be None, True or False"):
         SearchAgent(rules, make_agent("pretrained:classic", rules), parallel=parallel)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_point_values_by_set_bits_are_the_loop_over_point_cards(preset):
+    """The scoring kernel sums a card set's points over its set bits (agents.bots._value_bits); bit for bit the sum
+    over the listed point cards (_value) for random sets and weights, since RuleTables lists them in id order."""
+    from agents.bots import _value, _value_bits
+
+    tables = RuleTables.of(make_rules(preset))
+    pcards, pvals = tables.point_cards, tables.point_values
+    assert list(pcards) == sorted(pcards)
+    ptv = np.zeros(64)
+    ptv[pcards] = pvals
+    pmask = np.uint64(np.bitwise_or.reduce(np.uint64(1) << pcards.astype(np.uint64)))
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        mask = np.uint64(int(rng.integers(0, 1 << 52)) & int(rng.integers(0, 1 << 52)))
+        cw, sw = rng.random() * 0.3, rng.random() * 0.2
+        assert _value_bits(mask, cw, sw, pmask, ptv) == _value(mask, cw, sw, pcards, pvals)
