@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_train import machine, parse_sets
+from bench_train import add_tree_options, alternate, parse_sets, trees_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,38 +75,19 @@ def fmt(tree: Path, r: dict[str, float]) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", type=Path, default=ROOT / "configs" / "stage_early_rounds.yaml",
-                   help="the expert stage's options (a YAML file of train.exit.ExitArgs fields)")
-    p.add_argument("--init", default="pretrained:classic", help="the network searched (an agent spec)")
-    p.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run")
-    p.add_argument("--alternate", type=Path, default=None, help="a second checkout, run in turn with --tree")
-    p.add_argument("--repeat", type=int, default=1, help="runs of each tree (best of them is reported)")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="an ExitArgs field for the runs (a YAML value), e.g. --set num_envs=128")
+                   help="the expert stage's options (a YAML file of train.exit.ExitArgs fields; default: "
+                        "configs/stage_early_rounds.yaml)")
+    p.add_argument("--init", default="pretrained:classic", help="the network searched (an agent spec; default: "
+                                                                 "pretrained:classic)")
+    add_tree_options(p, "ExitArgs")
     a = p.parse_args()
-    if a.repeat < 1:
-        p.error("--repeat must be >= 1")
     if not a.config.is_file():
         p.error(f"--config {a.config}: no such file")
     sets = parse_sets(p, a.set)
-    trees = [a.tree] + ([a.alternate] if a.alternate else [])
-    for name, tree in zip(("--tree", "--alternate"), trees, strict=False):
-        if not (tree / "train").is_dir():
-            p.error(f"{name} {tree}: not a checkout of this project (no train/ folder)")
-    print(f"machine: {machine()}", flush=True)
-    best: dict[Path, dict[str, float]] = {}
-    for i in range(a.repeat):
-        for tree in trees:
-            r = run_once(tree, a.config.resolve(), a.init, sets)
-            print(f"run {i + 1}: {fmt(tree, r)}", flush=True)
-            if tree not in best or r["labels_s"] > best[tree]["labels_s"]:
-                best[tree] = r
-    for tree in trees:
-        print(f"best: {fmt(tree, best[tree])}")
-    if len(trees) == 2:
-        print(f"ratio {trees[0]} / {trees[1]}: {best[trees[0]]['labels_s'] / best[trees[1]]['labels_s']:.2f}x")
+    alternate(trees_of(p, a), a.repeat, lambda tree: run_once(tree, a.config.resolve(), a.init, sets), fmt,
+              "labels_s")
     return 0
 
 

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +84,45 @@ def parse_sets(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, o
     return sets
 
 
+def add_tree_options(parser: argparse.ArgumentParser, fields: str) -> None:
+    """The options every bench script takes: ``--tree``, ``--alternate``, ``--repeat`` and ``--set`` (``fields``:
+    the options class its ``--set`` names, e.g. ``Args``)."""
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run (default: this one)")
+    parser.add_argument("--alternate", type=Path, default=None, help="a second checkout, run in turn with --tree")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each tree (best of them is reported)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help=f"an {fields} field for the runs (a YAML value), e.g. --set threads=1")
+
+
+def trees_of(parser: argparse.ArgumentParser, a: argparse.Namespace) -> list[Path]:
+    """The checkouts to run (``--tree``, then ``--alternate``), each checked to be one of this project."""
+    if a.repeat < 1:
+        parser.error("--repeat must be >= 1")
+    trees = [a.tree] + ([a.alternate] if a.alternate else [])
+    for name, tree in zip(("--tree", "--alternate"), trees, strict=False):
+        if not (tree / "train").is_dir():
+            parser.error(f"{name} {tree}: not a checkout of this project (no train/ folder)")
+    return trees
+
+
+def alternate(trees: list[Path], repeat: int, run: Callable[[Path], dict[str, float]],
+              fmt: Callable[[Path, dict[str, float]], str], key: str) -> None:
+    """Run each tree in turn ``repeat`` times, print every run, the best of each tree (by ``key``) and their ratio."""
+    print(f"machine: {machine()}", flush=True)
+    best: dict[Path, dict[str, float]] = {}
+    for i in range(repeat):
+        for tree in trees:
+            r = run(tree)
+            print(f"run {i + 1}: {fmt(tree, r)}", flush=True)
+            if tree not in best or r[key] > best[tree][key]:
+                best[tree] = r
+    for tree in trees:
+        print(f"best: {fmt(tree, best[tree])}")
+    if len(trees) == 2:
+        print(f"ratio {trees[0]} / {trees[1]}: {best[trees[0]][key] / best[trees[1]][key]:.2f}x "
+              f"(load average now {os.getloadavg()[0]:.1f})")
+
+
 def run_once(tree: Path, iterations: int, sets: dict[str, object]) -> dict[str, float]:
     """One benchmark run of ``tree`` in a fresh process; returns its figures."""
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
@@ -103,29 +143,12 @@ def fmt(tree: Path, r: dict[str, float]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--iterations", type=int, default=3, help="rollouts per run (49,152 env steps each by default)")
-    p.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run (default: this one)")
-    p.add_argument("--alternate", type=Path, default=None, help="a second checkout, run in turn with --tree")
-    p.add_argument("--repeat", type=int, default=1, help="runs of each tree (best of them is reported)")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="an Args field for the runs (a YAML value), e.g. --set threads=1")
+    add_tree_options(p, "Args")
     a = p.parse_args()
-    if a.iterations < 1 or a.repeat < 1:
-        p.error("--iterations and --repeat must be >= 1")
+    if a.iterations < 1:
+        p.error("--iterations must be >= 1")
     sets = parse_sets(p, a.set)
-    trees = [a.tree] + ([a.alternate] if a.alternate else [])
-    print(f"machine: {machine()}", flush=True)
-    best: dict[Path, dict[str, float]] = {}
-    for i in range(a.repeat):
-        for tree in trees:
-            r = run_once(tree, a.iterations, sets)
-            print(f"run {i + 1}: {fmt(tree, r)}", flush=True)
-            if tree not in best or r["sps"] > best[tree]["sps"]:
-                best[tree] = r
-    for tree in trees:
-        print(f"best: {fmt(tree, best[tree])}")
-    if len(trees) == 2:
-        print(f"ratio {trees[0]} / {trees[1]}: {best[trees[0]]['sps'] / best[trees[1]]['sps']:.2f}x "
-              f"(load average now {os.getloadavg()[0]:.1f})")
+    alternate(trees_of(p, a), a.repeat, lambda tree: run_once(tree, a.iterations, sets), fmt, "sps")
     return 0
 
 

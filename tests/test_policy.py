@@ -119,23 +119,30 @@ def test_sampling_follows_the_callers_generator(net: CassinoPolicy) -> None:
                           logits.argmax(-1).numpy())
 
 
-def test_forward_with_a_separate_critic_equals_logits_and_value():
-    """forward runs both first layers as one product; it gives what logits() and value() give alone."""
+def _shipped_batch(num_envs: int):
+    """``(pretrained:classic, a MoveBatch of num_envs first positions with their full states as critic_obs)``."""
     import torch
 
+    from agents.features import critic_state
+    from agents.policy import MoveBatch
     from agents.registry import make_agent
     from cassino_env.rules import make_rules
     from cassino_env.vector import CassinoVectorEnv
 
     rules = make_rules("classic")
     agent = make_agent("pretrained:classic", rules)
-    env = CassinoVectorEnv(16, rules, seed=5, with_view=True)
+    env = CassinoVectorEnv(num_envs, rules, seed=5, with_view=True)
     obs, _ = env.reset()
-    from agents.features import critic_state
-    from agents.policy import MoveBatch
-
     batch = MoveBatch.from_obs(obs, agent.featurizer(obs))
     batch.critic_obs = torch.from_numpy(critic_state(env.state))
+    return agent, batch
+
+
+def test_forward_with_a_separate_critic_equals_logits_and_value():
+    """forward runs both first layers as one product; it gives what logits() and value() give alone."""
+    import torch
+
+    agent, batch = _shipped_batch(16)
     with torch.no_grad():
         logits, value = agent.policy(batch)
         np.testing.assert_allclose(logits.numpy(), agent.policy.logits(batch).numpy(), rtol=1e-5, atol=1e-5)
@@ -148,18 +155,8 @@ def test_a_separate_critic_refuses_full_states_that_are_not_a_row_per_observatio
     """critic_obs of another row count would broadcast one game's state over every row: refused by every pass."""
     import torch
 
-    from agents.features import critic_state
-    from agents.policy import MoveBatch
-    from agents.registry import make_agent
-    from cassino_env.rules import make_rules
-    from cassino_env.vector import CassinoVectorEnv
-
-    rules = make_rules("classic")
-    agent = make_agent("pretrained:classic", rules)
-    env = CassinoVectorEnv(4, rules, seed=5, with_view=True)
-    obs, _ = env.reset()
-    batch = MoveBatch.from_obs(obs, agent.featurizer(obs))
-    full = torch.from_numpy(critic_state(env.state))
+    agent, batch = _shipped_batch(4)
+    full = batch.critic_obs
     for wrong in (full[:1], full[0]):
         batch.critic_obs = wrong
         with torch.no_grad(), pytest.raises(ValueError, match="critic_obs must have a row per observation"):
