@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from bench_train import add_tree_options, alternate, parse_sets, trees_of
+from bench_train import add_tree_options, alternate, parse_sets, run_child, trees_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,12 +57,7 @@ print("RESULT " + json.dumps({"games": args.num_envs, "labels": len(labels), "wa
 
 def run_once(tree: Path, config_path: Path, init: str, sets: dict[str, object]) -> dict[str, float]:
     """One timed iteration of ``tree``'s labeller in a fresh process; returns its figures."""
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(config_path), init, json.dumps(sets)],
-                          cwd=tree, capture_output=True, text=True, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        raise SystemExit(f"error: the run of {tree} failed:\n{proc.stderr[-2000:]}")
-    r = json.loads(lines[-1][len("RESULT "):])
+    r = run_child(tree, CHILD, [str(config_path), init, json.dumps(sets)])
     r["labels_s"] = r["labels"] / r["wall_s"]
     return r
 

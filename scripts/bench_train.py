@@ -126,8 +126,14 @@ def alternate(trees: list[Path], repeat: int, run: Callable[[Path], dict[str, fl
 def run_once(tree: Path, iterations: int, sets: dict[str, object]) -> dict[str, float]:
     """One benchmark run of ``tree`` in a fresh process; returns its figures."""
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(Path(tmp) / "run"), str(iterations),
-                               json.dumps(sets)], cwd=tree, capture_output=True, text=True, check=False)
+        return run_child(tree, CHILD, [str(Path(tmp) / "run"), str(iterations), json.dumps(sets)])
+
+
+def run_child(tree: Path, code: str, argv: list[str]) -> dict[str, float]:
+    """Run ``code`` in a fresh Python process in ``tree`` (argv: the tree, then ``argv``); its ``RESULT {json}``
+    line as a dict. A run that fails ends the script with its error's last lines."""
+    proc = subprocess.run([sys.executable, "-c", code, str(tree), *argv], cwd=tree, capture_output=True, text=True,
+                          check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode or not lines:
         raise SystemExit(f"error: the run of {tree} failed:\n{proc.stderr[-2000:]}")
