@@ -265,6 +265,8 @@ PRIVATE_IN_TESTS = {
     ("tests/test_bench.py", "cassino_env.bench._bench_hearts"): "tests the benchmark's OpenSpiel row",
     ("tests/test_cli.py", "train.cli._usage"): "tests the usage text of the command line",
     ("tests/test_cli.py", "train.cli._load"): "reads each command as the command line loads it, to test its help",
+    ("tests/test_bots.py", "agents.bots._value"): "checks the bot kernel's point sum by set bits against the loop",
+    ("tests/test_bots.py", "agents.bots._value_bits"): "checks the bot kernel's point sum by set bits",
     ("tests/test_play.py", "train.play._why_illegal"): "tests the terminal game's explanation of an illegal move",
     ("tests/test_presets_env.py", "train.play._deal_report"): "tests the terminal game's end-of-deal report",
 }
