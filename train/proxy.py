@@ -81,6 +81,19 @@ def default_path(preset: str = "classic", num_players: int | None = None) -> Pat
     return root / f"{rules.preset}-{rules.num_players}p.npz"
 
 
+def _is_file(path: Path) -> bool:
+    """Whether a proxy file is there; False too where the name cannot be looked up (too long, no permission)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _build_command(preset: str, num_players: int) -> str:
+    """The command that builds the default proxy set of a preset and seat count."""
+    return f"python scripts/make_proxy.py --preset {preset} --num-players {num_players}"
+
+
 def find_default(rules: RuleSet) -> tuple[Proxy | None, str]:
     """The proxy set of ``rules``' preset and seats at :func:`default_path`, if one is built there and holds positions
     of these rules; else None. Never raises for a missing or bad file: a trainer scores the proxy when one exists and
@@ -91,14 +104,9 @@ def find_default(rules: RuleSet) -> tuple[Proxy | None, str]:
     """
     path = default_path(rules.preset, rules.num_players)
     what = f"{rules.preset} at {rules.num_players} seats"
-    build_it = (f"python scripts/make_proxy.py --preset {rules.preset} --num-players {rules.num_players}")
-    try:
-        found = path.is_file()
-    except OSError:
-        found = False
-    if not found:
+    if not _is_file(path):
         return None, (f"no proxy set for {what} ({shown_name(path)} is not built): eval/proxy_regret is not logged "
-                      f"(build one with: {build_it})")
+                      f"(build one with: {_build_command(rules.preset, rules.num_players)})")
     try:
         proxy = load(path)
     except ProxyError as exc:
@@ -429,11 +437,7 @@ def load(path: str | Path) -> Proxy:
     from cassino_env.vector import observation_spaces
 
     path = Path(path)
-    try:
-        found = path.is_file()
-    except OSError:  # a name too long, no permission: no proxy file there
-        found = False
-    if not found:
+    if not _is_file(path):
         shown = shown_name(path)  # one line: quoted when unprintable, cut past 200 characters
         raise ProxyError(f"{shown}: no proxy file (build one with: python scripts/make_proxy.py --path "
                          f"{path if shown == str(path) else 'PATH'})")
@@ -624,25 +628,21 @@ def main(agents: str, path: str | None = None, preset: str = "classic", num_play
         want = None
         if path is None:
             want = named_rules(preset, num_players)  # the default file's rules: an unknown preset or count named
-            build_it = f"python scripts/make_proxy.py --preset {want.preset} --num-players {want.num_players}"
-            file = default_path(preset, num_players)
-            try:
-                found = file.is_file()
-            except OSError:
-                found = False
-            if not found:
-                raise ProxyError(f"{shown_name(file)}: no proxy file for {want.preset} at {want.num_players} seats "
+            build_it = _build_command(want.preset, want.num_players)
+            path = default_path(preset, num_players)
+            if not _is_file(path):
+                raise ProxyError(f"{shown_name(path)}: no proxy file for {want.preset} at {want.num_players} seats "
                                  f"(build one with: {build_it})")
         specs = agent_specs(agents)
         if not specs:
             raise ProxyError("--agents: give at least one agent spec")
-        proxy = load(path if path is not None else default_path(preset, num_players)).head(limit)
+        proxy = load(path).head(limit)
         if want is not None and (proxy.rules.preset, proxy.rules.num_players) != (want.preset, want.num_players):
             # a file at the default name built for other rules: scoring it would report another game's figures
-            raise ProxyError(f"{shown_name(default_path(preset, num_players))} holds positions of "
-                             f"{proxy.rules.preset} with {proxy.rules.num_players} players, not of {want.preset} with "
-                             f"{want.num_players}: rebuild it with {build_it}")
-        if path is not None and ((preset != "classic" and preset != proxy.rules.preset)
+            raise ProxyError(f"{shown_name(path)} holds positions of {proxy.rules.preset} with "
+                             f"{proxy.rules.num_players} players, not of {want.preset} with {want.num_players}: "
+                             f"rebuild it with {build_it}")
+        if want is None and ((preset != "classic" and preset != proxy.rules.preset)
                                  or (num_players is not None and num_players != proxy.rules.num_players)):
             # the file's own rules score it; options that say otherwise are a mistake, not a request to rescore
             raise ProxyError(f"preset / num_players: {shown_name(path)} holds positions of {proxy.rules.preset} "
