@@ -41,6 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from agents.bots import FEATURES as BOT_FEATURES
 from agents.bots import STYLES, RuleTables, score_moves, view_inputs
@@ -83,10 +84,22 @@ class MoveFeaturizer:
             return out
         _, scores, feats = score_moves(self.tables, self.style, view_inputs(obs), with_scores=True,
                                        with_features=True)
-        out[..., :-1] = feats * SCALE
-        out[..., -1] = np.where(mask, scores, 0.0) * SCALE
-        out[~mask] = 0.0
+        _pack_features(feats, scores, mask, SCALE, out)
         return out
+
+
+@njit(cache=True)
+def _pack_features(feats: np.ndarray, scores: np.ndarray, mask: np.ndarray, scale: float, out: np.ndarray) -> None:
+    """Write the listed moves' features and bot score, times ``scale``, into the zeroed float32[B, M, F + 1] ``out``
+    (one pass; the unlisted moves stay 0). Each value is the float64 product rounded once to float32, as numpy's
+    ``out[..., :F] = feats * scale`` would."""
+    B, M, F = feats.shape
+    for b in range(B):
+        for m in range(M):
+            if mask[b, m]:
+                for f in range(F):
+                    out[b, m, f] = feats[b, m, f] * scale
+                out[b, m, F] = scores[b, m] * scale
 
 
 _BITS = np.arange(52, dtype=np.uint64)
