@@ -46,7 +46,9 @@ def test_move_features_are_the_bots_features(preset: str, n: int) -> None:
         assert (f[~mask] == 0).all()
         _, scores, feats = score_moves(RuleTables.of(env.rules), STYLES["advanced"], view_inputs(obs),
                                        with_features=True)
-        np.testing.assert_allclose(f[..., :-1][mask], (feats * SCALE)[mask], rtol=1e-6, atol=1e-6)
+        # bit for bit the float64 value times SCALE rounded once to float32 (the kernel's one-pass packing)
+        assert np.array_equal(f[..., :-1][mask], (feats * SCALE).astype(np.float32)[mask])
+        assert np.array_equal(f[..., -1][mask], (scores * SCALE).astype(np.float32)[mask])
         best = np.where(mask, f[..., MOVE_FEATURES.index("advanced_score")], -np.inf).argmax(axis=1)
         np.testing.assert_allclose(np.where(mask, scores, -np.inf)[np.arange(32), best],
                                    np.where(mask, scores, -np.inf).max(axis=1))
