@@ -68,18 +68,26 @@ class MoveFeaturizer:
         self.tables = RuleTables.of(rules)
         self.style = STYLES["advanced"]
 
-    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+    def __call__(self, obs: dict[str, Any], out: np.ndarray | None = None) -> np.ndarray:
         """float32[B, M, F]: the move features of B games (M = ``obs["action_mask"].shape[1]``).
 
         Args:
             obs: a :class:`cassino_env.vector.CassinoVectorEnv` observation dict made with ``with_view=True``.
+            out: a float32[B, M, F] C-contiguous array to write them into (a rollout buffer's row: every entry is
+                written, so it need not be zeroed); None: a new array.
 
         Raises:
-            ValueError: ``obs`` has no ``view`` (an env made with ``with_view=False``).
+            ValueError: ``obs`` has no ``view`` (an env made with ``with_view=False``), or ``out`` of another shape
+                or dtype, or not C-contiguous.
         """
         mask = np.asarray(obs["action_mask"]) != 0
         B, M = mask.shape
-        out = np.zeros((B, M, NUM_MOVE_FEATURES), dtype=np.float32)
+        if out is None:
+            out = np.empty((B, M, NUM_MOVE_FEATURES), dtype=np.float32)
+        elif (out.shape != (B, M, NUM_MOVE_FEATURES) or out.dtype != np.float32
+              or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-contiguous float32 array of shape {(B, M, NUM_MOVE_FEATURES)}, got "
+                             f"{out.dtype} {out.shape}")
         if B == 0:
             return out
         _, scores, feats = score_moves(self.tables, self.style, view_inputs(obs), with_scores=True,
@@ -90,9 +98,9 @@ class MoveFeaturizer:
 
 @njit(cache=True)
 def _pack_features(feats: np.ndarray, scores: np.ndarray, mask: np.ndarray, scale: float, out: np.ndarray) -> None:
-    """Write the listed moves' features and bot score, times ``scale``, into the zeroed float32[B, M, F + 1] ``out``
-    (one pass; the unlisted moves stay 0). Each value is the float64 product rounded once to float32, as numpy's
-    ``out[..., :F] = feats * scale`` would."""
+    """Write the listed moves' features and bot score, times ``scale``, into the float32[B, M, F + 1] ``out``, and
+    0 at the unlisted moves (one pass over ``out``). Each value is the float64 product rounded once to float32, as
+    numpy's ``out[..., :F] = feats * scale`` would."""
     B, M, F = feats.shape
     for b in range(B):
         for m in range(M):
@@ -100,9 +108,9 @@ def _pack_features(feats: np.ndarray, scores: np.ndarray, mask: np.ndarray, scal
                 for f in range(F):
                     out[b, m, f] = feats[b, m, f] * scale
                 out[b, m, F] = scores[b, m] * scale
-
-
-_BITS = np.arange(52, dtype=np.uint64)
+            else:
+                for f in range(F + 1):
+                    out[b, m, f] = 0.0
 
 
 def critic_state_size(num_players: int) -> int:
@@ -110,26 +118,48 @@ def critic_state_size(num_players: int) -> int:
     return 52 * (num_players + 1)
 
 
-def critic_state(state: Any) -> np.ndarray:
+def critic_state(state: Any, out: np.ndarray | None = None) -> np.ndarray:
     """float32[B, 52 * (P + 1)]: what the acting seat cannot see, for a critic trained on the full state.
 
     Block r < P is the hand of relative seat r (seat ``(current_player + r) % P``; block 0 is the mover's own hand),
     block P the cards still in the stock (1.0 where card c is there). Read from a core State (``env.state``) during
-    training only: the policy never sees it (see :class:`agents.policy.CassinoPolicy`).
-    """
-    hand = np.asarray(state.hand, dtype=np.uint64)
-    B, P = hand.shape
-    cur = np.maximum(np.asarray(state.current_player, dtype=np.int64), 0)
-    seats = (cur[:, None] + np.arange(P)[None, :]) % P
-    rel = hand[np.arange(B)[:, None], seats]  # [B, P]
-    out = np.zeros((B, P + 1, 52), dtype=np.float32)
-    out[:, :P] = ((rel[..., None] >> _BITS) & np.uint64(1)).astype(np.float32)
-    deck = np.asarray(state.deck, dtype=np.int64)
-    in_stock = np.arange(deck.shape[1])[None, :] >= np.asarray(state.stock_pos, dtype=np.int64)[:, None]
-    rows, cols = np.nonzero(in_stock)
-    out[rows, P, deck[rows, cols]] = 1.0
-    return out.reshape(B, -1)
+    training only: the policy never sees it (see :class:`agents.policy.CassinoPolicy`). A game with nobody to move
+    (``current_player`` -1) reads its blocks from seat 0.
 
+    Args:
+        state: a core State.
+        out: a float32[B, 52 * (P + 1)] C-contiguous array to write into (every entry is written); None: a new one.
+
+    Raises:
+        ValueError: ``out`` of another shape or dtype, or not C-contiguous.
+    """
+    hand = np.ascontiguousarray(state.hand, dtype=np.uint64)
+    B, P = hand.shape
+    shape = (B, 52 * (P + 1))
+    if out is None:
+        out = np.empty(shape, dtype=np.float32)
+    elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}, got {out.dtype} {out.shape}")
+    _critic_state_kernel(hand, np.asarray(state.current_player, dtype=np.int64), np.asarray(state.deck),
+                         np.asarray(state.stock_pos, dtype=np.int64), out)
+    return out
+
+
+@njit(cache=True)
+def _critic_state_kernel(hand: np.ndarray, current: np.ndarray, deck: np.ndarray, stock_pos: np.ndarray,
+                         out: np.ndarray) -> None:
+    """:func:`critic_state`'s blocks, written into every entry of ``out`` (float32[B, 52 * (P + 1)])."""
+    B, P = hand.shape
+    for b in range(B):
+        out[b, :] = 0.0
+        cur = max(current[b], 0)
+        for r in range(P):
+            h = hand[b, (cur + r) % P]
+            for c in range(52):
+                if (h >> np.uint64(c)) & np.uint64(1):
+                    out[b, r * 52 + c] = 1.0
+        for i in range(stock_pos[b], deck.shape[1]):
+            out[b, P * 52 + deck[b, i]] = 1.0
 
 
 def banked_points(state: Any, tables: RuleTables) -> np.ndarray:

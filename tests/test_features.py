@@ -56,6 +56,31 @@ def test_move_features_are_the_bots_features(preset: str, n: int) -> None:
         obs, *_ = env.step(bot.act(obs, rng))
 
 
+@pytest.mark.parametrize(("preset", "n"), [("classic", 2), ("cicera", 4), ("royal", 3)])
+def test_features_and_critic_state_write_every_entry_of_a_given_buffer(preset: str, n: int) -> None:
+    """``out=`` (the rollout's buffers, reused from the last rollout): every entry is written, so a buffer full of
+    stale values gives the same arrays as a fresh call; a buffer of another shape or dtype is refused."""
+    env = CassinoVectorEnv(num_envs=64, rules=preset, num_players=n, seed=5, max_moves=64)
+    fz = MoveFeaturizer(env.rules)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(3)
+    feat_out = np.full((64, 64, NUM_MOVE_FEATURES), np.nan, dtype=np.float32)
+    crit_out = np.full((64, critic_state_size(n)), 7.0, dtype=np.float32)
+    for _ in range(15):
+        assert fz(obs, out=feat_out) is feat_out and np.array_equal(feat_out, fz(obs))
+        assert critic_state(env.state, out=crit_out) is crit_out
+        assert np.array_equal(crit_out, critic_state(env.state))
+        feat_out[:] = np.nan
+        crit_out[:] = 7.0
+        obs, *_ = env.step(make_bot("greedy", env.rules).act(obs, rng))
+    with pytest.raises(ValueError, match="out must be"):
+        fz(obs, out=np.zeros((64, 64, NUM_MOVE_FEATURES), dtype=np.float64))
+    with pytest.raises(ValueError, match="out must be"):
+        critic_state(env.state, out=np.zeros((64, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="out must be"):
+        critic_state(env.state, out=np.zeros((critic_state_size(n), 64), dtype=np.float32).T)
+
+
 def test_critic_state_holds_every_hand_and_the_stock() -> None:
     rules = make_rules("classic", num_players=3)
     env = CassinoVectorEnv(num_envs=8, rules=rules, seed=2)

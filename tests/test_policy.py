@@ -12,6 +12,7 @@ from agents.base import Agent  # noqa: E402
 from agents.policy import (  # noqa: E402
     CassinoPolicy,
     MoveBatch,
+    card_bits,
     masked_entropy,
     masked_log_softmax,
     sample_actions,
@@ -273,3 +274,16 @@ def test_early_rounds_head_scores_only_before_the_last_round_and_starts_silent(t
     back = policy_from_checkpoint(read_checkpoint(path), path)
     assert back.shape == net.shape
     assert all(torch.equal(x, y) for x, y in zip(back.state_dict().values(), net.state_dict().values(), strict=True))
+
+
+def test_card_bits_unpacks_every_card_of_a_mask() -> None:
+    """``card_bits`` (one byte-table lookup) equals the shift-and-mask form on masks with any of the 52 bits set,
+    the empty and full masks included, and keeps a leading shape."""
+    rng = np.random.default_rng(0)
+    masks = rng.integers(0, 2**52, size=500, dtype=np.int64)
+    masks[:3] = [0, 2**52 - 1, 1 << 51]
+    t = torch.from_numpy(masks)
+    want = ((t.unsqueeze(-1) >> torch.arange(52)) & 1).to(torch.float32)
+    assert torch.equal(card_bits(t), want)
+    assert torch.equal(card_bits(t.view(20, 25)), want.view(20, 25, 52))
+    assert card_bits(t[:0]).shape == (0, 52)

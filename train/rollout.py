@@ -502,10 +502,10 @@ class RolloutCollector:
             mask_buf[t] = obs["action_mask"]
             learn[t] = mine
             rows = np.flatnonzero(mine)
-            if F:
-                feat_buf[t] = self.featurizer(obs)
+            if F:  # written in place (every entry): no per-step array and copy
+                self.featurizer(obs, out=feat_buf[t])
             if C:
-                crit_buf[t] = critic_state(env.state)
+                critic_state(env.state, out=crit_buf[t])
             with torch.inference_mode():
                 mb = MoveBatch.from_arrays(obs_buf[t, rows], kind_buf[t, rows], card_buf[t, rows], value_buf[t, rows],
                                            cards_buf[t, rows], mask_buf[t, rows],
