@@ -77,23 +77,34 @@ class MoveFeaturizer:
                 written, so it need not be zeroed); None: a new array.
 
         Raises:
-            ValueError: ``obs`` has no ``view`` (an env made with ``with_view=False``), or ``out`` of another shape
-                or dtype, or not C-contiguous.
+            ValueError: ``obs`` has no ``view`` (an env made with ``with_view=False``), or an ``out`` that is not a
+                writable C-contiguous float32 array of that shape.
         """
         mask = np.asarray(obs["action_mask"]) != 0
         B, M = mask.shape
         if out is None:
             out = np.empty((B, M, NUM_MOVE_FEATURES), dtype=np.float32)
-        elif (out.shape != (B, M, NUM_MOVE_FEATURES) or out.dtype != np.float32
-              or not out.flags.c_contiguous):
-            raise ValueError(f"out must be a C-contiguous float32 array of shape {(B, M, NUM_MOVE_FEATURES)}, got "
-                             f"{out.dtype} {out.shape}")
+        else:
+            _check_out(out, (B, M, NUM_MOVE_FEATURES))
         if B == 0:
             return out
         _, scores, feats = score_moves(self.tables, self.style, view_inputs(obs), with_scores=True,
                                        with_features=True)
         _pack_features(feats, scores, mask, SCALE, out)
         return out
+
+
+def _check_out(out: Any, shape: tuple[int, ...]) -> None:
+    """A buffer the kernels write into: a writable, C-contiguous float32 numpy array of ``shape``, else a
+    ``ValueError`` naming ``out`` and what is wrong."""
+    if not isinstance(out, np.ndarray):
+        raise ValueError(f"out must be a numpy float32 array of shape {shape}, got {type(out).__name__}")
+    wrong = [what for what, bad in (("dtype " + str(out.dtype), out.dtype != np.float32),
+                                    (f"shape {out.shape}", out.shape != shape),
+                                    ("not C-contiguous", not out.flags.c_contiguous),
+                                    ("read-only", not out.flags.writeable)) if bad]
+    if wrong:
+        raise ValueError(f"out must be a writable C-contiguous float32 array of shape {shape}: got {', '.join(wrong)}")
 
 
 @njit(cache=True)
@@ -131,15 +142,15 @@ def critic_state(state: Any, out: np.ndarray | None = None) -> np.ndarray:
         out: a float32[B, 52 * (P + 1)] C-contiguous array to write into (every entry is written); None: a new one.
 
     Raises:
-        ValueError: ``out`` of another shape or dtype, or not C-contiguous.
+        ValueError: an ``out`` that is not a writable C-contiguous float32 array of that shape.
     """
     hand = np.ascontiguousarray(state.hand, dtype=np.uint64)
     B, P = hand.shape
     shape = (B, 52 * (P + 1))
     if out is None:
         out = np.empty(shape, dtype=np.float32)
-    elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}, got {out.dtype} {out.shape}")
+    else:
+        _check_out(out, shape)
     _critic_state_kernel(hand, np.asarray(state.current_player, dtype=np.int64), np.asarray(state.deck),
                          np.asarray(state.stock_pos, dtype=np.int64), out)
     return out

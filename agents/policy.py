@@ -66,6 +66,7 @@ its order, so it conditions on less than the full state, never on less than the 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,18 +98,27 @@ _BYTE_BITS_ON: dict[torch.device, torch.Tensor] = {_BYTE_BITS.device: _BYTE_BITS
 
 
 def card_bits(cards: torch.Tensor) -> torch.Tensor:
-    """float32[K, 52]: 1.0 where card c is in the mask ``cards`` (int64[K], bits 0..51), else 0.0.
+    """float32[..., 52]: 1.0 where card c is in the mask ``cards`` (int64[...], bits 0..51), else 0.0.
 
-    The same values as ``((cards[:, None] >> arange(52)) & 1).float()``, read as the mask's 8 bytes, each unpacked by
-    one table lookup (one gather instead of three passes over K x 52 int64s)."""
+    The same values as ``((cards[..., None] >> arange(52)) & 1).float()``, read as the mask's 8 bytes, each unpacked
+    by one table lookup (one gather instead of three passes over K x 52 int64s); on a big-endian machine, the shift
+    form itself.
+
+    Raises:
+        ValueError: ``cards`` is not an int64 tensor.
+    """
+    if not isinstance(cards, torch.Tensor) or cards.dtype != torch.int64:
+        raise ValueError(f"cards must be an int64 tensor of card masks, got {getattr(cards, 'dtype', type(cards))}")
+    if sys.byteorder != "little":
+        return ((cards.unsqueeze(-1) >> torch.arange(52, device=cards.device)) & 1).to(torch.float32)
     table = _BYTE_BITS_ON.get(cards.device)
     if table is None:
         table = _BYTE_BITS_ON.setdefault(cards.device, _BYTE_BITS.to(cards.device))
     if cards.numel() == 0:
         return torch.zeros((*cards.shape, 52), dtype=torch.float32, device=cards.device)
-    # little-endian bytes (torch's and numpy's on every platform they support): byte j holds cards 8j .. 8j+7
-    byte = cards.contiguous().view(torch.uint8).view(*cards.shape, 8).long()
-    return nn.functional.embedding(byte, table).flatten(-2)[..., :52]
+    # little-endian bytes: byte j holds cards 8j .. 8j+7
+    byte = cards.reshape(-1).contiguous().view(torch.uint8).view(-1, 8).long()
+    return nn.functional.embedding(byte, table).reshape(*cards.shape, 64)[..., :52]
 
 
 @dataclass(frozen=True)
@@ -410,6 +420,7 @@ class CassinoPolicy(nn.Module):
         # the same values as indexing by (rows, cols)
         flat = batch.mask.reshape(-1).nonzero().squeeze(-1)
         rows, cols = flat // M, flat % M
+
         def legal(t: torch.Tensor) -> torch.Tensor:  # [N, M, ...] -> the legal moves' [K, ...]
             return t.reshape(N * M, *t.shape[2:]).index_select(0, flat)
 

@@ -77,8 +77,14 @@ def test_features_and_critic_state_write_every_entry_of_a_given_buffer(preset: s
         fz(obs, out=np.zeros((64, 64, NUM_MOVE_FEATURES), dtype=np.float64))
     with pytest.raises(ValueError, match="out must be"):
         critic_state(env.state, out=np.zeros((64, 3), dtype=np.float32))
-    with pytest.raises(ValueError, match="out must be"):
+    with pytest.raises(ValueError, match="not C-contiguous"):
         critic_state(env.state, out=np.zeros((critic_state_size(n), 64), dtype=np.float32).T)
+    frozen = np.zeros((64, critic_state_size(n)), dtype=np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        critic_state(env.state, out=frozen)
+    with pytest.raises(ValueError, match="got list"):
+        fz(obs, out=[])
 
 
 def test_critic_state_holds_every_hand_and_the_stock() -> None:

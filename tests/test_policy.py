@@ -287,3 +287,8 @@ def test_card_bits_unpacks_every_card_of_a_mask() -> None:
     assert torch.equal(card_bits(t), want)
     assert torch.equal(card_bits(t.view(20, 25)), want.view(20, 25, 52))
     assert card_bits(t[:0]).shape == (0, 52)
+    assert torch.equal(card_bits(t[5]), want[5])  # one mask, no leading axis
+    with pytest.raises(ValueError, match="int64"):
+        card_bits(t.to(torch.int32))
+    with pytest.raises(ValueError, match="int64"):
+        card_bits(t.to(torch.float64))

@@ -153,8 +153,8 @@ class Args(RunOptions):
     """minibatches per epoch over the trained transitions of a rollout"""
     update_epochs: int = 1
     """epochs over each rollout (1 since 2026-12-07: the update is a third of the arithmetic of 3, the default
-    before, and the default budget's networks measured as strong at twice the env steps a second; docs/training.md
-    "One pass over each rollout")"""
+    before, and the default budget's networks measured as strong at 1.7 times the env steps a second;
+    docs/training.md, "One pass over each rollout")"""
     norm_adv: bool = True
     """normalise advantages per minibatch"""
     clip_coef: float = 0.2
