@@ -181,7 +181,7 @@ class RuleTables:
 
 # --- numba kernel --------------------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _value(mask, cw, sw, pcards, pvals):
     """V(mask) in points: cards, spades and the cards' own points."""
     v = cw * popcount(mask) + sw * popcount(mask & SPADE_MASK)
@@ -191,7 +191,7 @@ def _value(mask, cw, sw, pcards, pvals):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _value_bits(mask, cw, sw, pmask, ptv):
     """:func:`_value` by the set bits of ``mask & pmask`` (``ptv``: float64[64], each point card's points by card
     id): the same sum in the same order where the point cards are listed in ascending id order (as
@@ -206,7 +206,7 @@ def _value_bits(mask, cw, sw, pmask, ptv):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _p_hit(s, unseen, h, mode):
     """P(a hand of h cards drawn from ``unseen`` cards holds at least one of ``s`` given cards)."""
     if s <= 0 or h <= 0 or unseen <= 0:
@@ -225,7 +225,7 @@ def _p_hit(s, unseen, h, mode):
     return 1.0 - miss
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _partition(vals, n, target, order, bins, choice):
     """True if the ``n`` item values split into groups each summing to ``target`` (bin packing, exact)."""
     total = 0
@@ -273,7 +273,7 @@ def _partition(vals, n, target, order, bins, choice):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sweep_values(vals, n, cfg, order, bins, choice):
     """uint32 set of capture values that take every table item at once (docs/rules.md 1 sweep, 3 capture_mode)."""
     if n == 0:
@@ -306,7 +306,7 @@ def _sweep_values(vals, n, cfg, order, bins, choice):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bowner, captured, stock_size,
                   mk, mc, mv, mcards, nmoves, last_trail, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w,
                   flags, scores, feats):

@@ -107,7 +107,7 @@ def _check_out(out: Any, shape: tuple[int, ...]) -> None:
         raise ValueError(f"out must be a writable C-contiguous float32 array of shape {shape}: got {', '.join(wrong)}")
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pack_features(feats: np.ndarray, scores: np.ndarray, mask: np.ndarray, scale: float, out: np.ndarray) -> None:
     """Write the listed moves' features and bot score, times ``scale``, into the float32[B, M, F + 1] ``out``, and
     0 at the unlisted moves (one pass over ``out``). Each value is the float64 product rounded once to float32, as
@@ -156,7 +156,7 @@ def critic_state(state: Any, out: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _critic_state_kernel(hand: np.ndarray, current: np.ndarray, deck: np.ndarray, stock_pos: np.ndarray,
                          out: np.ndarray) -> None:
     """:func:`critic_state`'s blocks, written into every entry of ``out`` (float32[B, 52 * (P + 1)])."""

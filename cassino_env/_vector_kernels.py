@@ -50,7 +50,7 @@ V_HAND, V_UNSEEN = 0, 1
 V_VIEWER, V_STOCK = 0, 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def first_bad_action(actions, i8, i16, cfg):
     """The first game ``b`` with a player to move whose ``actions[b]`` is not in ``0 .. num_moves[b] - 1``, else
     -1 (games with nobody to move take any action, as in ``core.step``)."""
@@ -63,7 +63,7 @@ def first_bad_action(actions, i8, i16, cfg):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _post_range(lo, hi, stepped, u64, i8, i16, res, cfg, rl, ep, obs, mask, mask_n, vu64, vi8, hsz, flags, totals,
                 rewards, win):
     """Write the observation buffers of games ``lo <= b < hi`` from the state (and, when ``stepped``, the report of
@@ -129,7 +129,7 @@ def _post_range(lo, hi, stepped, u64, i8, i16, res, cfg, rl, ep, obs, mask, mask
             rewards[b, q] = per_side[q % S]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_serial_classic(stepped, chunk, actions, res, u64, i8, i16, i64, m8, mvc, cfg, rl, ep, obs, mask, mask_n, vu64,
                         vi8, hsz, flags, totals, rewards, win):
     """One env step (``stepped``; else only the observation) with the classic generator, chunk by chunk of
@@ -151,7 +151,7 @@ def step_serial_classic(stepped, chunk, actions, res, u64, i8, i16, i64, m8, mvc
     return -1 + 0 * no_rng.shape[0]  # no_rng is used (alive) up to here
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_serial_general(stepped, chunk, actions, res, u64, i8, i16, i64, m8, mvc, cfg, rl, ep, obs, mask, mask_n, vu64,
                         vi8, hsz, flags, totals, rewards, win):
     """As :func:`step_serial_classic`, with the general generator."""

@@ -297,7 +297,7 @@ def find_move(parsed: ParsedMove, kind: np.ndarray, card: np.ndarray, value: np.
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def resolve_actions(encoding, kind, card, value, cards, n, build_id, to_move, mask):
     """Map action ids to listed moves for one game: ``to_move[a]`` = move index of action ``a`` (-1: illegal).
 

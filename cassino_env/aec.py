@@ -362,7 +362,7 @@ def env(**kwargs: Any) -> AECEnv:
     return OrderEnforcingWrapper(raw_env(**kwargs))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _step_one(act, res, u64, i8, i16, i64, m8, mvc, cfg, rl, encoding, num_moves, kind, card, value, cards,
               build_id, to_move, mask):
     """Play move ``act[0]`` of the one game and map the next player's action ids (one numba call per step)."""
@@ -370,7 +370,7 @@ def _step_one(act, res, u64, i8, i16, i64, m8, mvc, cfg, rl, encoding, num_moves
     resolve_actions(encoding, kind[0], card[0], value[0], cards[0], num_moves[0], build_id, to_move, mask)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _observe_one(viewer, out, kind, card, value, cards, to_move, moves, *obs_inputs):
     """The observation vector of seat ``viewer[0]`` and the move feature rows of ``to_move``, one numba call
     (``obs_inputs``: :func:`cassino_env.obs.encoder_inputs` of the state)."""

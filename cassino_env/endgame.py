@@ -110,7 +110,7 @@ def _check_budget(max_nodes: Any) -> int:
     return int(max_nodes)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _leaf(res, d, me, rl, bonus):
     """The root seat's value of the deal that ended at stack row d."""
     mine = 0
@@ -124,7 +124,7 @@ def _leaf(res, d, me, rl, bonus):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _order(sm8, d, n, first, ords):
     """Search order of the n moves of stack row d: ``first`` (if >= 0), then captures, builds and trails (listing
     order within each kind)."""
@@ -139,7 +139,7 @@ def _order(sm8, d, n, first, ords):
                 j += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus, max_nodes):
     """Alpha-beta search of game b of the packed arrays (an exact state; ``cfg`` with auto-reset off) to the deal's
     end, on a stack of its own; returns (best root move, minimax value, nodes). Of equally good root moves the first
@@ -241,7 +241,7 @@ def _solve_one(b, first, u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, bonus, 
     return best_move, best[0], nodes + 0 * S
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def solve_kernel(u64, i8, i16, i64, m8, mvc, cfg, rl, res_width, rows, first, bonus, max_nodes, best_out, value_out,
                  nodes_out):
     """:func:`_solve_one` for games ``rows[i]`` of the packed arrays, one after the other, into ``*_out[i]``."""

@@ -371,7 +371,7 @@ def _set_bits(row, start, cards, value=1.0):
         m &= m - one
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play,
                   match_scores, stock_pos, dealer, last_trail, last_capturer, params):
     """Write the observation of seat ``viewer[b]`` of every game ``b`` into ``out[b]`` (float32[B, D]; a row of
@@ -381,7 +381,7 @@ def encode_kernel(viewer, out, hand, loose, build_cards, build_value, build_owne
                  in_play, match_scores, stock_pos, dealer, last_trail, last_capturer, params)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def encode_range(lo, hi, viewer, out, hand, loose, build_cards, build_value, build_owner, captured, sweeps, in_play,
                  match_scores, stock_pos, dealer, last_trail, last_capturer, params):
     """:func:`encode_kernel` for the games ``lo <= b < hi`` only (the vector env's fused step encodes chunk by
@@ -607,7 +607,7 @@ def move_features(kind: np.ndarray, card: np.ndarray, value: np.ndarray, cards: 
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fill_move_rows(kind, card, value, cards, to_move, out):
     """Write :func:`move_features` rows for one game into ``out`` (int8[A, 56]): row ``a`` describes move
     ``to_move[a]`` of the move table (``kind``, ``card``, ``value``: int8[M]; ``cards``: uint64[M]), or is a padding
@@ -634,7 +634,7 @@ def fill_move_rows(kind, card, value, cards, to_move, out):
         out[a, 3] = n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _popcounts(x, out):
     flat = x.reshape(-1)
     o = out.reshape(-1)

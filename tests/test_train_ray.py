@@ -59,8 +59,9 @@ def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 
 
 def test_worker_options_are_checked_naming_the_field(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="num_workers=2: rollout workers are Ray actors; give ray_address") as e:
-        tiny_args(tmp_path, num_workers=2)
+    tiny_args(tmp_path, num_workers=2)  # without Ray: two collector threads here
+    with pytest.raises(ConfigError, match=r"num_workers=3 must divide num_envs=16") as e:
+        tiny_args(tmp_path, num_workers=3)
     assert e.value.field == "num_workers"
     with pytest.raises(ConfigError, match=r"num_workers=3 must divide num_envs=16") as e:
         tiny_args(tmp_path, num_workers=3, ray_address="local")
@@ -76,10 +77,10 @@ def test_the_command_line_takes_ray_and_num_workers(tmp_path: Path, capsys: pyte
         cli_main(["train", "--help"])
     out = capsys.readouterr().out
     assert "--ray STR" in out and "--num-workers INT" in out
-    assert cli_main(["train", "--config", str(CONFIGS_DIR / "ppo_tiny.yaml"), "--num-workers", "2",
+    assert cli_main(["train", "--config", str(CONFIGS_DIR / "ppo_tiny.yaml"), "--num-workers", "3",
                      "--run-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
-    assert err.count("error: ") == 1 and "num_workers=2" in err and "Traceback" not in err
+    assert err.count("error: ") == 1 and "num_workers=3 must divide" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()
 
 
@@ -122,7 +123,7 @@ def test_a_local_checkpoint_claiming_more_workers_is_refused(local_run: Path, tm
     ckpt["train"]["workers"] = [{"env_state": ckpt["train"]["env_state"], "numpy_rng": ckpt["train"]["numpy_rng"]}]
     bad = tmp_path / "bad.pt"
     torch.save(ckpt, bad)
-    with pytest.raises(CheckpointError, match=r"train\.workers: the run was made with 2 Ray workers \(num_workers=2\)"):
+    with pytest.raises(CheckpointError, match=r"train\.workers: the run was made with 2 rollout workers \(num_wo"):
         train(dataclasses.replace(tiny_args(tmp_path / "out"), resume=str(bad)), explicit={"resume"})
     assert not (tmp_path / "out").exists()
 
@@ -144,8 +145,8 @@ def test_ray_none_on_the_command_line_resumes_here_not_on_the_checkpoints_cluste
     made = tmp_path / "ray.pt"
     torch.save(ckpt, made)
     assert cli_main(["train", "--resume", str(made), "--ray", "None", "--run-dir", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("error: ") == 1 and "train.config.num_workers=2: rollout workers are Ray actors" in err
+    err = capsys.readouterr().err  # here num_workers=2 means two collector threads, and the file has one's games
+    assert err.count("error: ") == 1 and "the run was made with one rollout worker (num_workers=1" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -304,3 +305,60 @@ def test_an_address_where_no_cluster_answers_is_one_error_line_at_once(tmp_path:
     err = capsys.readouterr().err
     assert err.count("error: ") == 1 and "Traceback" not in err and f"'localhost:{port}'" in err
     assert time.monotonic() - t0 < 60 and not ray.is_initialized() and not (tmp_path / "r").exists()
+
+
+# --- collector threads: num_workers > 1 without Ray -----------------------------------------------------------------
+
+
+def test_collector_threads_train_checkpoint_and_resume_as_an_unbroken_run(tmp_path: Path) -> None:
+    """Two collector threads in this process (no Ray): the games are split as the Ray workers split them, the
+    checkpoint holds worker 1's games and generator under ``workers``, and a run stopped at the checkpoint and resumed
+    ends where the unbroken run ends, bit for bit; a resume with another worker count is refused."""
+    whole = train(tiny_args(tmp_path / "whole", num_workers=2))
+    step = tmp_path / "whole" / "checkpoints" / "step_00000001536.pt"
+    tr = load(step)["train"]
+    assert len(tr["workers"]) == 1 and set(tr["workers"][0]) == {"env_state", "numpy_rng"}
+    resumed = train(dataclasses.replace(tiny_args(tmp_path / "resumed", num_workers=2), resume=str(step)),
+                    explicit={"resume"})
+    a, b = load(whole), load(resumed)
+    assert same(a["model"], b["model"]) and same(a["train"]["env_state"], b["train"]["env_state"])
+    assert same(a["train"]["workers"], b["train"]["workers"])
+    with pytest.raises(CheckpointError, match=r"made with 2 rollout workers \(num_workers=2"):
+        train(dataclasses.replace(tiny_args(tmp_path / "one", num_workers=1), resume=str(step)),
+              explicit={"resume", "num_workers"})
+
+
+def test_collector_threads_collect_what_the_collectors_collect_one_after_the_other(tmp_path: Path) -> None:
+    """The rules core, the bots and the move features release the GIL (numba's nogil), so the two collectors run
+    side by side: their joined rollout equals, bit for bit, the rollouts of the same collectors run in turn."""
+    from agents.policy import CassinoPolicy
+    from agents.ppo_agent import PPOAgent
+    from cassino_env.rules import make_rules
+    from train.rollout import ThreadRollouts
+
+    args = tiny_args(tmp_path, num_workers=2, threads=2, num_envs=64)
+    rules = make_rules(args.preset, args.num_players)
+    from agents.features import NUM_MOVE_FEATURES, critic_state_size
+    from agents.policy import NetworkShape
+    from cassino_env.vector import CassinoVectorEnv
+
+    obs_dim = CassinoVectorEnv(1, rules).obs_size
+    shape = NetworkShape(obs_dim=obs_dim, hidden=16, embed=8, move_features=NUM_MOVE_FEATURES, critic="separate",
+                         critic_dim=critic_state_size(rules.num_players))
+    torch.manual_seed(0)
+    policy = CassinoPolicy.from_shape(shape)
+    snapshot = CassinoPolicy.from_shape(shape).state_dict()
+    a, b = ThreadRollouts(args, rules, shape), ThreadRollouts(args, rules, shape)
+    together = a.collect(policy, snapshot, np.random.default_rng(1), 0)
+    blocks = b.collector.env.obs_blocks
+    parts = []
+    for i, c in enumerate(b.collectors):
+        b.opponent_nets[i].load_state_dict(snapshot)
+        opp = PPOAgent(b.opponent_nets[i], deterministic=False, rules=rules, blocks=blocks, env_blocks=blocks)
+        parts.append(c.collect(policy, opp, np.random.default_rng(1) if i == 0 else b.rngs[i], 0))
+    in_turn = b._join(parts, 0.0)
+    for key in ("obs", "kind", "card", "value", "cards", "mask", "feat", "crit", "actions", "logprobs", "values",
+                "advantages", "returns", "flat", "ep_returns", "ep_ctrl", "pool_results"):
+        assert np.array_equal(getattr(together, key), getattr(in_turn, key)), key
+    a.release()
+    b.release()

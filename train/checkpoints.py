@@ -169,12 +169,13 @@ def check_workers(tr: dict[str, Any], path: str | Path, num_workers: int, fields
 
     workers = tr.get("workers", [])
     if not isinstance(workers, list):
-        raise bad("workers", f"must be a list (one entry per Ray worker after the first), got {type(workers).__name__}")
+        raise bad("workers", f"must be a list (one entry per rollout worker after the first), got "
+                             f"{type(workers).__name__}")
     if len(workers) + 1 != num_workers:
-        made = "a local run or one Ray worker" if not workers else f"{len(workers) + 1} Ray workers"
-        raise bad("workers", f"the run was made with {made} (num_workers={len(workers) + 1}); resume it with "
-                             f"num_workers={len(workers) + 1}" + (" and ray_address" if workers else "")
-                  + f", not num_workers={num_workers}")
+        made = "one rollout worker" if not workers else f"{len(workers) + 1} rollout workers"
+        raise bad("workers", f"the run was made with {made} (num_workers={len(workers) + 1}: collector threads "
+                             f"here or Ray actors); resume it with num_workers={len(workers) + 1}, not "
+                             f"num_workers={num_workers}")
     check_env_fields(tr.get("env_state"), fields, path, "env_state", games)
     for i, w in enumerate(workers):
         if not isinstance(w, dict) or set(w) != {"env_state", "numpy_rng"}:

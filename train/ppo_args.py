@@ -103,9 +103,11 @@ class Args(RunOptions):
     """play the rollouts on Ray actors of the Ray cluster at this address (--ray; ray.init's: local starts one on
     this machine, auto joins the running one, also found through RAY_ADDRESS, ray://HOST:10001 a remote one), the
     PPO update staying here; null: play them in this process. Needs the ray extra"""
-    num_workers: int = 1
-    """with ray_address: the rollout workers (Ray actors, one CPU each), each playing num_envs / num_workers of the
-    games; must divide num_envs. Without ray_address it must be 1"""
+    num_workers: int | None = None
+    """the rollout workers, each playing num_envs / num_workers of the games (must divide num_envs): with
+    ray_address, Ray actors (one CPU each); without it, collector threads in this process (one torch thread each;
+    train/rollout.py ThreadRollouts; 1: one collector). null, the default: 1 with ray_address, else 2 where threads
+    is 2 or more and num_envs is even, else 1 (the run's config records the number chosen)"""
 
     # --- environment ------------------------------------------------------------------------------------------------
     preset: str = "classic"
@@ -229,6 +231,9 @@ class Args(RunOptions):
             ConfigError: naming the field (``ConfigError.field``) and the rule it breaks.
         """
         validate_fields(self, ARG_RULES)
+        if self.num_workers is None:  # two collector threads where there are two cores for them
+            local_pair = self.ray_address is None and self.threads >= 2 and self.num_envs % 2 == 0
+            self.num_workers = 2 if local_pair else 1
         _check_combination(self)
 
 
@@ -283,7 +288,7 @@ ARG_RULES: dict[str, FieldRule] = {
     "gate_every_s": number(0.0), "gate_patience": integer(1, 1000), "gate_min_z": number(0.0, 100.0),
     "stage_configs": optional(text()),
     # rollout workers on Ray
-    "ray_address": optional(text()), "num_workers": integer(1, 4096),
+    "ray_address": optional(text()), "num_workers": optional(integer(1, 4096)),
     # environment
     "preset": text(), "num_players": optional(integer(1)), "reward": text(("points", "win")),
     "reward_scale": number(0.0, 1000.0, lo_open=True), "objective": text(("points", "match")),
@@ -357,9 +362,6 @@ def _check_combination(args: Args) -> None:
     if args.objective == "match" and args.shaping:
         raise ConfigError("shaping pays banked deal points, which objective=match does not count: use one of them",
                           field="shaping")
-    if args.num_workers > 1 and args.ray_address is None:
-        raise ConfigError(f"num_workers={args.num_workers}: rollout workers are Ray actors; give ray_address (--ray "
-                          "ADDRESS) too, or num_workers=1 to play the rollouts here", field="num_workers")
     if args.num_envs % args.num_workers:
         raise ConfigError(f"num_workers={args.num_workers} must divide num_envs={args.num_envs} (every worker plays "
                           "as many games)", field="num_workers")

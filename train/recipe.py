@@ -538,7 +538,9 @@ class Recipe:
         values.update(run_dir=str(folder), resume=resume, seed=(a.seed * 1_000 + self.state.stage_index) % 2**63,
                       preset=a.preset, num_players=a.num_players, threads=a.threads, device=a.device,
                       precision=a.precision, ray_address=a.ray_address,
-                      num_workers=a.num_workers, init=f"checkpoint:{self.run_dir / best}",
+                      # the expert stages' workers are Ray actors only (PPO's may be collector threads here)
+                      num_workers=a.num_workers if a.ray_address is not None else 1,
+                      init=f"checkpoint:{self.run_dir / best}",
                       max_train_seconds=0.0, final_eval_deals=0, reuse_run_dir=resume is None,
                       exp_name=f"{a.exp_name}_{name}")
         if name == "consolidate":

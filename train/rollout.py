@@ -379,10 +379,13 @@ class RolloutCollector:
             local trainer's split of ``num_envs`` games (:func:`split_games`). A Ray worker gets
             its share of the run's split of all ``args.num_envs`` games (:class:`RolloutWorker`), so the workers
             together play the run's mix of opponents.
+        buffers: the rollout storage of the move tables and inputs (``obs``, ``kind``, ``card``, ``value``, ``cards``,
+            ``mask``, ``feat``, ``crit``: C-contiguous arrays of :meth:`buffer_shapes`), given by
+            :class:`ThreadRollouts` as blocks of one array for all its collectors; None: allocated here.
     """
 
     def __init__(self, args: Args, rules: RuleSet, num_envs: int, env_seed: int, bots: dict[str, Any],
-                 ctrl: np.ndarray | None = None) -> None:
+                 ctrl: np.ndarray | None = None, buffers: dict[str, np.ndarray] | None = None) -> None:
         from agents.bots import RuleTables
         from agents.features import NUM_MOVE_FEATURES, MoveFeaturizer, critic_state_size
         from cassino_env.vector import CassinoVectorEnv
@@ -416,20 +419,30 @@ class RolloutCollector:
             raise ValueError(f"ctrl: one controller per game, {B}, got shape {self.ctrl.shape}")
         self.is_self = self.ctrl == SELF
         # rollout storage: one row per (step, game); every move is stored, `learn` marks the trained ones
-        self.obs_buf = np.zeros((T, B, D), dtype=np.float32)
-        self.kind_buf = np.zeros((T, B, M), dtype=np.int8)
-        self.card_buf = np.zeros((T, B, M), dtype=np.int8)
-        self.value_buf = np.zeros((T, B, M), dtype=np.int8)
-        self.cards_buf = np.zeros((T, B, M), dtype=np.int64)
-        self.mask_buf = np.zeros((T, B, M), dtype=bool)
-        self.feat_buf = np.zeros((T, B, M, F), dtype=np.float32) if F else None
-        self.crit_buf = np.zeros((T, B, C), dtype=np.float32) if C else None
+        shapes = self.buffer_shapes(T, B, D, M, F, C)
+        if buffers is None:
+            buffers = {k: None if shape is None else np.zeros(shape, dtype) for k, (shape, dtype) in shapes.items()}
+        for k, (shape, dtype) in shapes.items():
+            buf = buffers.get(k)
+            if (shape is None) != (buf is None) or (buf is not None and (
+                    buf.shape != shape or buf.dtype != dtype or not buf.flags.c_contiguous)):
+                raise ValueError(f"buffers[{k!r}]: a C-contiguous {np.dtype(dtype)} array of shape {shape} needed")
+        self.obs_buf, self.kind_buf, self.card_buf = buffers["obs"], buffers["kind"], buffers["card"]
+        self.value_buf, self.cards_buf, self.mask_buf = buffers["value"], buffers["cards"], buffers["mask"]
+        self.feat_buf, self.crit_buf = buffers["feat"], buffers["crit"]
         self.actions = np.zeros((T, B), dtype=np.int64)
         self.logprobs = np.zeros((T, B), dtype=np.float32)
         self.values = np.zeros((T, B), dtype=np.float32)
         self.learn = np.zeros((T, B), dtype=bool)  # the current policy acted: the transition is trained on
         self.credit = SeatCredit(T, B, P)  # per-seat rewards, trajectory ends and links (for GAE)
         self.games = np.arange(B)
+
+    @staticmethod
+    def buffer_shapes(T: int, B: int, D: int, M: int, F: int, C: int) -> dict[str, tuple[tuple[int, ...] | None, Any]]:
+        """The rollout storage: name -> (shape or None when unused, dtype), for ``T`` steps of ``B`` games."""
+        return {"obs": ((T, B, D), np.float32), "kind": ((T, B, M), np.int8), "card": ((T, B, M), np.int8),
+                "value": ((T, B, M), np.int8), "cards": ((T, B, M), np.int64), "mask": ((T, B, M), np.bool_),
+                "feat": ((T, B, M, F) if F else None, np.float32), "crit": ((T, B, C) if C else None, np.float32)}
 
     # --- checkpoints -------------------------------------------------------------------------------------------------
     def env_state(self) -> dict[str, torch.Tensor]:
@@ -632,3 +645,119 @@ class LocalRollouts:
     def release(self) -> None:
         """Nothing to release here."""
 
+
+
+class ThreadRollouts:
+    """The rollouts of a local run with ``num_workers`` > 1 (no Ray): ``num_workers`` :class:`RolloutCollector`\\ s in
+    this process, each over ``num_envs / num_workers`` games and seeded as the Ray workers are (:func:`worker_seeds`:
+    worker 0 draws from the trainer's generator, the others from their own; the run's split of games dealt out in
+    turn), collected at once on a pool of threads, one torch thread each. The rules core, the bots and the move
+    features are numba kernels that release the GIL, and torch releases it in its operations, so the collectors' games
+    proceed side by side on the cores (docs/training.md, "Collector threads"). The checkpoint's fields are a Ray run's
+    of as many workers: ``env_state`` (worker 0's games) and ``workers``.
+
+    Args:
+        args: the run's options.
+        rules: the run's rules.
+        net_shape: the network's shape (the pool games' network is built from it, one per collector).
+        device: where the pool games' networks run (the policy's device).
+    """
+
+    #: seconds of the last rollout spent beyond the collection itself (none logged: the threads' start and join
+    #: are part of it)
+    overhead_s: float | None = None
+
+    def __init__(self, args: Args, rules: RuleSet, net_shape: Any, device: Any = None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from agents.policy import CassinoPolicy
+
+        n = args.num_workers
+        ctrl = split_games(args.num_envs, args.pool_rate, args.bot_rates)
+        self.collectors: list[RolloutCollector] = []
+        self.rngs: list[np.random.Generator | None] = []
+        self.shared: dict[str, np.ndarray | None] = {}
+        for i in range(n):
+            env_seed, rng = worker_seeds(args.seed, i)
+            if i == 0:
+                first = RolloutCollector(args, rules, args.num_envs // n, env_seed, make_bots(args.bot_rates, rules),
+                                         ctrl=ctrl[0::n])
+                shapes = first.buffer_shapes(first.T, first.B, first.D, first.M, first.F, first.C)
+                # one array for all the collectors' storage, block i collector i's: their rollouts join as views
+                self.shared = {k: None if shape is None else np.zeros((n, *shape), dtype)
+                               for k, (shape, dtype) in shapes.items()}
+                for k, buf in self.shared.items():
+                    if buf is not None:
+                        buf[0] = getattr(first, f"{k}_buf")
+                        setattr(first, f"{k}_buf", buf[0])
+                self.collectors.append(first)
+            else:
+                self.collectors.append(RolloutCollector(
+                    args, rules, args.num_envs // n, env_seed, make_bots(args.bot_rates, rules), ctrl=ctrl[i::n],
+                    buffers={k: None if buf is None else buf[i] for k, buf in self.shared.items()}))
+            self.rngs.append(rng)
+        self.collector = self.collectors[0]  # worker 0's games: what a resumed checkpoint's env_state is checked by
+        self.opponent_nets = [CassinoPolicy.from_shape(net_shape).eval() for _ in range(n)]
+        if device is not None:
+            for net in self.opponent_nets:
+                net.to(device)
+        self.pool = ThreadPoolExecutor(n, thread_name_prefix="cassino-rollout")
+
+    def collect(self, policy: torch.nn.Module, snapshot: dict[str, torch.Tensor], rng: np.random.Generator,
+                deals_done: int) -> Rollout:
+        """One rollout of every collector's games (:meth:`LocalRollouts.collect`'s arguments), their learner rows
+        joined in worker order (:func:`concat`)."""
+        import torch
+
+        from agents.ppo_agent import PPOAgent
+
+        t0 = time.time()
+        blocks = self.collector.env.obs_blocks
+        opponents = []
+        for net, c in zip(self.opponent_nets, self.collectors, strict=True):
+            net.load_state_dict(snapshot)
+            opponents.append(PPOAgent(net, deterministic=False, rules=c.rules, blocks=blocks, env_blocks=blocks))
+        threads_before = torch.get_num_threads()
+        torch.set_num_threads(1)  # for every collector thread (torch's setting is the process's)
+        try:
+            futures = [self.pool.submit(c.collect, policy, opp, rng if i == 0 else self.rngs[i], deals_done)
+                       for i, (c, opp) in enumerate(zip(self.collectors, opponents, strict=True))]
+            parts = [f.result() for f in futures]
+        finally:
+            torch.set_num_threads(threads_before)
+        return self._join(parts, time.time() - t0)
+
+    def _join(self, parts: list[Rollout], wall_s: float) -> Rollout:
+        """The collectors' rollouts as one: the move tables and inputs are views of the shared storage (rows of
+        collector i after those of collectors 0..i-1), the per-row scalars joined in that order, the learner's rows
+        offset to match; the phase times are the slowest collector's, ``collect_s`` the wall time of all."""
+        rows = len(parts[0].actions)
+        big = {k: None if buf is None else buf.reshape(len(parts) * rows, *buf.shape[3:])
+               for k, buf in self.shared.items()}
+        small = {k: np.concatenate([getattr(p, k) for p in parts])
+                 for k in ("actions", "logprobs", "values", "advantages", "returns")}
+        slowest = max(parts, key=lambda p: p.collect_s)
+        return Rollout(**big, **small, flat=np.concatenate([p.flat + i * rows for i, p in enumerate(parts)]),
+                       ep_returns=np.concatenate([p.ep_returns for p in parts]),
+                       ep_ctrl=np.concatenate([p.ep_ctrl for p in parts]),
+                       pool_results=np.concatenate([p.pool_results for p in parts]),
+                       env_s=slowest.env_s, inference_s=slowest.inference_s, collect_s=wall_s)
+
+    def state(self) -> dict[str, Any]:
+        """The checkpoint's fields of the games: worker 0's ``env_state`` and the others' ``{env_state, numpy_rng}``
+        under ``workers``, as a Ray run of as many workers keeps them."""
+        return {"env_state": self.collectors[0].env_state(),
+                "workers": [{"env_state": c.env_state(), "numpy_rng": rng_state(r)}
+                            for c, r in zip(self.collectors[1:], self.rngs[1:], strict=True)]}
+
+    def load(self, tr: dict[str, Any]) -> None:
+        """Restore the games from a checked checkpoint's ``train`` entry (its ``workers`` count checked against
+        ``num_workers`` beforehand, :func:`train.checkpoints.check_workers`)."""
+        self.collectors[0].load_env_state(tr["env_state"])
+        for c, i, w in zip(self.collectors[1:], range(1, len(self.collectors)), tr["workers"], strict=True):
+            c.load_env_state(w["env_state"])
+            set_rng_state(self.rngs[i], w["numpy_rng"])
+
+    def release(self) -> None:
+        """End the threads."""
+        self.pool.shutdown()

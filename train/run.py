@@ -450,7 +450,7 @@ def build(args: Args, rules: RuleSet, ckpt: dict[str, Any] | None, *, num_iterat
     from agents.policy import CassinoPolicy, NetworkShape
     from agents.ppo_agent import check_network
     from cassino_env.vector import CassinoVectorEnv
-    from train.rollout import LocalRollouts, RolloutCollector, worker_seeds
+    from train.rollout import LocalRollouts, RolloutCollector, ThreadRollouts, worker_seeds
 
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
@@ -462,10 +462,10 @@ def build(args: Args, rules: RuleSet, ckpt: dict[str, Any] | None, *, num_iterat
     except AgentSpecError as exc:
         raise ConfigError(f"bot_rates / eval_opponents / final_eval_opponents: {exc}") from None
     collector = None
-    if args.ray_address is None:  # one collector here, over every game, drawing from `rng`
+    if args.ray_address is None and args.num_workers == 1:  # one collector here, over every game, drawing from `rng`
         collector = RolloutCollector(args, rules, args.num_envs, worker_seeds(args.seed, 0)[0], bots)
         obs_dim = collector.env.obs_size
-    else:  # the games live on the Ray workers; their observation length is that of an env of these rules
+    else:  # the games live on collector threads or Ray workers; an env of these rules gives the observation length
         probe = CassinoVectorEnv(1, rules, seed=0, max_moves=args.max_moves, reward=args.reward, episode="deal",
                                  blocks=args.obs_blocks)
         obs_dim = probe.obs_size
@@ -484,7 +484,12 @@ def build(args: Args, rules: RuleSet, ckpt: dict[str, Any] | None, *, num_iterat
     # the same formula; results agree to float rounding, about 1e-8 per step): docs/training.md, "Throughput"
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     # its pool network drawn from torch's generator here, after the policy (the same draws as always)
-    rollouts = LocalRollouts(collector, net_shape, device) if collector is not None else None
+    if collector is not None:
+        rollouts = LocalRollouts(collector, net_shape, device)
+    elif args.ray_address is None:  # collector threads here, num_envs / num_workers games each
+        rollouts = ThreadRollouts(args, rules, net_shape, device)
+    else:
+        rollouts = None  # the Ray workers, started by start_workers
     return TrainingRun(args=args, rules=rules, run_dir=run_dir, num_iterations=num_iterations,
                        batch_steps=batch_steps, eval_every=eval_every, rng=rng, bots=bots, eval_names=eval_names,
                        opp_names=["self", "pool", *bot_names], net_shape=net_shape, policy=policy,

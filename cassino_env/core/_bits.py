@@ -109,7 +109,7 @@ def borrow(typingctx, ary):
     return ary(ary), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def mix64(z):
     """The splitmix64 output function: a bijective 64-bit mixer (z: uint64 -> uint64)."""
     z = (z ^ (z >> S30)) * _MIX1
@@ -117,7 +117,7 @@ def mix64(z):
     return z ^ (z >> S31)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def deal_key(seed, match_index, deal_index):
     """uint64 RNG key of one deal: a pure function of (seed, match counter, deal counter)."""
     h = mix64(np.uint64(seed) + GOLDEN)
@@ -125,13 +125,13 @@ def deal_key(seed, match_index, deal_index):
     return mix64(h ^ (np.uint64(deal_index) * _SALT_DEAL + GOLDEN))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def below(r, n):
     """Map a uniform uint64 ``r`` to 0..n-1 (multiply-shift on the top 32 bits; n < 2**31)."""
     return np.int64(((r >> S32) * np.uint64(n)) >> S32)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def shuffle_into(out, seed, match_index, deal_index):
     """Write the shuffled deck of one deal into ``out`` (int8[52]): Fisher-Yates driven by splitmix64."""
     for i in range(NUM_CARDS):
@@ -145,7 +145,7 @@ def shuffle_into(out, seed, match_index, deal_index):
         out[j] = t
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def lexrank(m):
     """Rank of card set ``m`` in the canonical order of sorted card-id lists (a proper prefix first).
 

@@ -96,7 +96,7 @@ UNION_CAP = 256  # more unions of groups for one value than this: take the outpu
 PRODUCT_CAP = 4096  # more (group, union) pairs for one no-raise build value than this: the same
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _is_single(cards, value):
     """True when the build's cards sum to its value (a single build, docs/rules.md 1)."""
     s = 0
@@ -107,7 +107,7 @@ def _is_single(cards, value):
     return s == value
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """Recompute the move table of game ``b`` for its player to move; see the module docstring.
 
@@ -381,7 +381,7 @@ def gen_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol):
     """Pad the table after its moves, store the count (first M kept, canonical order) and the overflow flag."""
     n_out = tot if tot < M else M
@@ -394,7 +394,7 @@ def _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol):
     i8[b, OVERFLOW] = 1 if tot > M else 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def finish_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     """Complete a table that :func:`gen_moves` handed over (return value 2) with the output-sensitive generator
     (``mk, mv``: the memo table of :func:`._crowded_gen.box`, :func:`._crowded_gen.new_memo_arrays`)."""
@@ -407,7 +407,7 @@ def finish_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     _close_table(b, i8, i16, m8, mvc, tot, M, prev, nmcol)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """Recompute game b's move table (:func:`gen_moves`, growing ``sc`` as it asks); return the scratch buffer to use
     from now on. A crowded table is handed over: ``si[SI_CROWDED] = 1``, and the caller completes it with
@@ -422,7 +422,7 @@ def list_moves(b, u64, i8, i16, m8, mvc, cfg, sc, si):
         sc = np.empty(2 * sc.shape[0], dtype=np.uint64)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fast_emit(b, m8, mvc, M, tot, hm, lm, miss_court, sc, si):
     """Write the captures then the builds of every hand card from the per-value lists in ``sc``; return the count."""
     x = hm
@@ -469,7 +469,7 @@ def _fast_emit(b, m8, mvc, M, tot, hm, lm, miss_court, sc, si):
     return tot
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _slow_emit(b, u64, i8, m8, mvc, P, M, prune, tot, p, own, si, mk, mv):
     """Write the captures then the builds of every hand card, first M - tot only, by :mod:`._crowded_gen`.
 

@@ -75,7 +75,7 @@ def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 PART_VEC, PART_START, PART_COUNT = _tables()
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def new_memo_arrays(size=MEMO_SIZE):
     """Empty memo table for :func:`box`: keys uint64[2 * size], results int8[size] (0 empty); size a power of two.
 
@@ -84,7 +84,7 @@ def new_memo_arrays(size=MEMO_SIZE):
     return np.zeros(2 * size, dtype=np.uint64), np.zeros(size, dtype=np.int8)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def weight(vec):
     """Sum of the card values counted by ``vec``."""
     w = 0
@@ -97,7 +97,7 @@ def weight(vec):
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def box(lo, hi, v, mk, mv):
     """True when some disjoint groups of value ``v`` use u cards of each value with lo <= u <= hi (see module)."""
     if lo == 0:
@@ -136,13 +136,13 @@ def box(lo, hi, v, mk, mv):
     return res
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _le(a, b):
     """a <= b field by field."""
     return ((b | NIB_H) - a) & NIB_H == NIB_H
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def maximal_vectors(nvec, v, mk, mv, out):
     """Write the maximal count vectors m <= nvec that split into groups of v into ``out``; return how many.
 
@@ -184,7 +184,7 @@ def maximal_vectors(nvec, v, mk, mv, out):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _feasible(lo, hi, mand, v, mode, mvs, nmv, mk, mv):
     if mode == 0:
         return box(lo + mand, hi + mand, v, mk, mv)
@@ -194,7 +194,7 @@ def _feasible(lo, hi, mand, v, mode, mvs, nmv, mk, mv):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _complete(vec, mand, v, mode, mvs, nmv, mk, mv):
     if mode == 0:
         return box(vec + mand, vec + mand, v, mk, mv)
@@ -204,7 +204,7 @@ def _complete(vec, mand, v, mode, mvs, nmv, mk, mv):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def component(loose, fixed, mand, v, mode, limit, tag, mvs, nmv, mk, mv, out, w):
     """Append to ``out[w:]`` up to ``limit`` pairs (lexrank(L | fixed) * 16 + tag, L | fixed) in canonical order.
 
@@ -288,7 +288,7 @@ def component(loose, fixed, mand, v, mode, limit, tag, mvs, nmv, mk, mv, out, w)
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loose_vector(loose):
     """Count vector of a set of numerals."""
     vec = U0

@@ -112,7 +112,7 @@ PRODUCT_CAP = 4096  # more (group, union) pairs for one build than this: the sam
 REGROUP_MEMO = 256  # memo slots of the count-vector search of a large reservation (zeroed per use: kept small)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _switches(cfg):
     """The move-generation switches of ``cfg``: prune, numeric, ace_high, pair all, one_group, builds code,
     raise_own_build, raise_with_table_cards, resolve_next_turn, largest build value."""
@@ -167,7 +167,7 @@ def _legal(kind, c, v, used, p, b, u64, i8, si, bcol, numeric, acehigh, resolve,
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _regroup_items(si, fixed, a, v):
     """The items a reservation build regroups (docs/rules.md 4.2): the played card's value ``a`` and the value of every
     card of ``fixed``, written to ``si[GI_MV:]``; returns (their count vector, their number), the number -1 when a
@@ -188,7 +188,7 @@ def _regroup_items(si, fixed, a, v):
     return mand, n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cover(sc, sp, si, nmand, v):
     """List every loose set C such that the mandatory items and C split into groups of v (docs/rules.md 4.2).
 
@@ -300,7 +300,7 @@ def _put(out, w, key, m):
     return w + 2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _court_captures(out, w, c, lm, pairall, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
     """Append the legal captures of a court without value: one loose court of its rank per move, or all of them
     with ``court_pair_take = all`` (docs/rules.md 3). Returns the new end, -1 when ``out`` is full."""
@@ -332,7 +332,7 @@ def _builds_of_value(b, u64, i8, si, bcol, nslot, a):
     return bm_all, nb
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _attach_builds(out, w, c, a, v, lm, nslot, p, b, u64, i8, si, bcol, numeric, acehigh, resolve, raiseown):
     """Append the legal attachments of card c (value a) declaring v (docs/rules.md 4.3): onto a loose valued card or a
     build, as a sum (not onto a multiple build) or as a pair of equal values. Returns the new end, -1 when full."""
@@ -434,7 +434,7 @@ def _write(b, m8, mvc, M, tot, kind, c, sc, start, end):
     return tot
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """Recompute game b's move table for any rule switches (module docstring).
 
@@ -803,14 +803,14 @@ def gen_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
 # --- crowded tables --------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _compact(buf, w, lim):
     """Sort and de-duplicate the (key, mask) pairs of buf[:w]; keep the first ``lim`` pairs; return the new end."""
     w = _sort_pairs(buf, 0, w)
     return min(w, 2 * lim)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _push(buf, w, lim, key, m):
     """Append one pair, compacting first when the buffer is full; return the new end."""
     if w + 2 > buf.shape[0]:
@@ -820,7 +820,7 @@ def _push(buf, w, lim, key, m):
     return w + 2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _one_group_lex(loose, a, numeric, tag, limit, buf, w, lim):
     """Append the first ``limit`` loose sets summing to ``a`` in canonical order (one group, docs/rules.md 3).
 
@@ -876,7 +876,7 @@ def _one_group_lex(loose, a, numeric, tag, limit, buf, w, lim):
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def general_slow(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     """List the captures and builds of a crowded table (after the trails), first ``M`` in canonical order, exactly.
 

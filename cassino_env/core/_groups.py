@@ -127,7 +127,7 @@ def unions(sc, si, gs, k, sp, union_cap, jstk, mstk):
     return sp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sift(sc, start, stride, root, end):
     """Heap sift-down over entries sc[start + stride * k] (k < end), moving whole entries of ``stride`` words."""
     while True:
@@ -145,7 +145,7 @@ def _sift(sc, start, stride, root, end):
         root = child
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def heapsort(sc, start, n, stride):
     """Sort n entries of ``stride`` words at sc[start:] by their first word (in place, no allocation)."""
     for root in range(n // 2 - 1, -1, -1):
@@ -158,7 +158,7 @@ def heapsort(sc, start, n, stride):
         _sift(sc, start, stride, 0, end)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dedupe(sc, start, end):
     """Drop repeated masks in sc[start:end] (order not kept); return the new end."""
     n = end - start
@@ -184,7 +184,7 @@ def dedupe(sc, start, end):
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sort_pairs(sc, start, end):
     """Sort the (key, mask) pairs in sc[start:end] by key; return the new end after dropping repeated keys."""
     n = (end - start) // 2
@@ -210,7 +210,7 @@ def sort_pairs(sc, start, end):
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def write_trails(b, m8, mvc, M, tot, hand):
     """Write a trail of every card of ``hand`` (uint64 set) to game b's move table from row ``tot``, by card id,
     rows past M counted but not written; return the new count (docs/rules.md 1 trail)."""

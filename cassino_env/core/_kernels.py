@@ -74,7 +74,7 @@ SI_ALLOC = max(SI_SIZE, GI_SIZE)
 CHUNK = 64  # most games per prange task (step and rollout with parallel=True)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _deal_round(b, u64, i8, cfg):
     """docs/rules.md 2.3: ``hand_size`` cards to each seat from the stock's front, starting after the dealer, who moves.
 
@@ -101,7 +101,7 @@ def _deal_round(b, u64, i8, cfg):
                 break
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _start_deal(b, u64, i8, i16, i64, cfg):
     """Deal a fresh deal of game ``b`` for its current dealer, match and deal counters (docs/rules.md 2.1).
 
@@ -133,7 +133,7 @@ def _start_deal(b, u64, i8, i16, i64, cfg):
     _deal_round(b, u64, i8, cfg)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _new_match(b, u64, i8, i16, i64, cfg):
     """Start match ``i64[b, MATCH_INDEX]`` from its first deal: dealer P-1 so seat 0 plays first, totals 0."""
     P = cfg[CFG_P]
@@ -145,7 +145,7 @@ def _new_match(b, u64, i8, i16, i64, cfg):
     _start_deal(b, u64, i8, i16, i64, cfg)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _score(b, u64, i16, res, cfg, rl):
     """Score game b's captured piles, sweeps and in-play points per side into ``res[b]`` (docs/rules.md 5, by
     ``scoring``).
@@ -226,7 +226,7 @@ def _score(b, u64, i16, res, cfg, rl):
         res[b, R_POINTS + q] = pts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def score_all(u64, i16, res, cfg, rl):
     """Score every game's current captured piles and sweeps into ``res`` (no residue is given, nothing changes)."""
     for b in range(u64.shape[0]):
@@ -236,7 +236,7 @@ def score_all(u64, i16, res, cfg, rl):
         _score(b, u64, i16, res, cfg, rl)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
     """Give the residue, score the deal (docs/rules.md 5), add to the match totals and report it in ``res[b]``.
 
@@ -299,7 +299,7 @@ def _end_deal(b, last, u64, i8, i16, i64, res, cfg, rl):
         i8[b, MATCH_OVER] = 1 if match_over else 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     """Play move ``a`` of game ``b``'s move table for its player to move, then advance (docs/rules.md 2).
 
@@ -382,7 +382,7 @@ def apply_move(b, a, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
         _end_deal(b, p, u64, i8, i16, i64, res, cfg, rl)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _no_move_trails(b, u64, i8, i16, m8, mvc, cfg):
     """docs/rules.md 4.4 leaves no legal move (an ace that alone covers its owner's builds of 1 and 14; or a position
     written by hand with an owner lacking a capturing card): every trail is legal (decided here, docs/presets.md)."""
@@ -393,7 +393,7 @@ def _no_move_trails(b, u64, i8, i16, m8, mvc, cfg):
         i16[b, nmcol] = min(n, cfg[CFG_M])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """Recompute game b's move table with the classic generator; return the scratch buffer to keep. A crowded table
     is left to the caller (``si[CROWDED_FLAG]`` set, then :func:`_crowded_classic`)."""
@@ -403,7 +403,7 @@ def _list_classic(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     return sc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _crowded_classic(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     """Finish the listing of a crowded table by :func:`._classic_gen.finish_slow` with the memo table ``mk, mv``."""
     si[CROWDED_FLAG] = 0
@@ -411,7 +411,7 @@ def _crowded_classic(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     _no_move_trails(b, u64, i8, i16, m8, mvc, cfg)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     """Recompute game b's move table with the general generator; return the scratch buffer to keep.
 
@@ -430,7 +430,7 @@ def _list_general(b, u64, i8, i16, m8, mvc, cfg, sc, si):
     return sc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _crowded_general(b, u64, i8, i16, m8, mvc, cfg, si, mk, mv):
     """Finish the listing of a crowded table by :func:`._general_gen.general_slow` with the memo table ``mk, mv``."""
     si[CROWDED_FLAG] = 0
@@ -451,7 +451,7 @@ MODE_STEP = 3  # apply actions[b] in every game
 MODE_ROLLOUT = 4  # play nsteps uniformly random listed moves in every game, counters in rng
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _prepare(mode, b, u64, i8, i16, i64, cfg):
     """Modes other than rollout and step for game b, before its move table is listed again: return 0 to skip the
     listing, 1 to list."""
@@ -471,7 +471,7 @@ def _prepare(mode, b, u64, i8, i16, i64, cfg):
     return 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _skip_step(b, res):
     """MODE_STEP for a game with nobody to move (deal over, auto-reset off): nothing to play, an empty report."""
     for k in range(res.shape[1]):
@@ -480,7 +480,7 @@ def _skip_step(b, res):
     res[b, R_WINNER] = -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _range_classic(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     """Run ``mode`` on games [lo, hi) with the classic generator; return the number of moves played (step and
     rollout). The scratch buffers go down borrowed (:func:`._bits.borrow`); their owners live to the end. The memo
@@ -528,7 +528,7 @@ def _range_classic(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mv
     return played + 0 * (sc_own.shape[0] + si_own.shape[0])  # the owners are used (alive) up to here
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _range_general(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     """As :func:`_range_classic`, with the general generator."""
     nmcol = cfg[CFG_P] + cfg[CFG_S]
@@ -574,7 +574,7 @@ def _range_general(mode, lo, hi, actions, nsteps, rng, u64, i8, i16, i64, m8, mv
     return played + 0 * (sc_own.shape[0] + si_own.shape[0])  # the owners are used (alive) up to here
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_serial_classic(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     """Run ``mode`` (``MODE_*``) on every game with the classic generator, one thread; return the moves played.
 
@@ -586,14 +586,14 @@ def run_serial_classic(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, r
                           borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_serial_general(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc, res, cfg, rl):
     """As :func:`run_serial_classic`, with the general generator."""
     return _range_general(mode, 0, u64.shape[0], borrow(actions), nsteps, borrow(rng), borrow(u64), borrow(i8),
                           borrow(i16), borrow(i64), borrow(m8), borrow(mvc), borrow(res), borrow(cfg), borrow(rl))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_kernel(actions, res, u64, i8, i16, i64, m8, mvc, cfg, rl):
     """``core.step`` without its checks, callable from other kernels: play ``actions[b]`` in every game, serially.
 
@@ -639,7 +639,7 @@ def run_parallel_general(mode, actions, nsteps, rng, u64, i8, i16, i64, m8, mvc,
     return counts.sum()
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def random_actions(rng, u64, i16, cfg):
     """Uniformly random valid action index per game (0 where a game has no moves); advances ``rng`` in place."""
     P = cfg[CFG_P]
@@ -655,7 +655,7 @@ def random_actions(rng, u64, i16, cfg):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def deck_into(out, seed, match_index, deal_index):
     """Shuffled deck of one deal into ``out`` (int8[52]); see :func:`._bits.shuffle_into`."""
     shuffle_into(out, seed, match_index, deal_index)
