@@ -98,11 +98,12 @@ _BYTE_BITS_ON: dict[torch.device, torch.Tensor] = {_BYTE_BITS.device: _BYTE_BITS
 
 
 def card_bits(cards: torch.Tensor) -> torch.Tensor:
-    """float32[..., 52]: 1.0 where card c is in the mask ``cards`` (int64[...], bits 0..51), else 0.0.
+    """float32[..., 52]: entry c is 1.0 where bit c (card c) of the mask ``cards`` (int64[...], bits 0..51) is set,
+    else 0.0.
 
     The same values as ``((cards[..., None] >> arange(52)) & 1).float()``, read as the mask's 8 bytes, each unpacked
-    by one table lookup (one gather instead of three passes over K x 52 int64s); on a big-endian machine, the shift
-    form itself.
+    by one table lookup (one gather instead of three passes over the shifted int64 values); on a big-endian machine,
+    the shift form itself.
 
     Raises:
         ValueError: ``cards`` is not an int64 tensor.

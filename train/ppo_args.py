@@ -154,9 +154,9 @@ class Args(RunOptions):
     num_minibatches: int = 8
     """minibatches per epoch over the trained transitions of a rollout"""
     update_epochs: int = 1
-    """epochs over each rollout (1 since 2026-12-07: the update is a third of the arithmetic of 3, the default
-    before, and the default budget's networks measured as strong at 1.7 times the env steps a second;
-    docs/training.md, "One pass over each rollout")"""
+    """epochs over each rollout (1 since 2026-12-07, 3 before: a third of the update's arithmetic, and at the default
+    budget the networks measured as strong at 1.7 times the env steps a second; docs/training.md, "One pass over
+    each rollout")"""
     norm_adv: bool = True
     """normalise advantages per minibatch"""
     clip_coef: float = 0.2
@@ -170,7 +170,8 @@ class Args(RunOptions):
     max_grad_norm: float = 0.5
     """global gradient-norm clip"""
     target_kl: float | None = None
-    """stop an update's epochs early when the approximate KL exceeds this"""
+    """stop an update's epochs early when the approximate KL exceeds this (checked after each epoch, so with one
+    epoch, the default, it stops nothing)"""
     update_shards: int | None = None
     """split every minibatch of the update into this many shards, each computed by its own copy of the network on
     its own thread (one torch thread each) and their gradients summed: the same update up to float rounding, which
