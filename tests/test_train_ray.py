@@ -215,7 +215,7 @@ def test_two_workers_on_a_two_node_cluster_train_checkpoint_and_resume(tmp_path:
         final = train(tiny_args(tmp_path / "run", ray_address=cluster.address, num_workers=2))
         mid = tmp_path / "run" / "checkpoints" / "step_00000001536.pt"
         resumed = tmp_path / "resumed"
-        with pytest.raises(CheckpointError, match=r"train\.workers: .*2 Ray workers.*not num_workers=1"):
+        with pytest.raises(CheckpointError, match=r"train\.workers: .*2 rollout workers.*not num_workers=1"):
             train(dataclasses.replace(tiny_args(resumed), resume=str(mid), num_workers=1),
                   explicit={"resume", "num_workers"})
         assert not resumed.exists()

@@ -25,6 +25,13 @@ atomically: a temporary file in the same folder, synced, then renamed; format in
 ``--reuse-run-dir True`` is given; a resumed run writes into its checkpoint's run folder (from the file's path) or
 into ``--run-dir``.
 
+Collector threads
+-----------------
+Without ``--ray``, ``num_workers`` N > 1 (the default is 2 where ``threads`` is 2 or more and ``num_envs`` is even)
+plays the games in N :class:`train.rollout.RolloutCollector`\ s on N threads of this process
+(:class:`train.rollout.ThreadRollouts`), seeded and checkpointed as N Ray workers are; the numba kernels release
+the GIL, so the collectors run side by side (docs/training.md, "Collector threads").
+
 Rollouts on Ray
 ---------------
 ``--ray ADDRESS --num-workers N`` (``ray_address``, ``num_workers``; the ``ray`` extra) plays the rollouts on N Ray
