@@ -28,7 +28,7 @@ into ``--run-dir``.
 Collector threads
 -----------------
 Without ``--ray``, ``num_workers`` N > 1 (the default is 2 where ``threads`` is 2 or more and ``num_envs`` is even)
-plays the games in N :class:`train.rollout.RolloutCollector`\ s on N threads of this process
+plays the games in N :class:`train.rollout.RolloutCollector` objects on N threads of this process
 (:class:`train.rollout.ThreadRollouts`), seeded and checkpointed as N Ray workers are; the numba kernels release
 the GIL, so the collectors run side by side (docs/training.md, "Collector threads").
 

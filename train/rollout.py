@@ -648,7 +648,7 @@ class LocalRollouts:
 
 
 class ThreadRollouts:
-    """The rollouts of a local run with ``num_workers`` > 1 (no Ray): ``num_workers`` :class:`RolloutCollector`\\ s in
+    """The rollouts of a local run with ``num_workers`` > 1 (no Ray): ``num_workers`` :class:`RolloutCollector` objects in
     this process, each over ``num_envs / num_workers`` games and seeded as the Ray workers are (:func:`worker_seeds`:
     worker 0 draws from the trainer's generator, the others from their own; the run's split of games dealt out in
     turn), collected at once on a pool of threads, one torch thread each. The rules core, the bots and the move
