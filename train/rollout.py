@@ -648,13 +648,13 @@ class LocalRollouts:
 
 
 class ThreadRollouts:
-    """The rollouts of a local run with ``num_workers`` > 1 (no Ray): ``num_workers`` :class:`RolloutCollector` objects in
-    this process, each over ``num_envs / num_workers`` games and seeded as the Ray workers are (:func:`worker_seeds`:
-    worker 0 draws from the trainer's generator, the others from their own; the run's split of games dealt out in
-    turn), collected at once on a pool of threads, one torch thread each. The rules core, the bots and the move
-    features are numba kernels that release the GIL, and torch releases it in its operations, so the collectors' games
-    proceed side by side on the cores (docs/training.md, "Collector threads"). The checkpoint's fields are a Ray run's
-    of as many workers: ``env_state`` (worker 0's games) and ``workers``.
+    """The rollouts of a local run with ``num_workers`` > 1 (no Ray): ``num_workers`` :class:`RolloutCollector`
+    objects in this process, each over ``num_envs / num_workers`` games and seeded as the Ray workers are
+    (:func:`worker_seeds`: worker 0 draws from the trainer's generator, the others from their own; the run's split
+    of games dealt out in turn), collected at once on a pool of threads, one torch thread each. The rules core, the
+    bots and the move features are numba kernels that release the GIL, and torch releases it in its operations, so
+    the collectors' games proceed side by side on the cores (docs/training.md, "Collector threads"). The
+    checkpoint's fields are a Ray run's of as many workers: ``env_state`` (worker 0's games) and ``workers``.
 
     Args:
         args: the run's options.
