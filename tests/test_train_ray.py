@@ -362,3 +362,37 @@ def test_collector_threads_collect_what_the_collectors_collect_one_after_the_oth
         assert np.array_equal(getattr(together, key), getattr(in_turn, key)), key
     a.release()
     b.release()
+
+
+def test_collector_threads_solve_the_last_round_serially(tmp_path: Path) -> None:
+    """``--endgame True`` with collector threads: each collector solves its last rounds serially, as numba's parallel
+    kernels may only run from the main thread (its workqueue layer aborts the process on a concurrent launch; the
+    run is made in a subprocess on that layer)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import agents, numpy as np, torch\n"
+        "from cassino_env.rules import make_rules\n"
+        "from agents.features import NUM_MOVE_FEATURES, critic_state_size\n"
+        "from agents.policy import CassinoPolicy, NetworkShape\n"
+        "from cassino_env.vector import CassinoVectorEnv\n"
+        "from train.ppo_selfplay import Args\n"
+        "from train.rollout import ThreadRollouts\n"
+        f"args = Args(run_dir={str(tmp_path / 'r')!r}, threads=2, num_envs=16, endgame=True, hidden=16, embed=8)\n"
+        "assert args.num_workers == 2\n"
+        "rules = make_rules('classic', 2)\n"
+        "shape = NetworkShape(obs_dim=CassinoVectorEnv(1, rules).obs_size, hidden=16, embed=8,\n"
+        "                     move_features=NUM_MOVE_FEATURES, critic='separate', critic_dim=critic_state_size(2))\n"
+        "tr = ThreadRollouts(args, rules, shape)\n"
+        "assert not any(c.solve_parallel for c in tr.collectors)\n"
+        "pol = CassinoPolicy.from_shape(shape)\n"
+        "for d in range(2):\n"
+        "    ro = tr.collect(pol, pol.state_dict(), np.random.default_rng(d), d)\n"
+        "tr.release()\n"
+        "print('ok', len(ro.flat))\n")
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
+                         cwd=str(Path(__file__).resolve().parent.parent))
+    assert out.returncode == 0 and out.stdout.startswith("ok"), out.stderr[-2000:]

@@ -232,7 +232,8 @@ class Args(RunOptions):
             ConfigError: naming the field (``ConfigError.field``) and the rule it breaks.
         """
         validate_fields(self, ARG_RULES)
-        if self.num_workers is None:  # two collector threads where there are two cores for them
+        # resolved once, here: dataclasses.replace(args, threads=...) keeps the number chosen (build Args anew)
+        if self.num_workers is None:  # two collector threads where torch may use two threads
             local_pair = self.ray_address is None and self.threads >= 2 and self.num_envs % 2 == 0
             self.num_workers = 2 if local_pair else 1
         _check_combination(self)

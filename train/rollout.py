@@ -697,6 +697,8 @@ class ThreadRollouts:
                     buffers={k: None if buf is None else buf[i] for k, buf in self.shared.items()}))
             self.rngs.append(rng)
         self.collector = self.collectors[0]  # worker 0's games: what a resumed checkpoint's env_state is checked by
+        for c in self.collectors:  # numba's parallel kernels only from the main thread (agents/pimc.py): the exact
+            c.solve_parallel = False  # last round of --endgame solved serially in each collector's thread
         self.opponent_nets = [CassinoPolicy.from_shape(net_shape).eval() for _ in range(n)]
         if device is not None:
             for net in self.opponent_nets:
@@ -717,12 +719,22 @@ class ThreadRollouts:
         for net, c in zip(self.opponent_nets, self.collectors, strict=True):
             net.load_state_dict(snapshot)
             opponents.append(PPOAgent(net, deterministic=False, rules=c.rules, blocks=blocks, env_blocks=blocks))
+        from concurrent.futures import wait
+
+        from agents.device import device_of
+
+        draws = [rng if i == 0 else self.rngs[i] for i in range(len(self.collectors))]
         threads_before = torch.get_num_threads()
         torch.set_num_threads(1)  # for every collector thread (torch's setting is the process's)
         try:
-            futures = [self.pool.submit(c.collect, policy, opp, rng if i == 0 else self.rngs[i], deals_done)
-                       for i, (c, opp) in enumerate(zip(self.collectors, opponents, strict=True))]
-            parts = [f.result() for f in futures]
+            if device_of(policy).type != "cpu":  # one network on a GPU from two threads: not safe on every backend
+                parts = [c.collect(policy, opp, r, deals_done)  # (MPS); in turn, the same rollouts
+                         for c, opp, r in zip(self.collectors, opponents, draws, strict=True)]
+            else:
+                futures = [self.pool.submit(c.collect, policy, opp, r, deals_done)
+                           for c, opp, r in zip(self.collectors, opponents, draws, strict=True)]
+                wait(futures)  # every collector done, even when one fails, before anything is restored
+                parts = [f.result() for f in futures]
         finally:
             torch.set_num_threads(threads_before)
         return self._join(parts, time.time() - t0)

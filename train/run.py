@@ -567,6 +567,8 @@ def start_workers(run: TrainingRun, ckpt: dict[str, Any] | None, held: list[Any]
         ConfigError: naming ``ray_address`` or ``num_workers``.
     """
     args = run.args
+    if run.rollouts is not None and hasattr(run.rollouts, "collectors"):  # ThreadRollouts: its threads end with the run
+        held.append(run.rollouts)
     if run.rollouts is None:
         from train.ray_rollouts import RayRollouts
 
