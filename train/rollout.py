@@ -419,7 +419,7 @@ class RolloutCollector:
             raise ValueError(f"ctrl: one controller per game, {B}, got shape {self.ctrl.shape}")
         self.is_self = self.ctrl == SELF
         # rollout storage: one row per (step, game); every move is stored, `learn` marks the trained ones
-        shapes = self.buffer_shapes(T, B, D, M, F, C)
+        shapes = self.buffer_shapes(args, rules, B)
         if buffers is None:
             buffers = {k: None if shape is None else np.zeros(shape, dtype) for k, (shape, dtype) in shapes.items()}
         for k, (shape, dtype) in shapes.items():
@@ -438,8 +438,15 @@ class RolloutCollector:
         self.games = np.arange(B)
 
     @staticmethod
-    def buffer_shapes(T: int, B: int, D: int, M: int, F: int, C: int) -> dict[str, tuple[tuple[int, ...] | None, Any]]:
-        """The rollout storage: name -> (shape or None when unused, dtype), for ``T`` steps of ``B`` games."""
+    def buffer_shapes(args: Args, rules: RuleSet, B: int) -> dict[str, tuple[tuple[int, ...] | None, Any]]:
+        """The rollout storage of ``B`` games of a run: name -> (shape or None when unused, dtype)."""
+        from agents.features import NUM_MOVE_FEATURES, critic_state_size
+        from cassino_env.obs import obs_size
+
+        T, M = args.num_steps, args.max_moves
+        D = obs_size(rules.num_players, rules.num_sides, args.obs_blocks)
+        F = NUM_MOVE_FEATURES if args.move_features else 0
+        C = critic_state_size(rules.num_players) if args.critic_full_state and args.critic == "separate" else 0
         return {"obs": ((T, B, D), np.float32), "kind": ((T, B, M), np.int8), "card": ((T, B, M), np.int8),
                 "value": ((T, B, M), np.int8), "cards": ((T, B, M), np.int64), "mask": ((T, B, M), np.bool_),
                 "feat": ((T, B, M, F) if F else None, np.float32), "crit": ((T, B, C) if C else None, np.float32)}
@@ -676,25 +683,14 @@ class ThreadRollouts:
         ctrl = split_games(args.num_envs, args.pool_rate, args.bot_rates)
         self.collectors: list[RolloutCollector] = []
         self.rngs: list[np.random.Generator | None] = []
-        self.shared: dict[str, np.ndarray | None] = {}
+        # one array for all the collectors' storage, block i collector i's: their rollouts join as views
+        self.shared = {k: None if shape is None else np.zeros((n, *shape), dtype)
+                       for k, (shape, dtype) in RolloutCollector.buffer_shapes(args, rules, args.num_envs // n).items()}
         for i in range(n):
             env_seed, rng = worker_seeds(args.seed, i)
-            if i == 0:
-                first = RolloutCollector(args, rules, args.num_envs // n, env_seed, make_bots(args.bot_rates, rules),
-                                         ctrl=ctrl[0::n])
-                shapes = first.buffer_shapes(first.T, first.B, first.D, first.M, first.F, first.C)
-                # one array for all the collectors' storage, block i collector i's: their rollouts join as views
-                self.shared = {k: None if shape is None else np.zeros((n, *shape), dtype)
-                               for k, (shape, dtype) in shapes.items()}
-                for k, buf in self.shared.items():
-                    if buf is not None:
-                        buf[0] = getattr(first, f"{k}_buf")
-                        setattr(first, f"{k}_buf", buf[0])
-                self.collectors.append(first)
-            else:
-                self.collectors.append(RolloutCollector(
-                    args, rules, args.num_envs // n, env_seed, make_bots(args.bot_rates, rules), ctrl=ctrl[i::n],
-                    buffers={k: None if buf is None else buf[i] for k, buf in self.shared.items()}))
+            self.collectors.append(RolloutCollector(
+                args, rules, args.num_envs // n, env_seed, make_bots(args.bot_rates, rules), ctrl=ctrl[i::n],
+                buffers={k: None if buf is None else buf[i] for k, buf in self.shared.items()}))
             self.rngs.append(rng)
         self.collector = self.collectors[0]  # worker 0's games: what a resumed checkpoint's env_state is checked by
         for c in self.collectors:  # numba's parallel kernels only from the main thread (agents/pimc.py): the exact

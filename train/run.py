@@ -53,7 +53,7 @@ from cassino_env.rules import make_rules
 from train import config
 from train.checkpoints import check_train_state, read_training_checkpoint, save_training_checkpoint
 from train.config import Args, ConfigError, args_to_dict, check_options, eval_interval
-from train.rollout import SELF, SnapshotPool, make_bots, rng_state, set_rng_state
+from train.rollout import SELF, SnapshotPool, ThreadRollouts, make_bots, rng_state, set_rng_state
 from train.run_folder import remove_stale_temporaries
 from train.stats import wilson_interval
 from train.stopping import RunInterrupted, RunStopped, guard, stop_if_interrupted
@@ -567,7 +567,7 @@ def start_workers(run: TrainingRun, ckpt: dict[str, Any] | None, held: list[Any]
         ConfigError: naming ``ray_address`` or ``num_workers``.
     """
     args = run.args
-    if run.rollouts is not None and hasattr(run.rollouts, "collectors"):  # ThreadRollouts: its threads end with the run
+    if isinstance(run.rollouts, ThreadRollouts):  # its threads end with the run
         held.append(run.rollouts)
     if run.rollouts is None:
         from train.ray_rollouts import RayRollouts
