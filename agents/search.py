@@ -206,15 +206,34 @@ class SearchAgent:
         return np.argmax(self._logits(state_obs(state)), axis=1).astype(np.int64)
 
     # -- Agent protocol ----------------------------------------------------------------------------------------------
-    def act(self, obs: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-        """int64[B]: the searched move per game."""
+    def act(self, obs: dict[str, Any], rng: np.random.Generator, logits: np.ndarray | None = None) -> np.ndarray:
+        """int64[B]: the searched move per game.
+
+        Args:
+            obs: the vector-env observation dict of B games (with ``view``).
+            rng: the caller's generator (the determinisations' and the rollouts' draws).
+            logits: float32[B, M'] (M' at most the move table's width M): the network's logits for ``obs``
+                (:meth:`agents.policy.CassinoPolicy.logits`, -inf at illegal moves) when the caller has them
+                already, as the expert stage's games do; None: computed here. They rank the candidates.
+
+        Raises:
+            ValueError: ``obs`` has no ``view``, or ``logits`` is not of B rows and at most M columns.
+        """
         mask = np.asarray(obs["action_mask"]) != 0
         B = len(mask)
         if B == 0:
             return np.zeros(0, dtype=np.int64)
         if "view" not in obs:
             raise ValueError(f"{self.name} reads obs['view']: create the environment with with_view=True")
-        logits = self._logits(obs)
+        if logits is None:
+            logits = self._logits(obs)
+        else:
+            given = np.asarray(logits, dtype=np.float32)
+            if given.ndim != 2 or len(given) != B or given.shape[1] > mask.shape[1]:
+                raise ValueError(f"logits: expected float32[{B}, at most {mask.shape[1]}] for the {B} games of obs, "
+                                 f"got shape {given.shape}")
+            logits = np.full(mask.shape, -np.inf, dtype=np.float32)
+            logits[:, :given.shape[1]] = given
         out = np.argmax(logits, axis=1).astype(np.int64)
         n = mask.sum(axis=1).astype(np.int64)
         todo = n > 1
@@ -321,12 +340,22 @@ class SearchAgent:
         leaves: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]] = []  # games, obs, crit, movers
         ply = 0
         parallel = self._pimc.threaded()
+        # a scripted bot plays plies 1..depth of every line in one kernel call (the same moves as ply by ply)
+        plies_at_once = callable(getattr(self._bot, "play_plies", None))
         while True:  # ply 0 is the candidate, plies 1..depth the rollout policy's, then on to the stop
             res = core.step(st, actions, parallel=parallel)
             self._pimc.score_finished(res, live, me, outcome)
             keep = np.flatnonzero(st.current_player >= 0)
             if keep.size < len(live):
                 st, live = take(st, keep), live[keep]
+            if ply == 0 and plies_at_once and self.depth > 0 and live.size:
+                ended, rows = self._bot.play_plies(st, self.depth, parallel=parallel)
+                done = np.flatnonzero(ended > 0)
+                if done.size:
+                    self._pimc.score_finished(core.result_from_rows(rows[done], self.rules), live[done], me, outcome)
+                    keep = np.flatnonzero(ended < 0)
+                    st, live = take(st, keep), live[keep]
+                ply = self.depth
             if ply >= self.depth and live.size:
                 stop = leaf_stops(st.current_player, me[live], S)
                 if stop.any():  # the critic reads these positions (one forward pass for all, below)

@@ -407,3 +407,66 @@ def test_point_values_by_set_bits_are_the_loop_over_point_cards(preset):
         mask = np.uint64(int(rng.integers(0, 1 << 52)) & int(rng.integers(0, 1 << 52)))
         cw, sw = rng.random() * 0.3, rng.random() * 0.2
         assert _value_bits(mask, cw, sw, pmask, ptv) == _value(mask, cw, sw, pcards, pvals)
+
+
+@pytest.mark.parametrize(("preset", "players"), [("classic", 2), ("classic", 3), ("cicera", 4), ("bga", 6)])
+def test_state_inputs_are_the_seat_to_moves_knowledge(preset, players):
+    """``state_inputs`` (what the bots read inside a search's lines) gives, for the seat to move of every game, its
+    hand, every seat's hand size, and the cards it has not seen (not in its hand, on the table, in a build or in a
+    captured pile), games whose deal is over included; checked against the same sets computed card by card."""
+    from agents.bots import state_inputs
+
+    rules = make_rules(preset, players)
+    B = 64
+    st = core.init(rules, np.arange(B), auto_reset=False)
+    for ply in range(60):
+        cur, hand, sizes, unseen = state_inputs(st)[:4]
+        assert cur.dtype == np.int64 and hand.dtype == np.uint64 and sizes.dtype == np.int64
+        assert unseen.dtype == np.uint64 and sizes.shape == (B, players)
+        for b in range(0, B, 7):
+            seat = max(int(st.current_player[b]), 0)
+            assert cur[b] == int(st.current_player[b]) and hand[b] == st.hand[b, seat]
+            assert sizes[b].tolist() == [bin(int(h)).count("1") for h in st.hand[b]]
+            seen = int(st.hand[b, seat]) | int(st.loose[b])
+            for x in list(st.build_cards[b]) + list(st.captured[b]):
+                seen |= int(x)
+            assert int(unseen[b]) == ((1 << 52) - 1) & ~seen
+        core.step(st, core.random_actions(st, np.arange(B, dtype=np.uint64) + np.uint64(ply)))
+    assert (st.current_player < 0).any()
+
+
+@pytest.mark.parametrize(("preset", "players", "parallel", "plies"), [("classic", 2, False, 9), ("classic", 2, True, 9),
+                                                                      ("classic", 2, True, 4), ("royal", 2, True, 9),
+                                                                      ("bga", 4, False, 9)])
+def test_play_plies_is_act_state_then_step_ply_after_ply(preset, players, parallel, plies):
+    """``ScriptedBot.play_plies`` (the search's lines in one kernel call) leaves every game where ``act_state`` then
+    ``core.step`` ply after ply leave it, field for field, and reports each deal that ends at its ply with that
+    step's result row; the classic and the general move generators, one thread and numba's threads."""
+    from agents.bots import ScriptedBot
+
+    rules = make_rules(preset, players)
+    bot = ScriptedBot("advanced", rules)
+    B = 300
+    st = core.init(rules, np.arange(B) + 11, auto_reset=False)
+    for ply in range(rules.deal_length - 6):  # 6 moves before the end of the deal: 9 plies end it, 4 do not
+        core.step(st, core.random_actions(st, np.arange(B, dtype=np.uint64) + np.uint64(ply)))
+    fast = st.take(np.arange(B))
+    ended, rows = bot.play_plies(fast, plies, parallel=parallel)
+    want_ended = np.full(B, -1)
+    for ply in range(1, plies + 1):
+        live = st.current_player >= 0
+        res = core.step(st, bot.act_state(st))
+        done = live & res.deal_done
+        want_ended[done] = ply
+        for name in ("deal_points", "deal_totals", "match_done", "match_winner"):
+            got = getattr(core.result_from_rows(rows[done], rules), name)
+            np.testing.assert_array_equal(got, getattr(res, name)[done])
+    np.testing.assert_array_equal(ended, want_ended)
+    assert (ended == 6).all() if plies >= 6 else (ended == -1).all()
+    assert not rows[ended < 0].any()
+    for a, b in zip(core.kernel_args(fast), core.kernel_args(st), strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="plies"):
+        bot.play_plies(fast, -1)
+    with pytest.raises(ValueError, match="auto_reset"):
+        bot.play_plies(core.init(rules, [1]), 2)

@@ -420,3 +420,34 @@ def test_search_lines_over_threads_are_the_serial_ones(leaf):
     for (o1, m1), (o2, m2) in zip(traces[0][1], traces[1][1], strict=True):
         np.testing.assert_array_equal(o1, o2)
         np.testing.assert_array_equal(m1, m2)
+
+
+def test_given_logits_search_as_its_own():
+    """``act(..., logits=)`` (the expert stage's games pass the logits they already have) ranks the candidates by
+    those: given the network's own logits, narrower than the move table, it searches and plays exactly as without;
+    logits of the wrong shape are one ValueError naming the argument."""
+    import torch
+
+    from agents.features import MoveFeaturizer
+    from agents.policy import MoveBatch
+    from agents.search import SearchAgent
+
+    net = make_agent("pretrained:classic", RULES)
+    obs = _positions(n_steps=5, games=10)
+    with torch.no_grad():
+        lg = net.policy.logits(MoveBatch.from_obs(obs, MoveFeaturizer(RULES)(obs))).numpy()
+    width = int((np.asarray(obs["action_mask"]) != 0).sum(axis=1).max())
+    assert lg.shape[1] >= width
+    traces = []
+    for given in (None, lg[:, :width]):
+        agent = SearchAgent(RULES, net, simulations=64, exact=False)
+        agent._trace = []
+        traces.append((agent.act(obs, np.random.default_rng(4), logits=given), agent._trace))
+    np.testing.assert_array_equal(traces[0][0], traces[1][0])
+    for (o1, m1), (o2, m2) in zip(traces[0][1], traces[1][1], strict=True):
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(m1, m2)
+    agent = SearchAgent(RULES, net, simulations=64, exact=False)
+    for bad in (lg[:-1], lg[:, :, None], np.zeros((len(lg), np.shape(obs["action_mask"])[1] + 1), np.float32)):
+        with pytest.raises(ValueError, match="logits"):
+            agent.act(obs, np.random.default_rng(4), logits=bad)

@@ -31,16 +31,19 @@ PROGRESS_SECONDS = 30.0
 UNSEARCHED_GAP = 1e-3
 
 
-def searched_values(searcher: Any, obs: dict[str, Any], rng: np.random.Generator) -> list[np.ndarray]:
+def searched_values(searcher: Any, obs: dict[str, Any], rng: np.random.Generator,
+                    logits: np.ndarray | None = None) -> list[np.ndarray]:
     """Every legal move's value by a :class:`agents.search.SearchAgent` (``exact`` off), one float64 array per game of
     ``obs`` (each with more than one legal move; points for the side to move): the searched candidates' mean
     outcomes, the legal moves it did not search the lowest of those less :data:`UNSEARCHED_GAP` (no move is
     credited with a value it was not measured to have, and a tie of the candidates never makes an unsearched move
-    a best one, for ``target: top`` and ``search_play``)."""
+    a best one, for ``target: top`` and ``search_play``). ``logits``: the network's logits for ``obs`` when the
+    caller has them (float32[N, M'], passed to :meth:`agents.search.SearchAgent.act`; None: the search computes
+    them)."""
     mask = np.asarray(obs["action_mask"]) != 0
     searcher._trace = []
     try:
-        searcher.act(obs, rng)
+        searcher.act(obs, rng, logits=logits)
         trace = searcher._trace
     finally:
         searcher._trace = None
@@ -170,6 +173,7 @@ class LabelCollector:
                     logits = policy.logits(MoveBatch.from_obs(sub, feats))
                 actions[mine] = sample_actions(logits, rng)
                 probs = torch.softmax(logits, dim=-1).cpu().numpy()
+                logits_np = logits.float().cpu().numpy()  # the search ranks its candidates by them (not again)
                 for c in np.unique(self.ctrl[~np.isin(self.games, mine)]):
                     rows_c = np.flatnonzero((self.ctrl == c) & ~np.isin(self.games, mine))
                     actions[rows_c] = self.bots[self.bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
@@ -189,7 +193,7 @@ class LabelCollector:
                 if not li_s.size:
                     qs = []
                 elif args.search == "search":
-                    qs = searched_values(searcher, slice_obs(sub, li_s), rng)
+                    qs = searched_values(searcher, slice_obs(sub, li_s), rng, logits_np[li_s])
                 else:
                     qs = [np.asarray(v, dtype=np.float64) for v in self.search.move_values(slice_obs(sub, li_s), rng)]
                 if li_e.size:  # exact values of every move (train.proxy's labeller); a search given up is dropped
