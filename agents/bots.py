@@ -82,7 +82,7 @@ from numba import njit, prange
 
 from agents.base import Agent
 from cassino_env.cards import BIG_CASINO, JACK_OF_HEARTS, LITTLE_CASINO, NUM_CARDS, RANK, SPADE_MASK, SUIT_MASK
-from cassino_env.core import check_numba_cache, kernel_args, popcount, result_rows, step_kernel
+from cassino_env.core import check_numba_cache, popcount
 from cassino_env.rules import RuleSet
 
 # This module's kernels call the core's popcount and read the package's card tables: drop their on-disk cache when
@@ -307,13 +307,21 @@ def _sweep_values(vals, n, cfg, order, bins, choice):
 
 
 @njit(cache=True, nogil=True)
-def _score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bowner, captured, stock_size,
-                  mk, mc, mv, mcards, nmoves, last_trail, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w,
-                  flags, scores, feats):
+def score_kernel(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bowner, captured, stock_size,
+                 mk, mc, mv, mcards, nmoves, last_trail, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w,
+                 flags, scores, feats):
     """Score every listed move of every game (see the module docstring); fill ``scores`` (-inf past the list)
-    and, when ``feats`` has B rows, the raw features. ``flags``: probability mode, race-aware weights, whether
-    the features of the table left are needed, whether ``keep`` is needed. Returns int64[B]: the best move per game
-    (the first of ties)."""
+    and, when ``feats`` has B rows, the raw features. Callable from other kernels (:mod:`agents.lines`).
+
+    The first sixteen arguments are the tuple of :func:`state_inputs` (B games: int64[B] seat to move, uint64[B]
+    its hand, int64[B, P] hand sizes, uint64[B] unseen cards, uint64[B] loose cards, uint64[B, K] build cards,
+    int64[B, K] build values and owners, uint64[B, S] captured piles, int64[B] stock size, the int8[B, M] move
+    table's kind, card and value, its uint64[B, M] cards, int64[B] listed moves, int64[B] last trail); then the
+    :class:`RuleTables` arrays (``cfg`` ... ``point_values``), float64[2] ``wbase`` (``w_cards``, ``w_spades``),
+    float64[F] weights, int64[4] ``flags`` (probability mode, race-aware weights, whether the features of the table
+    left are needed, whether ``keep`` is needed), and the outputs float64[B, M] ``scores`` and float64[B, M, F]
+    ``feats`` (either with 0 rows when not wanted). Returns int64[B]: the best move per game (the first of ties; 0
+    where nobody is to move)."""
     B = viewer.shape[0]
     M = mk.shape[1]
     K = bcards.shape[1]
@@ -647,8 +655,8 @@ _CHUNK = 64
 def _score_chunks(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bowner, captured, stock_size,
                   mk, mc, mv, mcards, nmoves, last_trail, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w,
                   flags, scores, feats, chunk):
-    """As :func:`_score_kernel`, chunks of ``chunk`` games spread over numba's threads (``prange``); each chunk is
-    scored by :func:`_score_kernel` on its rows (games are independent, so the result is the serial one)."""
+    """As :func:`score_kernel`, chunks of ``chunk`` games spread over numba's threads (``prange``); each chunk is
+    scored by :func:`score_kernel` on its rows (games are independent, so the result is the serial one)."""
     B = viewer.shape[0]
     fill = scores.shape[0] == B
     want = feats.shape[0] == B
@@ -659,96 +667,11 @@ def _score_chunks(viewer, my_hand, hand_sizes, unseen, loose, bcards, bvalue, bo
         e = min(B, s + chunk)
         sc = scores[s:e] if fill else scores[:0]
         ft = feats[s:e] if want else feats[:0]
-        best[s:e] = _score_kernel(viewer[s:e], my_hand[s:e], hand_sizes[s:e], unseen[s:e], loose[s:e], bcards[s:e],
-                                  bvalue[s:e], bowner[s:e], captured[s:e], stock_size[s:e], mk[s:e], mc[s:e],
-                                  mv[s:e], mcards[s:e], nmoves[s:e], last_trail[s:e], cfg, cap_bits, same_cap,
-                                  item_val, pcards, pvals, wbase, w, flags, sc, ft)
+        best[s:e] = score_kernel(viewer[s:e], my_hand[s:e], hand_sizes[s:e], unseen[s:e], loose[s:e], bcards[s:e],
+                                 bvalue[s:e], bowner[s:e], captured[s:e], stock_size[s:e], mk[s:e], mc[s:e],
+                                 mv[s:e], mcards[s:e], nmoves[s:e], last_trail[s:e], cfg, cap_bits, same_cap,
+                                 item_val, pcards, pvals, wbase, w, flags, sc, ft)
     return best
-
-
-@njit(cache=True, nogil=True)
-def _plies_range(lo, hi, plies, current_player, hands, loose, build_cards, build_value, build_owner, captured,
-                 stock_pos, last_trail, num_moves, mk, mc, mv, mcards, u64, i8, i16, i64, m8, mvc, core_cfg, rl,
-                 cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w, flags, ended, rows):
-    """Games ``lo .. hi - 1`` of :func:`play_plies`: each ply, the inputs :func:`state_inputs` gives, the bot's
-    best move by :func:`_score_kernel`, then that move stepped by the rules core's :func:`cassino_env.core.step_kernel`
-    (the packed arrays' rows ``lo .. hi - 1``); a game whose deal ends is noted once, with its result row."""
-    n = hi - lo
-    P = hands.shape[1]
-    K = build_cards.shape[1]
-    S = captured.shape[1]
-    cur = np.empty(n, dtype=np.int64)
-    hand = np.empty(n, dtype=np.uint64)
-    sizes = np.empty((n, P), dtype=np.int64)
-    unseen = np.empty(n, dtype=np.uint64)
-    loose_c = np.empty(n, dtype=np.uint64)
-    bc = np.empty((n, K), dtype=np.uint64)
-    bv = np.empty((n, K), dtype=np.int64)
-    bo = np.empty((n, K), dtype=np.int64)
-    cap = np.empty((n, S), dtype=np.uint64)
-    stock = np.empty(n, dtype=np.int64)
-    nm = np.empty(n, dtype=np.int64)
-    lt = np.empty(n, dtype=np.int64)
-    res = np.zeros((n, rows.shape[1]), dtype=np.int16)
-    scores = np.empty((0, 0), dtype=np.float64)
-    feats = np.zeros((0, 0, 0), dtype=np.float64)
-    for ply in range(1, plies + 1):
-        for j in range(n):
-            b = lo + j
-            c = np.int64(current_player[b])
-            cur[j] = c
-            h = hands[b, max(c, 0)]
-            hand[j] = h
-            seen = h | loose[b]
-            for q in range(P):
-                sizes[j, q] = popcount(hands[b, q])
-            for k in range(K):
-                bc[j, k] = build_cards[b, k]
-                bv[j, k] = build_value[b, k]
-                bo[j, k] = build_owner[b, k]
-                seen |= build_cards[b, k]
-            for k in range(S):
-                cap[j, k] = captured[b, k]
-                seen |= captured[b, k]
-            unseen[j] = _ALL & ~seen
-            loose_c[j] = loose[b]
-            stock[j] = 52 - np.int64(stock_pos[b])
-            nm[j] = num_moves[b]
-            lt[j] = last_trail[b]
-        best = _score_kernel(cur, hand, sizes, unseen, loose_c, bc, bv, bo, cap, stock, mk[lo:hi], mc[lo:hi],
-                             mv[lo:hi], mcards[lo:hi], nm, lt, cfg, cap_bits, same_cap, item_val, pcards, pvals,
-                             wbase, w, flags, scores, feats)
-        step_kernel(best, res, u64[lo:hi], i8[lo:hi], i16[lo:hi], i64[lo:hi], m8[lo:hi], mvc[lo:hi], core_cfg, rl)
-        for j in range(n):
-            if cur[j] >= 0 and current_player[lo + j] < 0:  # this ply ended the deal
-                ended[lo + j] = ply
-                for k in range(rows.shape[1]):
-                    rows[lo + j, k] = res[j, k]
-
-
-@njit(cache=True, parallel=True)
-def _plies_chunks(plies, current_player, hands, loose, build_cards, build_value, build_owner, captured, stock_pos,
-                  last_trail, num_moves, mk, mc, mv, mcards, u64, i8, i16, i64, m8, mvc, core_cfg, rl, cfg, cap_bits,
-                  same_cap, item_val, pcards, pvals, wbase, w, flags, ended, rows, chunk):
-    """:func:`_plies_range` over chunks of ``chunk`` games spread over numba's threads (games are independent)."""
-    B = u64.shape[0]
-    nch = (B + chunk - 1) // chunk
-    for ch in prange(nch):
-        s = ch * chunk
-        _plies_range(s, min(B, s + chunk), plies, current_player, hands, loose, build_cards, build_value,
-                     build_owner, captured, stock_pos, last_trail, num_moves, mk, mc, mv, mcards, u64, i8, i16, i64,
-                     m8, mvc, core_cfg, rl, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w, flags, ended,
-                     rows)
-
-
-@njit(cache=True, nogil=True)
-def _plies_serial(plies, current_player, hands, loose, build_cards, build_value, build_owner, captured, stock_pos,
-                  last_trail, num_moves, mk, mc, mv, mcards, u64, i8, i16, i64, m8, mvc, core_cfg, rl, cfg, cap_bits,
-                  same_cap, item_val, pcards, pvals, wbase, w, flags, ended, rows):
-    """:func:`_plies_range` over every game, one thread."""
-    _plies_range(0, u64.shape[0], plies, current_player, hands, loose, build_cards, build_value, build_owner,
-                 captured, stock_pos, last_trail, num_moves, mk, mc, mv, mcards, u64, i8, i16, i64, m8, mvc,
-                 core_cfg, rl, cfg, cap_bits, same_cap, item_val, pcards, pvals, wbase, w, flags, ended, rows)
 
 
 def score_moves(tables: RuleTables, style: Style, inputs: tuple, with_scores: bool = True,
@@ -783,7 +706,7 @@ def score_moves(tables: RuleTables, style: Style, inputs: tuple, with_scores: bo
         chunk = max(1, min(_CHUNK, -(-B // (4 * numba.get_num_threads()))))  # about four chunks per thread
         best = _score_chunks(*kernel_args, chunk)
     else:
-        best = _score_kernel(*kernel_args)
+        best = score_kernel(*kernel_args)
     return best, (scores if scores.shape[0] == B else None), (feats if with_features else None)
 
 
@@ -820,50 +743,6 @@ class ScriptedBot:
         numba's threads."""
         best, _, _ = score_moves(self.tables, self.style, state_inputs(state), with_scores=False, parallel=parallel)
         return best
-
-    def play_plies(self, state, plies: int, parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Play ``plies`` moves of this bot in every game of a core State, in place, each seat from its own
-        knowledge: the moves :meth:`act_state` then :func:`cassino_env.core.step` would play ply after ply, in one
-        kernel call (the search's lines, :mod:`agents.search`). A game whose deal ends stops there.
-
-        Args:
-            state: B games made with ``auto_reset=False`` (a deal that ends leaves nobody to move).
-            plies: moves a game, >= 0.
-            parallel: split the games over numba's threads (the same result).
-
-        Returns:
-            ``(ended int64[B], rows int16[B, W])``: the ply (1 .. ``plies``) at which each game's deal ended, -1
-            where it did not; and that step's result row (:func:`cassino_env.core.result_from_rows` reads it),
-            zeros where the deal did not end.
-
-        Raises:
-            ValueError: ``plies`` < 0, or a State that starts the next deal by itself (``auto_reset``).
-        """
-        if isinstance(plies, bool) or not isinstance(plies, int | np.integer) or plies < 0:
-            raise ValueError(f"plies: expected an integer >= 0, got {plies!r:.40}")
-        if state.auto_reset:
-            raise ValueError("play_plies needs a State made with auto_reset=False (a deal that ends must stop)")
-        B = state.batch_size
-        ended = np.full(B, -1, dtype=np.int64)
-        rows = result_rows(state)
-        if B == 0 or plies == 0:
-            return ended, rows
-        t, st = self.tables, self.style
-        flags = np.array([st.prob_mode, int(st.race_aware), int(st.needs_table), int(st.weights[F_KEEP] != 0)],
-                         dtype=np.int64)
-        args = (int(plies), state.current_player, state.hand, state.loose, state.build_cards, state.build_value,
-                state.build_owner, state.captured, state.stock_pos, state.last_trail, state.num_moves,
-                state.move_kind, state.move_card, state.move_value, state.move_cards, *kernel_args(state), t.cfg,
-                t.cap_bits, t.same_cap, t.item_val, t.point_cards, t.point_values,
-                np.array([t.w_cards, t.w_spades], dtype=np.float64), np.asarray(st.weights, dtype=np.float64), flags,
-                ended, rows)
-        if parallel and B > _CHUNK:
-            import numba
-
-            _plies_chunks(*args, max(1, min(_CHUNK, -(-B // (4 * numba.get_num_threads())))))
-        else:
-            _plies_serial(*args)
-        return ended, rows
 
 
 class RandomBot:

@@ -217,7 +217,8 @@ class SearchAgent:
                 already, as the expert stage's games do; None: computed here. They rank the candidates.
 
         Raises:
-            ValueError: ``obs`` has no ``view``, or ``logits`` is not of B rows and at most M columns.
+            ValueError: ``obs`` has no ``view``, or ``logits`` is not of B rows and at most M columns, or has fewer
+                columns than a game's last legal move needs.
         """
         mask = np.asarray(obs["action_mask"]) != 0
         B = len(mask)
@@ -232,8 +233,12 @@ class SearchAgent:
             if given.ndim != 2 or len(given) != B or given.shape[1] > mask.shape[1]:
                 raise ValueError(f"logits: expected float32[{B}, at most {mask.shape[1]}] for the {B} games of obs, "
                                  f"got shape {given.shape}")
+            if mask[:, given.shape[1]:].any():
+                raise ValueError(f"logits: {given.shape[1]} columns do not reach every legal move of obs (the last "
+                                 f"at column {int(np.flatnonzero(mask.any(axis=0)).max())})")
             logits = np.full(mask.shape, -np.inf, dtype=np.float32)
             logits[:, :given.shape[1]] = given
+            logits[~mask] = -np.inf  # only legal moves are candidates, whatever the caller's illegal columns hold
         out = np.argmax(logits, axis=1).astype(np.int64)
         n = mask.sum(axis=1).astype(np.int64)
         todo = n > 1
@@ -327,7 +332,9 @@ class SearchAgent:
         """
         import torch
 
+        from agents.bots import ScriptedBot
         from agents.features import critic_state
+        from agents.lines import play_plies
         from cassino_env import core
 
         S = self.rules.num_sides
@@ -341,7 +348,7 @@ class SearchAgent:
         ply = 0
         parallel = self._pimc.threaded()
         # a scripted bot plays plies 1..depth of every line in one kernel call (the same moves as ply by ply)
-        plies_at_once = callable(getattr(self._bot, "play_plies", None))
+        plies_at_once = isinstance(self._bot, ScriptedBot)
         while True:  # ply 0 is the candidate, plies 1..depth the rollout policy's, then on to the stop
             res = core.step(st, actions, parallel=parallel)
             self._pimc.score_finished(res, live, me, outcome)
@@ -349,7 +356,7 @@ class SearchAgent:
             if keep.size < len(live):
                 st, live = take(st, keep), live[keep]
             if ply == 0 and plies_at_once and self.depth > 0 and live.size:
-                ended, rows = self._bot.play_plies(st, self.depth, parallel=parallel)
+                ended, rows = play_plies(self._bot, st, self.depth, parallel=parallel)
                 done = np.flatnonzero(ended > 0)
                 if done.size:
                     self._pimc.score_finished(core.result_from_rows(rows[done], self.rules), live[done], me, outcome)

@@ -439,10 +439,11 @@ def test_state_inputs_are_the_seat_to_moves_knowledge(preset, players):
                                                                       ("classic", 2, True, 4), ("royal", 2, True, 9),
                                                                       ("bga", 4, False, 9)])
 def test_play_plies_is_act_state_then_step_ply_after_ply(preset, players, parallel, plies):
-    """``ScriptedBot.play_plies`` (the search's lines in one kernel call) leaves every game where ``act_state`` then
+    """``agents.lines.play_plies`` (the search's lines in one kernel call) leaves every game where ``act_state`` then
     ``core.step`` ply after ply leave it, field for field, and reports each deal that ends at its ply with that
     step's result row; the classic and the general move generators, one thread and numba's threads."""
     from agents.bots import ScriptedBot
+    from agents.lines import play_plies
 
     rules = make_rules(preset, players)
     bot = ScriptedBot("advanced", rules)
@@ -451,14 +452,15 @@ def test_play_plies_is_act_state_then_step_ply_after_ply(preset, players, parall
     for ply in range(rules.deal_length - 6):  # 6 moves before the end of the deal: 9 plies end it, 4 do not
         core.step(st, core.random_actions(st, np.arange(B, dtype=np.uint64) + np.uint64(ply)))
     fast = st.take(np.arange(B))
-    ended, rows = bot.play_plies(fast, plies, parallel=parallel)
+    ended, rows = play_plies(bot, fast, plies, parallel=parallel)
     want_ended = np.full(B, -1)
     for ply in range(1, plies + 1):
         live = st.current_player >= 0
         res = core.step(st, bot.act_state(st))
         done = live & res.deal_done
         want_ended[done] = ply
-        for name in ("deal_points", "deal_totals", "match_done", "match_winner"):
+        for name in ("actor", "deal_done", "match_done", "match_winner", "deal_points", "deal_totals", "deal_items",
+                     "deal_cards", "deal_spades", "match_totals"):
             got = getattr(core.result_from_rows(rows[done], rules), name)
             np.testing.assert_array_equal(got, getattr(res, name)[done])
     np.testing.assert_array_equal(ended, want_ended)
@@ -467,6 +469,6 @@ def test_play_plies_is_act_state_then_step_ply_after_ply(preset, players, parall
     for a, b in zip(core.kernel_args(fast), core.kernel_args(st), strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="plies"):
-        bot.play_plies(fast, -1)
+        play_plies(bot, fast, -1)
     with pytest.raises(ValueError, match="auto_reset"):
-        bot.play_plies(core.init(rules, [1]), 2)
+        play_plies(bot, core.init(rules, [1]), 2)

@@ -447,7 +447,45 @@ def test_given_logits_search_as_its_own():
     for (o1, m1), (o2, m2) in zip(traces[0][1], traces[1][1], strict=True):
         np.testing.assert_array_equal(o1, o2)
         np.testing.assert_array_equal(m1, m2)
+    # finite scores at illegal moves are not candidates: the same search
     agent = SearchAgent(RULES, net, simulations=64, exact=False)
-    for bad in (lg[:-1], lg[:, :, None], np.zeros((len(lg), np.shape(obs["action_mask"])[1] + 1), np.float32)):
+    agent._trace = []
+    noisy = np.where(np.isfinite(lg), lg, 99.0)
+    np.testing.assert_array_equal(agent.act(obs, np.random.default_rng(4), logits=noisy), traces[0][0])
+    for bad in (lg[:, :width - 1], lg[:-1], lg[:, :, None],
+                np.zeros((len(lg), np.shape(obs["action_mask"])[1] + 1), np.float32)):
         with pytest.raises(ValueError, match="logits"):
             agent.act(obs, np.random.default_rng(4), logits=bad)
+
+
+@pytest.mark.parametrize(("players", "parallel"), [(2, True), (2, False), (3, True)])
+def test_critic_leaves_play_the_bots_plies_as_ply_by_ply(players, parallel):
+    """The critic leaves' lines played by ``agents.lines.play_plies`` (a scripted bot's ``depth`` plies in one kernel
+    call) measure every candidate as the ply-by-ply loop does (the bot hidden behind an adapter that has only
+    ``act_state``): roots early in the deal and 5 moves from its end, so that some lines end on the way, in the same
+    chunks as lines that go on; three seats, where lines go on past the depth until the searcher's seat moves."""
+    from agents.search import SearchAgent
+    from train.proxy import concat_obs
+
+    rules = make_rules("classic", players)
+    net = _tiny_net(rules) if players != 2 else make_agent("pretrained:classic", rules)
+    obs = concat_obs([_positions_of(rules, 6, 3), _positions_of(rules, 6, rules.deal_length - 5, seed=12)])
+
+    class PlyByPly:  # the same bot, without play_plies' type
+        def __init__(self, bot):
+            self.bot = bot
+
+        def act_state(self, state, parallel=False):
+            return self.bot.act_state(state, parallel=parallel)
+
+    traces = []
+    for fused in (True, False):
+        agent = SearchAgent(rules, net, simulations=120, exact=False, leaf="critic", depth=8, parallel=parallel)
+        if not fused:
+            agent._bot = PlyByPly(agent._bot)
+        agent._trace = []
+        traces.append((agent.act(obs, np.random.default_rng(9)), agent._trace))
+    np.testing.assert_array_equal(traces[0][0], traces[1][0])
+    for (o1, m1), (o2, m2) in zip(traces[0][1], traces[1][1], strict=True):
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(m1, m2)

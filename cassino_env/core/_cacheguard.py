@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +60,16 @@ def _key(path: Path) -> str:
     return path.relative_to(PACKAGE).as_posix()
 
 
-def sources_hash(extra: Path | None = None) -> str:
-    """SHA-256 over :func:`package_sources` (relative path and bytes of each), then ``extra``'s bytes if given."""
+def sources_hash(extra: Path | Sequence[Path] | None = None) -> str:
+    """SHA-256 over :func:`package_sources` (relative path and bytes of each), then the bytes of ``extra`` (one file
+    or several, in order) if given."""
     h = hashlib.sha256()
     for path in package_sources():
         h.update(_key(path).encode())
         h.update(path.read_bytes())
-    if extra is not None:
+    for path in [] if extra is None else [extra] if isinstance(extra, Path) else extra:
         h.update(b"\0extra\0")
-        h.update(extra.read_bytes())
+        h.update(path.read_bytes())
     return h.hexdigest()
 
 
@@ -88,12 +90,14 @@ def _refresh(cache: Path, digest: str, stamp_name: str, patterns: tuple[str, ...
         pass
 
 
-def check_numba_cache(*sources: str | os.PathLike[str]) -> None:
+def check_numba_cache(*sources: str | os.PathLike[str], depends_on: Sequence[str | os.PathLike[str]] = ()) -> None:
     """Drop cached numba kernels built from other sources than the current ones (module docstring).
 
     Args:
         *sources: source files outside the package whose kernels call into it (e.g. ``__file__`` of
             ``agents/bots.py``). With none, only the package's own caches are checked.
+        depends_on: other files outside the package whose kernels those of ``sources`` call (e.g.
+            ``agents/bots.py`` for ``agents/lines.py``): a change to any of them drops the kernels of ``sources`` too.
     """
     _install_compile_notice(*sources)
     try:
@@ -105,7 +109,7 @@ def check_numba_cache(*sources: str | os.PathLike[str]) -> None:
     for src in sources:
         path = Path(src).resolve()
         try:
-            file_digest = sources_hash(path)
+            file_digest = sources_hash([path, *(Path(d).resolve() for d in depends_on)])
         except OSError:
             continue
         _refresh(path.parent / "__pycache__", file_digest, f"{path.stem}.{STAMP}",

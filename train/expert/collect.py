@@ -173,7 +173,6 @@ class LabelCollector:
                     logits = policy.logits(MoveBatch.from_obs(sub, feats))
                 actions[mine] = sample_actions(logits, rng)
                 probs = torch.softmax(logits, dim=-1).cpu().numpy()
-                logits_np = logits.float().cpu().numpy()  # the search ranks its candidates by them (not again)
                 for c in np.unique(self.ctrl[~np.isin(self.games, mine)]):
                     rows_c = np.flatnonzero((self.ctrl == c) & ~np.isin(self.games, mine))
                     actions[rows_c] = self.bots[self.bot_names[c - 2]].act(slice_obs(obs, rows_c), rng)
@@ -193,7 +192,8 @@ class LabelCollector:
                 if not li_s.size:
                     qs = []
                 elif args.search == "search":
-                    qs = searched_values(searcher, slice_obs(sub, li_s), rng, logits_np[li_s])
+                    # the search ranks its candidates by the logits computed above (no second forward pass)
+                    qs = searched_values(searcher, slice_obs(sub, li_s), rng, logits[li_s].float().cpu().numpy())
                 else:
                     qs = [np.asarray(v, dtype=np.float64) for v in self.search.move_values(slice_obs(sub, li_s), rng)]
                 if li_e.size:  # exact values of every move (train.proxy's labeller); a search given up is dropped
