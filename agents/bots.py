@@ -569,9 +569,11 @@ _ALL = np.uint64((1 << NUM_CARDS) - 1)
 
 
 @njit(cache=True, nogil=True)
-def _knowledge_kernel(current_player, hands, loose, build_cards, captured):
-    """(int64[B] seat to move, uint64[B] its hand, int64[B, P] hand sizes, uint64[B] the cards it has not seen):
-    what :func:`state_inputs` reads off the State, one pass over each game."""
+def seat_knowledge(current_player, hands, loose, build_cards, captured):
+    """What the seat to move knows of each of B games, from a State's fields (int8[B] ``current_player``, uint64[B, P]
+    ``hand``, uint64[B] ``loose``, uint64[B, K] ``build_cards``, uint64[B, S] ``captured``; any strides): (int64[B]
+    seat to move, uint64[B] its hand, int64[B, P] every hand's size, uint64[B] the cards it has not seen). One pass
+    over each game; :func:`state_inputs` and :mod:`agents.lines` read a State through it. Callable from kernels."""
     B, P = hands.shape
     cur = np.empty(B, dtype=np.int64)
     hand = np.empty(B, dtype=np.uint64)
@@ -598,8 +600,8 @@ def state_inputs(state) -> tuple:
 
     Used by search rollouts, which play bots inside determinised core states without building observations.
     """
-    cur, hand, sizes, unseen = _knowledge_kernel(state.current_player, state.hand, state.loose, state.build_cards,
-                                                 state.captured)
+    cur, hand, sizes, unseen = seat_knowledge(state.current_player, state.hand, state.loose, state.build_cards,
+                                              state.captured)
     return (cur, hand, sizes, unseen, state.loose,
             np.ascontiguousarray(state.build_cards), state.build_value.astype(np.int64),
             state.build_owner.astype(np.int64), np.ascontiguousarray(state.captured),

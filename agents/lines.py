@@ -16,15 +16,13 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from agents.bots import F_KEEP, ScriptedBot, score_kernel
+from agents.bots import F_KEEP, ScriptedBot, score_kernel, seat_knowledge
 from cassino_env import core
 from cassino_env.cards import NUM_CARDS
-from cassino_env.core import check_numba_cache, popcount, step_kernel
+from cassino_env.core import check_numba_cache, step_kernel
 
 check_numba_cache(__file__, depends_on=[Path(__file__).with_name("bots.py")])  # its kernels inline the bots'
 
-#: uint64: every card of the deck.
-ALL_CARDS = np.uint64((1 << NUM_CARDS) - 1)
 #: Most lines per ``prange`` task (as the bots' and the core's parallel drivers).
 CHUNK = 64
 
@@ -38,13 +36,8 @@ def _plies_range(lo, hi, plies, current_player, hands, loose, build_cards, build
     :func:`cassino_env.core.step_kernel` (the packed arrays' rows ``lo .. hi - 1``); a game whose deal ends is noted
     once, with its result row."""
     n = hi - lo
-    P = hands.shape[1]
     K = build_cards.shape[1]
     S = captured.shape[1]
-    cur = np.empty(n, dtype=np.int64)
-    hand = np.empty(n, dtype=np.uint64)
-    sizes = np.empty((n, P), dtype=np.int64)
-    unseen = np.empty(n, dtype=np.uint64)
     loose_c = np.empty(n, dtype=np.uint64)
     bc = np.empty((n, K), dtype=np.uint64)
     bv = np.empty((n, K), dtype=np.int64)
@@ -57,31 +50,23 @@ def _plies_range(lo, hi, plies, current_player, hands, loose, build_cards, build
     scores = np.empty((0, 0), dtype=np.float64)
     feats = np.zeros((0, 0, 0), dtype=np.float64)
     for ply in range(1, plies + 1):
-        for j in range(n):
+        cur, hand, sizes, unseen = seat_knowledge(current_player[lo:hi], hands[lo:hi], loose[lo:hi],
+                                                  build_cards[lo:hi], captured[lo:hi])
+        for j in range(n):  # the rest of state_inputs' tuple: the chunk's rows, contiguous and in its dtypes
             b = lo + j
-            c = np.int64(current_player[b])
-            cur[j] = c
-            h = hands[b, max(c, 0)]
-            hand[j] = h
-            seen = h | loose[b]
-            for q in range(P):
-                sizes[j, q] = popcount(hands[b, q])
             for k in range(K):
                 bc[j, k] = build_cards[b, k]
                 bv[j, k] = build_value[b, k]
                 bo[j, k] = build_owner[b, k]
-                seen |= build_cards[b, k]
             for k in range(S):
                 cap[j, k] = captured[b, k]
-                seen |= captured[b, k]
-            unseen[j] = ALL_CARDS & ~seen
             loose_c[j] = loose[b]
-            stock[j] = 52 - np.int64(stock_pos[b])
+            stock[j] = NUM_CARDS - np.int64(stock_pos[b])
             nm[j] = num_moves[b]
             lt[j] = last_trail[b]
         best = score_kernel(cur, hand, sizes, unseen, loose_c, bc, bv, bo, cap, stock, mk[lo:hi], mc[lo:hi],
-                             mv[lo:hi], mcards[lo:hi], nm, lt, cfg, cap_bits, same_cap, item_val, pcards, pvals,
-                             wbase, w, flags, scores, feats)
+                            mv[lo:hi], mcards[lo:hi], nm, lt, cfg, cap_bits, same_cap, item_val, pcards, pvals,
+                            wbase, w, flags, scores, feats)
         step_kernel(best, res, u64[lo:hi], i8[lo:hi], i16[lo:hi], i64[lo:hi], m8[lo:hi], mvc[lo:hi], core_cfg, rl)
         live = 0
         for j in range(n):
