@@ -25,6 +25,8 @@ check_numba_cache(__file__, depends_on=[Path(__file__).with_name("bots.py")])  #
 
 #: Most lines per ``prange`` task (as the bots' and the core's parallel drivers).
 CHUNK = 64
+#: The most plies :func:`play_plies` takes (a deal ends long before; the kernel counts them in int64).
+MAX_PLIES = 2**31
 
 
 @njit(cache=True, nogil=True)
@@ -114,7 +116,7 @@ def play_plies(bot: ScriptedBot, state: core.State, plies: int,
     Args:
         bot: the bot (:class:`agents.bots.ScriptedBot`: its rule tables and style).
         state: B games made with ``auto_reset=False`` (a deal that ends leaves nobody to move).
-        plies: moves a game, >= 0.
+        plies: moves a game, 0 .. :data:`MAX_PLIES`.
         parallel: split the games over numba's threads (the same result).
 
     Returns:
@@ -123,10 +125,11 @@ def play_plies(bot: ScriptedBot, state: core.State, plies: int,
         zeros where the deal did not end.
 
     Raises:
-        ValueError: ``plies`` not an integer >= 0, or a State that starts the next deal by itself (``auto_reset``).
+        ValueError: ``plies`` not an integer 0 .. :data:`MAX_PLIES`, or a State that starts the next deal by itself
+            (``auto_reset``).
     """
-    if isinstance(plies, bool) or not isinstance(plies, int | np.integer) or plies < 0:
-        raise ValueError(f"plies: expected an integer >= 0, got {plies!r:.40}")
+    if isinstance(plies, bool) or not isinstance(plies, int | np.integer) or not 0 <= plies <= MAX_PLIES:
+        raise ValueError(f"plies: expected an integer 0..{MAX_PLIES}, got {plies!r:.40}")
     if state.auto_reset:
         raise ValueError("play_plies needs a State made with auto_reset=False (a deal that ends must stop)")
     B = state.batch_size

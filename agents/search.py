@@ -218,7 +218,7 @@ class SearchAgent:
 
         Raises:
             ValueError: ``obs`` has no ``view``, or ``logits`` is not of B rows and at most M columns, or has fewer
-                columns than a game's last legal move needs.
+                columns than a game's last legal move needs, or NaN at a legal move.
         """
         mask = np.asarray(obs["action_mask"]) != 0
         B = len(mask)
@@ -239,6 +239,9 @@ class SearchAgent:
             logits = np.full(mask.shape, -np.inf, dtype=np.float32)
             logits[:, :given.shape[1]] = given
             logits[~mask] = -np.inf  # only legal moves are candidates, whatever the caller's illegal columns hold
+            nan = np.isnan(logits).any(axis=1)
+            if nan.any():
+                raise ValueError(f"logits: NaN at a legal move of game {int(np.flatnonzero(nan)[0])}")
         out = np.argmax(logits, axis=1).astype(np.int64)
         n = mask.sum(axis=1).astype(np.int64)
         todo = n > 1

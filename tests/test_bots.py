@@ -468,7 +468,8 @@ def test_play_plies_is_act_state_then_step_ply_after_ply(preset, players, parall
     assert not rows[ended < 0].any()
     for a, b in zip(core.kernel_args(fast), core.kernel_args(st), strict=True):
         np.testing.assert_array_equal(a, b)
-    with pytest.raises(ValueError, match="plies"):
-        play_plies(bot, fast, -1)
+    for bad in (-1, 2**64, 2.0, True):
+        with pytest.raises(ValueError, match="plies"):
+            play_plies(bot, fast, bad)
     with pytest.raises(ValueError, match="auto_reset"):
         play_plies(bot, core.init(rules, [1]), 2)

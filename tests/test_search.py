@@ -452,7 +452,7 @@ def test_given_logits_search_as_its_own():
     agent._trace = []
     noisy = np.where(np.isfinite(lg), lg, 99.0)
     np.testing.assert_array_equal(agent.act(obs, np.random.default_rng(4), logits=noisy), traces[0][0])
-    for bad in (lg[:, :width - 1], lg[:-1], lg[:, :, None],
+    for bad in (np.where(np.isfinite(lg), np.nan, lg), lg[:, :width - 1], lg[:-1], lg[:, :, None],
                 np.zeros((len(lg), np.shape(obs["action_mask"])[1] + 1), np.float32)):
         with pytest.raises(ValueError, match="logits"):
             agent.act(obs, np.random.default_rng(4), logits=bad)
