@@ -43,6 +43,7 @@ def test_default_is_the_recipe_and_tiny_ppo_is_not() -> None:
     (["--gate-deals", "1"], "gate_deals"),
     (["--gate-patience", "0"], "gate_patience"),
     (["--stages", "ppo", "ppo"], "each stage once"),
+    (["--stages", "early_rounds", "ppo"], "begin with ppo"),
 ])
 def test_bad_options_are_one_error_line(flags: list[str], words: str, capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
@@ -231,6 +232,21 @@ def test_ppo_only_stage_list_ends_after_ppo(tmp_path: Path) -> None:
     state = recipe.RecipeState.load(tmp_path / "run" / "recipe.json")
     assert {g["stage"] for g in state.gates} == {"ppo"} and state.done
     assert sorted(p.name for p in (tmp_path / "run" / "stages").iterdir()) == ["00_ppo"]
+
+
+def test_stages_run_in_the_order_given(tmp_path: Path) -> None:
+    assert recipe.expert_order(("ppo", "consolidate", "early_rounds")) == ("consolidate", "early_rounds")
+    assert recipe.expert_order(("ppo",)) == recipe.EXPERT_STAGES
+    args = tiny_args(tmp_path, hours=0.01, gate_every_s=3.0, stages=["ppo", "early_rounds", "last_round"],
+                     total_timesteps=6144)
+    recipe.train(args)
+    state = recipe.RecipeState.load(tmp_path / "run" / "recipe.json")
+    folders = sorted(p.name for p in (tmp_path / "run" / "stages").iterdir())
+    turn = ["early_rounds", "last_round"]
+    assert len(folders) >= 2 and folders == [f"{i:02d}_{'ppo' if i == 0 else turn[(i - 1) % 2]}"
+                                             for i in range(len(folders))], folders
+    assert [g["stage"] for g in state.gates if g["stage_index"] == 1] and all(
+        g["stage"] == "early_rounds" for g in state.gates if g["stage_index"] == 1), state.gates
 
 
 def test_saved_checkpoints_carry_provenance(tmp_path: Path) -> None:

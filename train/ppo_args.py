@@ -84,7 +84,8 @@ class Args(RunOptions):
     (self-play PPO, then expert iteration; train/recipe.py) in it, then the evaluation table; 0: self-play PPO alone
     (train/ppo_selfplay.py), for total_timesteps or max_train_seconds"""
     stages: tuple[str, ...] = RECIPE_STAGES
-    """the recipe's stages that run, of ppo, last_round, early_rounds, consolidate (train/recipe.py)"""
+    """the recipe's stages that run and their order, of ppo, last_round, early_rounds, consolidate: ppo first, then
+    the expert stages turned in the order given until the budget is spent (train/recipe.py)"""
     gate_deals: int = 2000
     """duplicate deals of each gate: the stage's network against the run's best, both alone"""
     gate_every_s: float = 0.0

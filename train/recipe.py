@@ -29,7 +29,8 @@ in the last round, so there are no exact values), and where a deal is one round 
 3 and 4 train the last-round head instead, the one head that plays there, on the search's labels.
 
 After stage 4 the expert stages (2-4) are turned again, each from the run's best network, until the budget is
-spent (``stages`` chooses which run). Every stage starts from the **best** network so far.
+spent. ``stages`` chooses which run and in what order: ``ppo`` first, then the expert stages turned in the order it
+lists them (:func:`expert_order`). Every stage starts from the **best** network so far.
 
 The gate (AlphaZero's evaluator). Every ``gate_every_s`` seconds of training, and when a stage ends, the stage's
 current network (the *candidate*) plays the best network head to head, both alone (argmax, no exact last round), on
@@ -195,13 +196,25 @@ def room_for_stage(left_s: float, estimate_s: float | None) -> bool:
     return left_s > 0 and (estimate_s is None or left_s >= estimate_s)
 
 
-def stage_name(index: int) -> str:
-    """The stage of a stage number: 0 is ``ppo``, then the expert stages in turns.
+def expert_order(stages: tuple[str, ...]) -> tuple[str, ...]:
+    """The expert stages in the order a run turns them: as ``stages`` gives them (``ppo`` left out), or all of
+    :data:`EXPERT_STAGES` where it gives none (a PPO-alone recipe, whose expert stages are all skipped).
+
+    >>> expert_order(("ppo", "early_rounds", "last_round")), expert_order(("ppo",))
+    (('early_rounds', 'last_round'), ('last_round', 'early_rounds', 'consolidate'))
+    """
+    return tuple(s for s in stages if s != "ppo") or EXPERT_STAGES
+
+
+def stage_name(index: int, order: tuple[str, ...] = EXPERT_STAGES) -> str:
+    """The stage of a stage number: 0 is ``ppo``, then the expert stages of ``order`` in turns.
 
     >>> [stage_name(i) for i in range(6)]
     ['ppo', 'last_round', 'early_rounds', 'consolidate', 'last_round', 'early_rounds']
+    >>> [stage_name(i, ("early_rounds", "last_round")) for i in range(4)]
+    ['ppo', 'early_rounds', 'last_round', 'early_rounds']
     """
-    return "ppo" if index == 0 else EXPERT_STAGES[(index - 1) % len(EXPERT_STAGES)]
+    return "ppo" if index == 0 else order[(index - 1) % len(order)]
 
 
 def gate_interval(args: Args) -> float:
@@ -289,9 +302,10 @@ class Recipe:
             raise ConfigError("hours: must be > 0 for the recipe (0 runs self-play PPO alone)", field="hours")
         if len(set(args.stages)) != len(args.stages):
             raise ConfigError(f"stages: each stage once, got {' '.join(args.stages)}", field="stages")
-        if "ppo" not in args.stages:
+        if not args.stages or args.stages[0] != "ppo":
             raise ConfigError("stages: the recipe starts from a fresh network, so its stages begin with ppo (an expert "
-                              "stage alone on a network you have: cassino exit --init checkpoint:PATH)", field="stages")
+                              "stage alone on a network you have: cassino exit --init checkpoint:PATH), got "
+                              f"{' '.join(args.stages) or 'none'}", field="stages")
         if args.endgame or not uses_default_blocks(args.obs_blocks) or not args.move_features:
             raise ConfigError("the recipe's expert stages read the default observation with move features and train "
                               "without endgame (give --hours 0 for a PPO run with endgame, obs_blocks or "
@@ -301,6 +315,7 @@ class Recipe:
                               "--hours to go on", field="hours")
         self.state.done = False  # a larger budget: the run goes on (a run that ran out of stages ends again at once)
         self.args = args
+        self.order = expert_order(args.stages)  # the expert stages' turn, as stages gives them
         self.rules = make_rules(args.preset, args.num_players)
         self.notes: list[str] = []  # lines said once when the run starts: what these rules change in the recipe
         warm: list[Any] = []  # the expert stages' options, their kernels compiled before the clock starts
@@ -359,7 +374,7 @@ class Recipe:
 
     def say(self, text: str) -> None:
         """A progress line of the recipe: the stage, the text, the budget used and left."""
-        name = stage_name(self.state.stage_index)
+        name = stage_name(self.state.stage_index, self.order)
         print(f"[recipe {name}] {text} | {self.budget_used()}", flush=True)
 
     def budget_used(self) -> str:
@@ -394,13 +409,13 @@ class Recipe:
         skipped = 0  # stages skipped in a row: a whole turn of them means nothing is left to run
         try:
             while self.left() > 0 and not self.state.done:
-                name = stage_name(self.state.stage_index)
+                name = stage_name(self.state.stage_index, self.order)
                 if self.skip(name):
                     skipped += 1
                     why = f" ({self.rules.num_players} seats: the exact last round is two seats')" \
                         if self.skipped_for_seats(name) else ""
                     self.next_stage(f"{name} skipped{why}")
-                    if skipped >= len(EXPERT_STAGES):
+                    if skipped >= len(self.order):
                         self.state.done = True
                     continue
                 need, what = first_iteration_estimate(name, self.state.first_iteration_s)
@@ -408,7 +423,7 @@ class Recipe:
                     skipped += 1  # the stage's first iteration would end past the budget: the next kind may fit
                     self.next_stage(f"{name} not started: {fmt_time(max(0.0, self.left()))} left, under {what} "
                                     f"({fmt_time(need or 0.0)})")
-                    if skipped >= len(EXPERT_STAGES):
+                    if skipped >= len(self.order):
                         self.state.done = True
                     continue
                 skipped = 0
@@ -416,7 +431,8 @@ class Recipe:
         except (RunInterrupted, KeyboardInterrupt):
             self.save_state()  # the stage's own message names its checkpoint; the run resumes as a whole, from here
             where = self.run_dir / "recipe.json"
-            raise RunInterrupted(f"interrupted in stage {stage_name(self.state.stage_index)} ({self.budget_used()}): "
+            now = stage_name(self.state.stage_index, self.order)
+            raise RunInterrupted(f"interrupted in stage {now} ({self.budget_used()}): "
                                  f"{where} and the stage's latest checkpoint hold the run: resume the whole run with: "
                                  f"cassino train --resume {self.run_dir}") from None
         final = self.finish()
@@ -452,7 +468,7 @@ class Recipe:
 
     def next_stage(self, why: str) -> None:
         """Move on to the next stage (saved); the line says which stage the rest of the budget goes to."""
-        after = stage_name(self.state.stage_index + 1)
+        after = stage_name(self.state.stage_index + 1, self.order)
         self.say(why + (f"; next: {after}" if self.left() > 0 and after in self.args.stages else ""))
         if self.state.stage_index > 0 and not any(s in self.args.stages for s in EXPERT_STAGES):
             self.state.done = True  # PPO alone was asked for, and it has ended
@@ -463,7 +479,8 @@ class Recipe:
     def stage_folder(self) -> Path:
         """The current stage's folder (named and saved at its start)."""
         if self.state.stage_dir is None:
-            self.state.stage_dir = f"stages/{self.state.stage_index:02d}_{stage_name(self.state.stage_index)}"
+            name = stage_name(self.state.stage_index, self.order)
+            self.state.stage_dir = f"stages/{self.state.stage_index:02d}_{name}"
             self.save_state()
         return self.run_dir / self.state.stage_dir
 
@@ -574,7 +591,7 @@ class Recipe:
         last, self.last_hook_s = self.last_hook_s, now
         if last is None:  # the stage's first iteration: from the stage's start, its start-up included
             last = self.stage_start_s
-            self.state.first_iteration_s[stage_name(self.state.stage_index)] = round(now - last, 1)
+            self.state.first_iteration_s[stage_name(self.state.stage_index, self.order)] = round(now - last, 1)
         # the budget is spent, or will be before another iteration like the last one ends: stop here, not past it
         over = self.left() <= 0 or self.left() < now - last
         if not over and now - self.state.last_gate_s < self.gate_every:
@@ -597,7 +614,7 @@ class Recipe:
 
         t0 = time.time()
         n = len(self.state.gates)
-        name = stage_name(self.state.stage_index)
+        name = stage_name(self.state.stage_index, self.order)
         cand = make_agent(f"policy:checkpoint:{candidate}", self.rules, device=self.args.device)
         record: dict[str, Any] = {"n": n, "stage": name, "stage_index": self.state.stage_index,
                                   "candidate": str(candidate), "at_s": round(self.elapsed(), 1)}
@@ -648,7 +665,7 @@ class Recipe:
         for pattern in ("iter_*.pt", "step_*.pt", "pass_*.pt"):
             for old in sorted(ckpts.glob(pattern))[:-1]:
                 old.unlink(missing_ok=True)
-        if stage_name(self.state.stage_index) == "last_round":
+        if stage_name(self.state.stage_index, self.order) == "last_round":
             labels = sorted((folder / "labels").glob("iter_*.npz"))
             for old in labels if stage_ended else labels[:-KEEP_LABELS]:
                 old.unlink(missing_ok=True)
