@@ -102,6 +102,15 @@ def test_state_round_trip(tmp_path: Path) -> None:
     (tmp_path / "recipe.json").write_text(json.dumps({**older, "first_iteration_s": {"last_round": "slow"}}))
     with pytest.raises(ConfigError, match="first_iteration_s"):
         recipe.RecipeState.load(tmp_path / "recipe.json")
+    state.stage = "consolidate"  # the current stage's name; absent in older files (None)
+    (tmp_path / "recipe.json").write_text(json.dumps(state.to_dict()))
+    assert recipe.RecipeState.load(tmp_path / "recipe.json") == state
+    del older["stage"]
+    (tmp_path / "recipe.json").write_text(json.dumps(older))
+    assert recipe.RecipeState.load(tmp_path / "recipe.json").stage is None
+    (tmp_path / "recipe.json").write_text(json.dumps({**older, "stage": "nosuch"}))
+    with pytest.raises(ConfigError, match="'stage'"):
+        recipe.RecipeState.load(tmp_path / "recipe.json")
 
 
 def test_an_expert_stage_starts_only_with_room_for_its_first_iteration() -> None:
@@ -247,6 +256,17 @@ def test_stages_run_in_the_order_given(tmp_path: Path) -> None:
                                              for i in range(len(folders))], folders
     assert [g["stage"] for g in state.gates if g["stage_index"] == 1] and all(
         g["stage"] == "early_rounds" for g in state.gates if g["stage_index"] == 1), state.gates
+    # resumed with other stages: the stage in progress is not among them and is left; the rest turn in the new order
+    before = len(folders)
+    recipe.train(config.make_args(Args, {**config.args_to_dict(args), "resume": str(tmp_path / "run"), "run_dir": None,
+                                         "hours": 0.02, "stages": ["ppo", "last_round"]}),
+                 explicit={"hours", "stages"})
+    again = recipe.RecipeState.load(tmp_path / "run" / "recipe.json")
+    later = sorted(p.name for p in (tmp_path / "run" / "stages").iterdir())[before:]
+    assert all(f.endswith("_last_round") for f in later), later
+    new_gates = again.gates[len(state.gates):]
+    assert new_gates and all(g["stage"] == "last_round" for g in new_gates), again.gates
+    assert again.gates[: len(state.gates)] == state.gates
 
 
 def test_saved_checkpoints_carry_provenance(tmp_path: Path) -> None:

@@ -217,6 +217,18 @@ def stage_name(index: int, order: tuple[str, ...] = EXPERT_STAGES) -> str:
     return "ppo" if index == 0 else order[(index - 1) % len(order)]
 
 
+def next_stage_name(name: str, order: tuple[str, ...]) -> str:
+    """The stage that follows ``name`` in a run whose expert stages turn in ``order`` (:func:`expert_order`): the
+    one after it, the last followed by the first; the first after ``ppo`` or after a stage ``order`` lacks (a run
+    resumed with other ``stages``).
+
+    >>> order = ("early_rounds", "last_round")
+    >>> [next_stage_name(n, order) for n in ("ppo", "early_rounds", "last_round", "consolidate")]
+    ['early_rounds', 'last_round', 'early_rounds', 'early_rounds']
+    """
+    return order[(order.index(name) + 1) % len(order)] if name in order else order[0]
+
+
 def gate_interval(args: Args) -> float:
     """Seconds of training between gates: ``gate_every_s``, or when 0 the budget / 12 kept within 60-600 s.
 
@@ -316,6 +328,9 @@ class Recipe:
         self.state.done = False  # a larger budget: the run goes on (a run that ran out of stages ends again at once)
         self.args = args
         self.order = expert_order(args.stages)  # the expert stages' turn, as stages gives them
+        if self.state.stage is None:  # an older state file: the stage its folder names, else the index-th of the order
+            named = Path(self.state.stage_dir).name.partition("_")[2] if self.state.stage_dir else ""
+            self.state.stage = named if named in STAGES else stage_name(self.state.stage_index, self.order)
         self.rules = make_rules(args.preset, args.num_players)
         self.notes: list[str] = []  # lines said once when the run starts: what these rules change in the recipe
         warm: list[Any] = []  # the expert stages' options, their kernels compiled before the clock starts
@@ -374,7 +389,7 @@ class Recipe:
 
     def say(self, text: str) -> None:
         """A progress line of the recipe: the stage, the text, the budget used and left."""
-        name = stage_name(self.state.stage_index, self.order)
+        name = self.stage_now()
         print(f"[recipe {name}] {text} | {self.budget_used()}", flush=True)
 
     def budget_used(self) -> str:
@@ -409,9 +424,9 @@ class Recipe:
         skipped = 0  # stages skipped in a row: a whole turn of them means nothing is left to run
         try:
             while self.left() > 0 and not self.state.done:
-                name = stage_name(self.state.stage_index, self.order)
+                name = self.stage_now()
                 if self.skip(name):
-                    skipped += 1
+                    skipped += name in self.order  # a full turn of the order skipped: nothing is left to run
                     why = f" ({self.rules.num_players} seats: the exact last round is two seats')" \
                         if self.skipped_for_seats(name) else ""
                     self.next_stage(f"{name} skipped{why}")
@@ -431,7 +446,7 @@ class Recipe:
         except (RunInterrupted, KeyboardInterrupt):
             self.save_state()  # the stage's own message names its checkpoint; the run resumes as a whole, from here
             where = self.run_dir / "recipe.json"
-            now = stage_name(self.state.stage_index, self.order)
+            now = self.stage_now()
             raise RunInterrupted(f"interrupted in stage {now} ({self.budget_used()}): "
                                  f"{where} and the stage's latest checkpoint hold the run: resume the whole run with: "
                                  f"cassino train --resume {self.run_dir}") from None
@@ -461,6 +476,10 @@ class Recipe:
             return True
         return name == "consolidate" and not self.label_folders()
 
+    def stage_now(self) -> str:
+        """The current stage's name (:attr:`RecipeState.stage`)."""
+        return self.state.stage or stage_name(self.state.stage_index, self.order)
+
     def skipped_for_seats(self, name: str) -> bool:
         """Whether stage ``name`` never runs at these rules' seats: ``last_round`` with more than two (the exact last
         round needs a seat that knows every card: :func:`cassino_env.endgame.solvable`)."""
@@ -468,18 +487,18 @@ class Recipe:
 
     def next_stage(self, why: str) -> None:
         """Move on to the next stage (saved); the line says which stage the rest of the budget goes to."""
-        after = stage_name(self.state.stage_index + 1, self.order)
+        after = next_stage_name(self.stage_now(), self.order)
         self.say(why + (f"; next: {after}" if self.left() > 0 and after in self.args.stages else ""))
         if self.state.stage_index > 0 and not any(s in self.args.stages for s in EXPERT_STAGES):
             self.state.done = True  # PPO alone was asked for, and it has ended
         self.state.stage_index += 1
-        self.state.stage_dir, self.state.stall = None, 0
+        self.state.stage, self.state.stage_dir, self.state.stall = after, None, 0
         self.save_state()
 
     def stage_folder(self) -> Path:
         """The current stage's folder (named and saved at its start)."""
         if self.state.stage_dir is None:
-            name = stage_name(self.state.stage_index, self.order)
+            name = self.stage_now()
             self.state.stage_dir = f"stages/{self.state.stage_index:02d}_{name}"
             self.save_state()
         return self.run_dir / self.state.stage_dir
@@ -591,7 +610,7 @@ class Recipe:
         last, self.last_hook_s = self.last_hook_s, now
         if last is None:  # the stage's first iteration: from the stage's start, its start-up included
             last = self.stage_start_s
-            self.state.first_iteration_s[stage_name(self.state.stage_index, self.order)] = round(now - last, 1)
+            self.state.first_iteration_s[self.stage_now()] = round(now - last, 1)
         # the budget is spent, or will be before another iteration like the last one ends: stop here, not past it
         over = self.left() <= 0 or self.left() < now - last
         if not over and now - self.state.last_gate_s < self.gate_every:
@@ -614,7 +633,7 @@ class Recipe:
 
         t0 = time.time()
         n = len(self.state.gates)
-        name = stage_name(self.state.stage_index, self.order)
+        name = self.stage_now()
         cand = make_agent(f"policy:checkpoint:{candidate}", self.rules, device=self.args.device)
         record: dict[str, Any] = {"n": n, "stage": name, "stage_index": self.state.stage_index,
                                   "candidate": str(candidate), "at_s": round(self.elapsed(), 1)}
@@ -665,7 +684,7 @@ class Recipe:
         for pattern in ("iter_*.pt", "step_*.pt", "pass_*.pt"):
             for old in sorted(ckpts.glob(pattern))[:-1]:
                 old.unlink(missing_ok=True)
-        if stage_name(self.state.stage_index, self.order) == "last_round":
+        if self.stage_now() == "last_round":
             labels = sorted((folder / "labels").glob("iter_*.npz"))
             for old in labels if stage_ended else labels[:-KEEP_LABELS]:
                 old.unlink(missing_ok=True)

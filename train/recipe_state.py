@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from train.config import ConfigError
+from train.config import RECIPE_STAGES, ConfigError
 
 #: The state file's format version.
 STATE_VERSION = 1
@@ -33,6 +33,9 @@ class RecipeState:
         first_iteration_s: stage name -> wall seconds from the start of its latest stage to its first iteration's end
             (start-up included), measured in this run; what starting that kind of stage again costs at least
             (:func:`train.recipe.room_for_stage`). Absent in older files: empty.
+        stage: the current stage's name, one of :data:`train.config.RECIPE_STAGES` (a stage goes on as what it is
+            when a run is resumed with other ``stages``; the next is the one after it in the run's order). Absent in
+            older files: None, read as the ``stage_index``-th of the run's order (:func:`train.recipe.stage_name`).
     """
 
     elapsed_s: float = 0.0
@@ -45,6 +48,7 @@ class RecipeState:
     last_gate_s: float = 0.0
     done: bool = False
     first_iteration_s: dict[str, float] = dataclasses.field(default_factory=dict)
+    stage: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to ``recipe.json``."""
@@ -98,7 +102,12 @@ class RecipeState:
                 for k, v in first.items()):
             raise ConfigError(f"resume: {path}: field 'first_iteration_s' must map stage names to seconds",
                               field="resume")
-        return cls(**{k: data[k] for k in kinds}, first_iteration_s={k: float(v) for k, v in first.items()})
+        stage = data.get("stage")
+        if stage is not None and stage not in RECIPE_STAGES:
+            raise ConfigError(f"resume: {path}: field 'stage' must be one of {', '.join(RECIPE_STAGES)}, got "
+                              f"{stage!r:.40}", field="resume")
+        return cls(**{k: data[k] for k in kinds}, first_iteration_s={k: float(v) for k, v in first.items()},
+                   stage=stage)
 
 
 def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] | None:
