@@ -111,6 +111,12 @@ def test_state_round_trip(tmp_path: Path) -> None:
     (tmp_path / "recipe.json").write_text(json.dumps({**older, "stage": "nosuch"}))
     with pytest.raises(ConfigError, match="'stage'"):
         recipe.RecipeState.load(tmp_path / "recipe.json")
+    (tmp_path / "recipe.json").write_text(json.dumps({**older, "stage": "early_rounds"}))  # stage_dir: consolidate
+    with pytest.raises(ConfigError, match="'stage' is 'early_rounds' but stage_dir"):
+        recipe.RecipeState.load(tmp_path / "recipe.json")
+    # an older file's stage: its folder's, else the index-th of the one order there was (whatever stages selected)
+    assert recipe.current_stage(recipe.RecipeState(stage_index=3, stage_dir="stages/03_early_rounds")) == "early_rounds"
+    assert recipe.current_stage(recipe.RecipeState(stage_index=3)) == "consolidate"
 
 
 def test_an_expert_stage_starts_only_with_room_for_its_first_iteration() -> None:

@@ -161,6 +161,7 @@ def test_a_tiny_recipe_runs_at_more_seats(tmp_path: Path, capsys: pytest.Capture
     assert (run / "stages" / "02_early_rounds" / "labels").is_dir()
     assert not list((run / "stages").glob("*_last_round"))
     assert any(f"last_round skipped ({players} seats: the exact last round is two seats')" in line for line in out)
+    assert not any("next: last_round" in line for line in out), "a stage these seats skip is never named next"
     arr = len(arrangements(make_rules(preset, players)))
     gate_lines = [line for line in out if line.startswith("[recipe ") and " gate " in line and "candidate vs" in line]
     assert gate_lines and all(("seatings" in line) == (arr > 2) for line in gate_lines), gate_lines

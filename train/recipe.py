@@ -30,7 +30,9 @@ in the last round, so there are no exact values), and where a deal is one round 
 
 After stage 4 the expert stages (2-4) are turned again, each from the run's best network, until the budget is
 spent. ``stages`` chooses which run and in what order: ``ppo`` first, then the expert stages turned in the order it
-lists them (:func:`expert_order`). Every stage starts from the **best** network so far.
+lists them (:func:`expert_order`; the numbers above are the default order's). A run resumed with other ``stages``
+goes on with the stage in progress where they keep it, leaves it where they drop it, and then turns the new order
+from the stage after it (:func:`next_stage_name`). Every stage starts from the **best** network so far.
 
 The gate (AlphaZero's evaluator). Every ``gate_every_s`` seconds of training, and when a stage ends, the stage's
 current network (the *candidate*) plays the best network head to head, both alone (argmax, no exact last round), on
@@ -229,6 +231,22 @@ def next_stage_name(name: str, order: tuple[str, ...]) -> str:
     return order[(order.index(name) + 1) % len(order)] if name in order else order[0]
 
 
+def current_stage(state: RecipeState) -> str:
+    """The current stage of a run's state: its ``stage``; in a state file written before stages had an order (no
+    ``stage``), the stage its ``stage_dir`` names, else the ``stage_index``-th of the one order there was then
+    (:data:`EXPERT_STAGES`, whatever ``stages`` selected).
+
+    >>> current_stage(RecipeState(stage_index=3)), current_stage(RecipeState(stage_index=3, stage_dir="stages/03_x"))
+    ('consolidate', 'consolidate')
+    >>> current_stage(RecipeState(stage_index=3, stage_dir="stages/03_last_round"))
+    'last_round'
+    """
+    if state.stage is not None:
+        return state.stage
+    named = Path(state.stage_dir).name.partition("_")[2] if state.stage_dir else ""
+    return named if named in STAGES else stage_name(state.stage_index)
+
+
 def gate_interval(args: Args) -> float:
     """Seconds of training between gates: ``gate_every_s``, or when 0 the budget / 12 kept within 60-600 s.
 
@@ -328,9 +346,7 @@ class Recipe:
         self.state.done = False  # a larger budget: the run goes on (a run that ran out of stages ends again at once)
         self.args = args
         self.order = expert_order(args.stages)  # the expert stages' turn, as stages gives them
-        if self.state.stage is None:  # an older state file: the stage its folder names, else the index-th of the order
-            named = Path(self.state.stage_dir).name.partition("_")[2] if self.state.stage_dir else ""
-            self.state.stage = named if named in STAGES else stage_name(self.state.stage_index, self.order)
+        self.state.stage = current_stage(self.state)
         self.rules = make_rules(args.preset, args.num_players)
         self.notes: list[str] = []  # lines said once when the run starts: what these rules change in the recipe
         warm: list[Any] = []  # the expert stages' options, their kernels compiled before the clock starts
@@ -488,7 +504,8 @@ class Recipe:
     def next_stage(self, why: str) -> None:
         """Move on to the next stage (saved); the line says which stage the rest of the budget goes to."""
         after = next_stage_name(self.stage_now(), self.order)
-        self.say(why + (f"; next: {after}" if self.left() > 0 and after in self.args.stages else ""))
+        runs = after in self.args.stages and not self.skipped_for_seats(after)
+        self.say(why + (f"; next: {after}" if self.left() > 0 and runs else ""))
         if self.state.stage_index > 0 and not any(s in self.args.stages for s in EXPERT_STAGES):
             self.state.done = True  # PPO alone was asked for, and it has ended
         self.state.stage_index += 1

@@ -35,7 +35,8 @@ class RecipeState:
             (:func:`train.recipe.room_for_stage`). Absent in older files: empty.
         stage: the current stage's name, one of :data:`train.config.RECIPE_STAGES` (a stage goes on as what it is
             when a run is resumed with other ``stages``; the next is the one after it in the run's order). Absent in
-            older files: None, read as the ``stage_index``-th of the run's order (:func:`train.recipe.stage_name`).
+            older files: None, read as the stage ``stage_dir`` names, else the ``stage_index``-th of the default
+            order (:func:`train.recipe.stage_name`), the one order there was when they were written.
     """
 
     elapsed_s: float = 0.0
@@ -106,6 +107,10 @@ class RecipeState:
         if stage is not None and stage not in RECIPE_STAGES:
             raise ConfigError(f"resume: {path}: field 'stage' must be one of {', '.join(RECIPE_STAGES)}, got "
                               f"{stage!r:.40}", field="resume")
+        named = Path(data["stage_dir"]).name.partition("_")[2] if data["stage_dir"] else None
+        if stage is not None and named in RECIPE_STAGES and named != stage:
+            raise ConfigError(f"resume: {path}: field 'stage' is {stage!r} but stage_dir {data['stage_dir']!r} is a "
+                              f"{named} stage's folder", field="resume")
         return cls(**{k: data[k] for k in kinds}, first_iteration_s={k: float(v) for k, v in first.items()},
                    stage=stage)
 
