@@ -92,12 +92,18 @@ import yaml
 
 from train import config
 from train.config import Args, ConfigError, TrainOptions
-from train.recipe_state import STATE_VERSION, RecipeState, best_at  # noqa: F401 (best_at, STATE_VERSION: re-exported)
+from train.recipe_state import (  # noqa: F401 (re-exported: best_at, STATE_VERSION, the stages' order)
+    EXPERT_STAGES,
+    STAGES,
+    STATE_VERSION,
+    RecipeState,
+    best_at,
+    current_stage,
+    expert_order,
+    next_stage_name,
+    stage_name,
+)
 
-#: The stages of the recipe, in order (module docstring).
-STAGES = config.RECIPE_STAGES
-#: The expert stages, turned again after the first pass.
-EXPERT_STAGES = STAGES[1:]
 #: The first deal seed of the gates (module docstring).
 GATE_SEED = 60_000_000
 #: Duplicate deals of the best network's evaluation against ``advanced`` at each promotion.
@@ -196,55 +202,6 @@ def room_for_stage(left_s: float, estimate_s: float | None) -> bool:
     as long as ``estimate_s`` (:func:`first_iteration_estimate`; None: nothing measured yet, it starts and measures
     it), would end past the budget (it would overrun by the rest of that iteration and its gate)."""
     return left_s > 0 and (estimate_s is None or left_s >= estimate_s)
-
-
-def expert_order(stages: tuple[str, ...]) -> tuple[str, ...]:
-    """The expert stages in the order a run turns them: as ``stages`` gives them (``ppo`` left out), or all of
-    :data:`EXPERT_STAGES` where it gives none (a PPO-alone recipe, whose expert stages are all skipped).
-
-    >>> expert_order(("ppo", "early_rounds", "last_round")), expert_order(("ppo",))
-    (('early_rounds', 'last_round'), ('last_round', 'early_rounds', 'consolidate'))
-    """
-    return tuple(s for s in stages if s != "ppo") or EXPERT_STAGES
-
-
-def stage_name(index: int, order: tuple[str, ...] = EXPERT_STAGES) -> str:
-    """The stage of a stage number: 0 is ``ppo``, then the expert stages of ``order`` in turns.
-
-    >>> [stage_name(i) for i in range(6)]
-    ['ppo', 'last_round', 'early_rounds', 'consolidate', 'last_round', 'early_rounds']
-    >>> [stage_name(i, ("early_rounds", "last_round")) for i in range(4)]
-    ['ppo', 'early_rounds', 'last_round', 'early_rounds']
-    """
-    return "ppo" if index == 0 else order[(index - 1) % len(order)]
-
-
-def next_stage_name(name: str, order: tuple[str, ...]) -> str:
-    """The stage that follows ``name`` in a run whose expert stages turn in ``order`` (:func:`expert_order`): the
-    one after it, the last followed by the first; the first after ``ppo`` or after a stage ``order`` lacks (a run
-    resumed with other ``stages``).
-
-    >>> order = ("early_rounds", "last_round")
-    >>> [next_stage_name(n, order) for n in ("ppo", "early_rounds", "last_round", "consolidate")]
-    ['early_rounds', 'last_round', 'early_rounds', 'early_rounds']
-    """
-    return order[(order.index(name) + 1) % len(order)] if name in order else order[0]
-
-
-def current_stage(state: RecipeState) -> str:
-    """The current stage of a run's state: its ``stage``; in a state file written before stages had an order (no
-    ``stage``), the stage its ``stage_dir`` names, else the ``stage_index``-th of the one order there was then
-    (:data:`EXPERT_STAGES`, whatever ``stages`` selected).
-
-    >>> current_stage(RecipeState(stage_index=3)), current_stage(RecipeState(stage_index=3, stage_dir="stages/03_x"))
-    ('consolidate', 'consolidate')
-    >>> current_stage(RecipeState(stage_index=3, stage_dir="stages/03_last_round"))
-    'last_round'
-    """
-    if state.stage is not None:
-        return state.stage
-    named = Path(state.stage_dir).name.partition("_")[2] if state.stage_dir else ""
-    return named if named in STAGES else stage_name(state.stage_index)
 
 
 def gate_interval(args: Args) -> float:

@@ -1,5 +1,7 @@
 """The state of a ``cassino train`` run between its stages and across resumes: ``RUN/recipe.json``
-(:class:`RecipeState`), and the run's best network at any time of it (:func:`best_at`, the anytime curve).
+(:class:`RecipeState`), the order its stages take (:func:`expert_order`, :func:`stage_name`,
+:func:`next_stage_name`, :func:`current_stage`), and the run's best network at any time of it (:func:`best_at`, the
+anytime curve).
 
 The recipe itself (stages, gate, switch rule, budget) is :mod:`train.recipe`; this module holds only what reads and
 writes its state file, so that tools reading a finished run (``scripts/anytime.py``) need nothing of the trainer.
@@ -16,6 +18,10 @@ from train.config import RECIPE_STAGES, ConfigError
 
 #: The state file's format version.
 STATE_VERSION = 1
+#: The stages of the recipe, in their default order (train/recipe.py's docstring).
+STAGES = RECIPE_STAGES
+#: The expert stages, in their default order: turned again after the first pass.
+EXPERT_STAGES = STAGES[1:]
 
 
 @dataclasses.dataclass
@@ -113,6 +119,55 @@ class RecipeState:
                               f"{named} stage's folder", field="resume")
         return cls(**{k: data[k] for k in kinds}, first_iteration_s={k: float(v) for k, v in first.items()},
                    stage=stage)
+
+
+def expert_order(stages: tuple[str, ...]) -> tuple[str, ...]:
+    """The expert stages in the order a run turns them: as ``stages`` gives them (``ppo`` left out), or all of
+    :data:`EXPERT_STAGES` where it gives none (a PPO-alone recipe, whose expert stages are all skipped).
+
+    >>> expert_order(("ppo", "early_rounds", "last_round")), expert_order(("ppo",))
+    (('early_rounds', 'last_round'), ('last_round', 'early_rounds', 'consolidate'))
+    """
+    return tuple(s for s in stages if s != "ppo") or EXPERT_STAGES
+
+
+def stage_name(index: int, order: tuple[str, ...] = EXPERT_STAGES) -> str:
+    """The stage of a stage number: 0 is ``ppo``, then the expert stages of ``order`` in turns.
+
+    >>> [stage_name(i) for i in range(6)]
+    ['ppo', 'last_round', 'early_rounds', 'consolidate', 'last_round', 'early_rounds']
+    >>> [stage_name(i, ("early_rounds", "last_round")) for i in range(4)]
+    ['ppo', 'early_rounds', 'last_round', 'early_rounds']
+    """
+    return "ppo" if index == 0 else order[(index - 1) % len(order)]
+
+
+def next_stage_name(name: str, order: tuple[str, ...]) -> str:
+    """The stage that follows ``name`` in a run whose expert stages turn in ``order`` (:func:`expert_order`): the
+    one after it, the last followed by the first; the first after ``ppo`` or after a stage ``order`` lacks (a run
+    resumed with other ``stages``).
+
+    >>> order = ("early_rounds", "last_round")
+    >>> [next_stage_name(n, order) for n in ("ppo", "early_rounds", "last_round", "consolidate")]
+    ['early_rounds', 'last_round', 'early_rounds', 'early_rounds']
+    """
+    return order[(order.index(name) + 1) % len(order)] if name in order else order[0]
+
+
+def current_stage(state: RecipeState) -> str:
+    """The current stage of a run's state: its ``stage``; in a state file written before stages had an order (no
+    ``stage``), the stage its ``stage_dir`` names, else the ``stage_index``-th of the one order there was then
+    (:data:`EXPERT_STAGES`, whatever ``stages`` selected).
+
+    >>> current_stage(RecipeState(stage_index=3)), current_stage(RecipeState(stage_index=3, stage_dir="stages/03_x"))
+    ('consolidate', 'consolidate')
+    >>> current_stage(RecipeState(stage_index=3, stage_dir="stages/03_last_round"))
+    'last_round'
+    """
+    if state.stage is not None:
+        return state.stage
+    named = Path(state.stage_dir).name.partition("_")[2] if state.stage_dir else ""
+    return named if named in STAGES else stage_name(state.stage_index)
 
 
 def best_at(run_dir: str | Path, seconds: float) -> tuple[Path, dict[str, Any]] | None:
