@@ -451,7 +451,7 @@ class Recipe:
 
     def stage_now(self) -> str:
         """The current stage's name (:attr:`RecipeState.stage`)."""
-        return self.state.stage or stage_name(self.state.stage_index, self.order)
+        return current_stage(self.state)
 
     def skipped_for_seats(self, name: str) -> bool:
         """Whether stage ``name`` never runs at these rules' seats: ``last_round`` with more than two (the exact last

@@ -131,15 +131,14 @@ def expert_order(stages: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(s for s in stages if s != "ppo") or EXPERT_STAGES
 
 
-def stage_name(index: int, order: tuple[str, ...] = EXPERT_STAGES) -> str:
-    """The stage of a stage number: 0 is ``ppo``, then the expert stages of ``order`` in turns.
+def stage_name(index: int) -> str:
+    """The stage of a stage number in the default order (:data:`EXPERT_STAGES`): 0 is ``ppo``, then the expert
+    stages in turns; how a state file written before stages had an order reads its stage (:func:`current_stage`).
 
     >>> [stage_name(i) for i in range(6)]
     ['ppo', 'last_round', 'early_rounds', 'consolidate', 'last_round', 'early_rounds']
-    >>> [stage_name(i, ("early_rounds", "last_round")) for i in range(4)]
-    ['ppo', 'early_rounds', 'last_round', 'early_rounds']
     """
-    return "ppo" if index == 0 else order[(index - 1) % len(order)]
+    return "ppo" if index == 0 else EXPERT_STAGES[(index - 1) % len(EXPERT_STAGES)]
 
 
 def next_stage_name(name: str, order: tuple[str, ...]) -> str:
